@@ -1,0 +1,62 @@
+"""The two records of the store: an ``Entry`` (what a key holds) and an ``Event`` (a change)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+Kind = Literal["input", "state", "step", "task", "shared"]
+KINDS: Final[tuple[str, ...]] = ("input", "state", "step", "task", "shared")
+
+Op = Literal["write", "delete", "clear", "note"]
+"""``write`` sets or reduces a value; ``delete`` removes a key; ``clear`` removes every
+key of a kind and prefix (``path`` holds the prefix); ``note`` changes nothing and
+tells observers something (a node started, say)."""
+
+
+def make_key(kind: str, path: str) -> str:
+    """The one string that names an entry: ``kind:path`` (``step:research``)."""
+    return f"{kind}:{path}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    """What one key holds: its frozen value and who wrote it when."""
+
+    kind: str
+    path: str
+    value: Any
+    source: str | None
+    created_at: float
+    updated_at: float
+    seq: int
+    meta: Mapping[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return make_key(self.kind, self.path)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """One change in the append-only log.
+
+    For a write, ``value`` is the update as written (the delta), not the new
+    value: replaying the log through the same reducers rebuilds the store,
+    and persisting an append costs the size of the appended item.
+    """
+
+    seq: int
+    op: Op
+    kind: str
+    path: str
+    value: Any = None
+    source: str | None = None
+    reducer: str = "replace"
+    time: float
+    meta: Mapping[str, Any] | None = None
+
+    @property
+    def key(self) -> str:
+        return make_key(self.kind, self.path)

@@ -1,0 +1,291 @@
+"""What a stored value may be, and how the store keeps it from changing.
+
+The store owns its values: a write takes a frozen copy of what it is given,
+so neither the caller's later mutations nor a reader's reach into the store,
+its forks or its event log (the defect of "values stored by reference").
+Frozen containers are subclasses of ``dict`` and ``list``, so they compare
+equal to plain ones, serialise as JSON and pass ``isinstance`` checks; only
+their mutating methods raise. ``thaw`` gives a plain mutable deep copy.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime
+from typing import Any, Final, NoReturn
+
+from weft.errors import ValueTypeError
+
+
+class _Missing:
+    """The type of ``MISSING``: no value at all, where ``None`` is a value."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Final = _Missing()
+
+
+class _Delete:
+    """The type of ``DELETE``: in an update for the ``merge`` reducer, removes that key."""
+
+    _instance: _Delete | None = None
+
+    def __new__(cls) -> _Delete:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DELETE"
+
+    def __reduce__(self) -> str:
+        return "DELETE"
+
+
+DELETE: Final = _Delete()
+
+_READ_ONLY = (
+    "stored values are read-only (they are shared with forks and the event log); "
+    "take a mutable copy with weft.store.thaw(value), change it, and write it back"
+)
+
+
+def _read_only(*_args: Any, **_kwargs: Any) -> NoReturn:
+    raise TypeError(_READ_ONLY)
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` whose mutating methods raise. Build one with ``freeze``."""
+
+    __slots__ = ()
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
+
+    def __hash__(self) -> int:  # type: ignore[override,unused-ignore]
+        return hash(frozenset(self.items()))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+
+class FrozenList(list[Any]):
+    """A ``list`` whose mutating methods raise. Build one with ``freeze``."""
+
+    __slots__ = ()
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __iadd__ = _read_only
+    __imul__ = _read_only
+    append = _read_only
+    extend = _read_only
+    insert = _read_only
+    pop = _read_only
+    remove = _read_only
+    clear = _read_only
+    sort = _read_only
+    reverse = _read_only
+
+    def __hash__(self) -> int:  # type: ignore[override,unused-ignore]
+        return hash(tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+
+def frozen_list(items: Iterable[Any]) -> FrozenList:
+    """Wrap items that are already frozen (reducers use it to skip a re-walk)."""
+    return FrozenList(items)
+
+
+def frozen_dict(items: Mapping[str, Any]) -> FrozenDict:
+    """Wrap a mapping whose values are already frozen."""
+    return FrozenDict(items)
+
+
+class TypeRegistry:
+    """Types beyond plain JSON that the store accepts: pydantic models and dataclasses.
+
+    A registered type gets a stable name, which the JSON codec writes beside the
+    data; loading never imports a type named in the data, it only looks the name
+    up here.
+    """
+
+    def __init__(self) -> None:
+        self._by_type: dict[type, str] = {}
+        self._by_name: dict[str, type] = {}
+
+    def register(self, cls: type, name: str | None = None) -> type:
+        """Accept instances of ``cls`` as stored values; returns ``cls`` (usable as a decorator)."""
+        if not (dataclasses.is_dataclass(cls) or _is_pydantic_model(cls)):
+            raise ValueTypeError(
+                f"cannot register {cls.__qualname__}: only pydantic models and dataclasses "
+                "can be registered; convert other types to dicts before storing them"
+            )
+        name = name or f"{cls.__module__}.{cls.__qualname__}"
+        known = self._by_name.get(name)
+        if known is not None and known is not cls:
+            raise ValueTypeError(
+                f"type name {name!r} is already registered for {known.__qualname__}; "
+                "pass a distinct name= to register()"
+            )
+        self._by_type[cls] = name
+        self._by_name[name] = cls
+        return cls
+
+    def name_of(self, cls: type) -> str | None:
+        return self._by_type.get(cls)
+
+    def type_named(self, name: str) -> type | None:
+        return self._by_name.get(name)
+
+    def __contains__(self, cls: object) -> bool:
+        return cls in self._by_type
+
+
+def _is_pydantic_model(cls: type) -> bool:
+    try:
+        from pydantic import BaseModel
+    except ImportError:  # pragma: no cover - pydantic is a runtime dependency
+        return False
+    return isinstance(cls, type) and issubclass(cls, BaseModel)
+
+
+registry: Final = TypeRegistry()
+"""The default registry; ``register_type`` adds to it."""
+
+
+def register_type(cls: type, name: str | None = None) -> type:
+    """Register a pydantic model or dataclass with the default registry."""
+    return registry.register(cls, name)
+
+
+_SCALARS: Final = (str, int, bool, type(None))
+_IMMUTABLE: Final = (datetime, date, bytes)  # stored as they are; the codec tags them
+
+
+def freeze(
+    value: Any,
+    *,
+    where: str = "value",
+    types: TypeRegistry = registry,
+    allow_delete: bool = False,
+) -> Any:
+    """Return a frozen deep copy of ``value``, or raise ``ValueTypeError`` naming ``where``.
+
+    ``where`` names the key being written, so the error says which write was
+    refused and at which place inside the value.
+    """
+    cls = type(value)
+    if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
+        return value
+    if cls is float:
+        if not math.isfinite(value):
+            raise ValueTypeError(
+                f"{where}: {value!r} is not a JSON number; store None or a string instead"
+            )
+        return value
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueTypeError(
+                    f"{where}: dict key {key!r} is a {type(key).__name__}; JSON objects "
+                    "only have string keys, so convert it with str()"
+                )
+            if item is DELETE and allow_delete:
+                out[key] = DELETE
+            else:
+                out[key] = freeze(item, where=f"{where}.{key}", types=types)
+        return FrozenDict(out)
+    if isinstance(value, (list, tuple)):
+        return FrozenList(
+            [freeze(item, where=f"{where}[{i}]", types=types) for i, item in enumerate(value)]
+        )
+    if cls in _IMMUTABLE:
+        return value
+    if cls in types:
+        return _copy_registered(value)
+    if isinstance(value, enum.Enum):
+        return freeze(value.value, where=where, types=types)
+    if isinstance(value, str):  # other str subclasses are stored as plain str
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if value is DELETE:
+        raise ValueTypeError(
+            f"{where}: DELETE only means something in an update for the merge reducer; "
+            "declare the field with reducers.merge or use store.delete() to remove the key"
+        )
+    hint = (
+        "register it with weft.store.register_type(cls)"
+        if dataclasses.is_dataclass(cls) or _is_pydantic_model(cls)
+        else "convert it to a dict, list, str, number, bool or None"
+    )
+    raise ValueTypeError(
+        f"{where}: a {cls.__module__}.{cls.__qualname__} is not JSON-serialisable; {hint}"
+    )
+
+
+def _copy_registered(value: Any) -> Any:
+    params = getattr(value, "__dataclass_params__", None)
+    if params is not None and params.frozen:
+        return value
+    config = getattr(value, "model_config", None)
+    if isinstance(config, dict) and config.get("frozen"):
+        return value
+    return copy.deepcopy(value)
+
+
+def thaw(value: Any) -> Any:
+    """A plain, mutable deep copy of a stored value."""
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [thaw(item) for item in value]
+    if type(value) in _SCALARS or type(value) is float:
+        return value
+    return copy.deepcopy(value)
+
+
+def is_frozen(value: Any) -> bool:
+    """Whether ``value`` can be stored as it is, without a copy."""
+    return type(value) in _SCALARS or type(value) in (float, FrozenDict, FrozenList)
