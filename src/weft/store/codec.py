@@ -18,7 +18,7 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from weft.errors import CodecError, ValueTypeError
-from weft.store.values import DELETE, TypeRegistry, freeze, registry
+from weft.store.values import DELETE, FrozenDict, FrozenList, TypeRegistry, registry, thaw
 
 TAG: Final = "__weft__"
 
@@ -57,16 +57,16 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
 def from_jsonable(data: Any, types: TypeRegistry = registry) -> Any:
     """Turn the JSON-ready form back into frozen stored values."""
     if isinstance(data, list):
-        return freeze([from_jsonable(item, types) for item in data], types=types)
+        return FrozenList([from_jsonable(item, types) for item in data])
     if not isinstance(data, dict):
         return data
     tag = data.get(TAG)
     if tag is None:
-        return freeze({key: from_jsonable(item, types) for key, item in data.items()}, types=types)
+        return FrozenDict({key: from_jsonable(item, types) for key, item in data.items()})
     body: Any = data.get("data")
     try:
         if tag == "dict":
-            return freeze({k: from_jsonable(v, types) for k, v in body.items()}, types=types)
+            return FrozenDict({k: from_jsonable(v, types) for k, v in body.items()})
         if tag == "delete":
             return DELETE
         if tag == "datetime":
@@ -83,7 +83,7 @@ def from_jsonable(data: Any, types: TypeRegistry = registry) -> Any:
             f"unknown type {tag!r} in stored data; register the class under that name with "
             "weft.store.register_type(cls, name=...) before loading"
         )
-    fields = from_jsonable(body, types)
+    fields = thaw(from_jsonable(body, types))  # the object owns plain, mutable fields
     try:
         if dataclasses.is_dataclass(cls):
             return cls(**fields)

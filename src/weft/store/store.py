@@ -167,7 +167,9 @@ class Store:
         key = _checked_key(kind, path)
         update = freeze(value, where=f"note {key}", types=self._types)
         with self._lock:
-            return self._log("note", kind, path, update, source or self.name, "replace", None)
+            event = self._log("note", kind, path, update, source or self.name, "replace", None)
+            self._notify(event)
+            return event
 
     # -------------------------------------------------------------------- reads
 

@@ -1,0 +1,149 @@
+"""Forks: isolation, O(1) sharing, merges in child order, conflicts named."""
+
+from __future__ import annotations
+
+import pytest
+
+from weft.errors import MergeConflictError, StoreError
+from weft.store import Store, reducers
+
+
+def test_parent_never_sees_a_childs_writes_before_merge() -> None:
+    store = Store()
+    store.write("state", "x", 1)
+    child = store.fork()
+    child.write("state", "x", 2)
+    child.write("state", "y", 3)
+    assert store.value("state", "x") == 1
+    assert not store.has("state", "y")
+    assert child.value("state", "x") == 2
+
+
+def test_child_never_sees_parent_writes_after_the_fork() -> None:
+    store = Store()
+    child = store.fork()
+    store.write("state", "late", 1)
+    assert not child.has("state", "late")
+
+
+def test_siblings_never_see_each_other() -> None:
+    store = Store()
+    a, b = store.fork(name="a"), store.fork(name="b")
+    a.write("shared", "only_a", 1)
+    assert not b.has("shared", "only_a")
+
+
+def test_merge_folds_reducer_fields_in_child_order_not_finish_order() -> None:
+    store = Store(reducers={"state:results": reducers.append})
+    store.write("state", "results", "init")
+    first, second, third = (store.fork(name=n) for n in ("b1", "b2", "b3"))
+    # written in reverse order, as if the last branch finished first
+    third.write("state", "results", "B3")
+    second.write("state", "results", "B2")
+    first.write("state", "results", "B1")
+    store.merge([first, second, third])
+    assert store.value("state", "results") == ["init", "B1", "B2", "B3"]
+
+
+def test_two_children_replacing_one_field_is_an_error_naming_both() -> None:
+    store = Store()
+    a, b = store.fork(name="search"), store.fork(name="browse")
+    a.write("state", "answer", "x")
+    b.write("state", "answer", "y", source="browse-agent")
+    with pytest.raises(MergeConflictError) as info:
+        store.merge([a, b])
+    message = str(info.value)
+    assert "state:answer" in message
+    assert "'search'" in message and "'browse-agent'" in message
+    assert "reducer" in message
+
+
+def test_a_conflicting_merge_merges_nothing() -> None:
+    store = Store()
+    a, b = store.fork(name="a"), store.fork(name="b")
+    a.write("state", "fine", 1)
+    a.write("state", "answer", "x")
+    b.write("state", "answer", "y")
+    with pytest.raises(MergeConflictError):
+        store.merge([a, b])
+    assert len(store) == 0
+
+
+def test_one_child_may_replace_a_field_several_times() -> None:
+    store = Store()
+    child = store.fork()
+    child.write("state", "x", 1)
+    child.write("state", "x", 2)
+    store.merge([child])
+    assert store.value("state", "x") == 2
+
+
+def test_delete_in_two_children_conflicts_like_a_replace() -> None:
+    store = Store()
+    store.write("state", "x", 1)
+    a, b = store.fork(name="a"), store.fork(name="b")
+    a.delete("state", "x")
+    b.write("state", "x", 2)
+    with pytest.raises(MergeConflictError, match="state:x"):
+        store.merge([a, b])
+
+
+def test_merged_writes_keep_their_source_and_reach_subscribers() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    seen: list[tuple[str, object, str | None]] = []
+    store.subscribe(lambda e: seen.append((e.key, e.value, e.source)))
+    child = store.fork(name="branch-1")
+    child.write("state", "log", "hi")
+    assert seen == []
+    store.merge([child])
+    assert seen == [("state:log", "hi", "branch-1")]
+
+
+def test_a_fork_merges_once_and_only_into_its_parent() -> None:
+    store, other = Store(), Store()
+    child = store.fork()
+    with pytest.raises(StoreError, match="not a fork of this store"):
+        other.merge([child])
+    store.merge([child])
+    with pytest.raises(StoreError, match="merged already"):
+        store.merge([child])
+
+
+def test_nested_forks_merge_up_level_by_level() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    child = store.fork(name="c")
+    grandchild = child.fork(name="g")
+    grandchild.write("state", "log", "deep")
+    child.write("state", "log", "mid")
+    child.merge([grandchild])
+    store.merge([child])
+    assert store.value("state", "log") == ["mid", "deep"]
+
+
+def test_fork_events_include_the_parents_history_up_to_the_fork() -> None:
+    store = Store()
+    store.write("state", "a", 1)
+    child = store.fork()
+    store.write("state", "after", 1)
+    child.write("state", "b", 2)
+    assert [e.key for e in child.events()] == ["state:a", "state:b"]
+    assert Store.from_events(child.events()).to_dict() == child.to_dict()
+
+
+def test_fork_shares_structure_instead_of_copying() -> None:
+    store = Store()
+    for i in range(2000):
+        store.write("state", f"k{i:05}", i)
+    child = store.fork()
+    assert child._data is store._data
+    assert child._index is store._index
+    child.write("state", "k00001", -1)
+    assert store.value("state", "k00001") == 1
+
+
+def test_forks_see_the_parents_reducer_declarations() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    child = store.fork()
+    child.write("state", "log", "a")
+    child.write("state", "log", "b")
+    assert child.value("state", "log") == ["a", "b"]
