@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from typing import Final
 
-CHUNK: Final = 512
+CHUNK: Final = 256
 
 
 class SortedKeys:
@@ -55,14 +55,14 @@ class SortedKeys:
         pos = bisect_left(chunk, key)
         if pos < len(chunk) and chunk[pos] == key:
             return self
-        grown = (*chunk[:pos], key, *chunk[pos:])
+        grown = chunk[:pos] + (key,) + chunk[pos:]
         if len(grown) > 2 * CHUNK:
             half = len(grown) // 2
-            new_chunks = (*chunks[:at], grown[:half], grown[half:], *chunks[at + 1 :])
-            new_maxes = (*maxes[:at], grown[half - 1], grown[-1], *maxes[at + 1 :])
+            new_chunks = chunks[:at] + (grown[:half], grown[half:]) + chunks[at + 1 :]
+            new_maxes = maxes[:at] + (grown[half - 1], grown[-1]) + maxes[at + 1 :]
         else:
-            new_chunks = (*chunks[:at], grown, *chunks[at + 1 :])
-            new_maxes = (*maxes[:at], grown[-1], *maxes[at + 1 :])
+            new_chunks = chunks[:at] + (grown,) + chunks[at + 1 :]
+            new_maxes = maxes[:at] + (grown[-1],) + maxes[at + 1 :]
         return SortedKeys(new_chunks, new_maxes, self._len + 1)
 
     def remove(self, key: str) -> SortedKeys:
@@ -75,13 +75,13 @@ class SortedKeys:
         pos = bisect_left(chunk, key)
         if pos == len(chunk) or chunk[pos] != key:
             return self
-        shrunk = (*chunk[:pos], *chunk[pos + 1 :])
+        shrunk = chunk[:pos] + chunk[pos + 1 :]
         if shrunk:
-            new_chunks = (*chunks[:at], shrunk, *chunks[at + 1 :])
-            new_maxes = (*maxes[:at], shrunk[-1], *maxes[at + 1 :])
+            new_chunks = chunks[:at] + (shrunk,) + chunks[at + 1 :]
+            new_maxes = maxes[:at] + (shrunk[-1],) + maxes[at + 1 :]
         else:
-            new_chunks = (*chunks[:at], *chunks[at + 1 :])
-            new_maxes = (*maxes[:at], *maxes[at + 1 :])
+            new_chunks = chunks[:at] + chunks[at + 1 :]
+            new_maxes = maxes[:at] + maxes[at + 1 :]
         return SortedKeys(new_chunks, new_maxes, self._len - 1)
 
     def with_prefix(self, prefix: str) -> Iterator[str]:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 Kind = Literal["input", "state", "step", "task", "shared"]
 KINDS: Final[tuple[str, ...]] = ("input", "state", "step", "task", "shared")
@@ -20,9 +19,11 @@ def make_key(kind: str, path: str) -> str:
     return f"{kind}:{path}"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Entry:
-    """What one key holds: its frozen value and who wrote it when."""
+class Entry(NamedTuple):
+    """What one key holds: its frozen value and who wrote it when.
+
+    A named tuple (immutable and cheap to build: one is made per write).
+    """
 
     kind: str
     path: str
@@ -38,9 +39,8 @@ class Entry:
         return make_key(self.kind, self.path)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
-    """One change in the append-only log.
+class Event(NamedTuple):
+    """One change in the append-only log (a named tuple, like ``Entry``).
 
     For a write, ``value`` is the update as written (the delta), not the new
     value: replaying the log through the same reducers rebuilds the store,
@@ -51,9 +51,9 @@ class Event:
     op: Op
     kind: str
     path: str
-    value: Any = None
-    source: str | None = None
-    reducer: str = "replace"
+    value: Any
+    source: str | None
+    reducer: str
     time: float
     meta: Mapping[str, Any] | None = None
 

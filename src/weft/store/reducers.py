@@ -30,7 +30,9 @@ def append(current: Any, update: Any) -> FrozenList:
     if current is MISSING:
         return FrozenList([update])
     _need_list(current, "append")
-    return FrozenList([*current, update])
+    grown = FrozenList(current)
+    list.append(grown, update)  # one copy of current, then an amortised O(1) append
+    return grown
 
 
 def extend(current: Any, update: Any) -> FrozenList:
@@ -39,7 +41,9 @@ def extend(current: Any, update: Any) -> FrozenList:
     if current is MISSING:
         return FrozenList(update)
     _need_list(current, "extend")
-    return FrozenList([*current, *update])
+    grown = FrozenList(current)
+    list.extend(grown, update)
+    return grown
 
 
 def merge(current: Any, update: Any) -> FrozenDict:
@@ -100,7 +104,7 @@ def _operator_add(current: Any, update: Any) -> Any:
     if current is MISSING:
         return update
     if isinstance(current, list) and isinstance(update, list):
-        return FrozenList([*current, *update])
+        return extend(current, update)
     return operator.add(current, update)
 
 

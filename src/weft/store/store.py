@@ -40,6 +40,7 @@ from weft.store.values import MISSING, TypeRegistry, freeze, registry
 logger: Final = logging.getLogger("weft.store")
 
 Subscriber = Callable[[Event], object]
+_KIND_SET: Final = frozenset(KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,6 +551,8 @@ def _seq_of(event: Event) -> int:
 
 
 def _checked_key(kind: str, path: str) -> str:
+    if kind in _KIND_SET and type(path) is str and path:
+        return f"{kind}:{path}"
     _check_kind(kind)
     if not isinstance(path, str) or not path:
         raise InvalidKeyError(f"{kind}: the path must be a non-empty string, got {path!r}")

@@ -200,6 +200,16 @@ def register_type(cls: type, name: str | None = None) -> type:
 
 _SCALARS: Final = (str, int, bool, type(None))
 _IMMUTABLE: Final = (datetime, date, bytes)  # stored as they are; the codec tags them
+_AS_IS: Final = frozenset({str, int, bool, type(None), FrozenDict, FrozenList})
+
+
+class _Refusal(Exception):
+    """Raised inside the walk; collects the path to the bad part as it unwinds."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str] = []
 
 
 def freeze(
@@ -212,57 +222,75 @@ def freeze(
     """Return a frozen deep copy of ``value``, or raise ``ValueTypeError`` naming ``where``.
 
     ``where`` names the key being written, so the error says which write was
-    refused and at which place inside the value.
+    refused and at which place inside the value (``state:cfg.items[2]``).
     """
+    if type(value) in _AS_IS:
+        return value
+    try:
+        return _freeze(value, types, allow_delete)
+    except _Refusal as refusal:
+        inside = "".join(reversed(refusal.path))
+        raise ValueTypeError(f"{where}{inside}: {refusal.reason}") from None
+
+
+def _freeze(value: Any, types: TypeRegistry, allow_delete: bool = False) -> Any:
     cls = type(value)
-    if cls in _SCALARS or cls is FrozenDict or cls is FrozenList:
+    if cls in _AS_IS:
         return value
     if cls is float:
         if not math.isfinite(value):
-            raise ValueTypeError(
-                f"{where}: {value!r} is not a JSON number; store None or a string instead"
-            )
+            raise _Refusal(f"{value!r} is not a JSON number; store None or a string instead")
         return value
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise ValueTypeError(
-                    f"{where}: dict key {key!r} is a {type(key).__name__}; JSON objects "
-                    "only have string keys, so convert it with str()"
+            if type(key) is not str and not isinstance(key, str):
+                raise _Refusal(
+                    f"dict key {key!r} is a {type(key).__name__}; JSON objects only have "
+                    "string keys, so convert it with str()"
                 )
-            if item is DELETE and allow_delete:
+            if type(item) in _AS_IS:
+                out[key] = item
+            elif item is DELETE and allow_delete:
                 out[key] = DELETE
             else:
-                out[key] = freeze(item, where=f"{where}.{key}", types=types)
+                try:
+                    out[key] = _freeze(item, types)
+                except _Refusal as refusal:
+                    refusal.path.append(f".{key}")
+                    raise
         return FrozenDict(out)
     if isinstance(value, (list, tuple)):
-        return FrozenList(
-            [freeze(item, where=f"{where}[{i}]", types=types) for i, item in enumerate(value)]
-        )
+        items = list(value)
+        for i, item in enumerate(items):
+            if type(item) not in _AS_IS:
+                try:
+                    items[i] = _freeze(item, types)
+                except _Refusal as refusal:
+                    refusal.path.append(f"[{i}]")
+                    raise
+        return FrozenList(items)
     if cls in _IMMUTABLE:
         return value
     if cls in types:
         return _copy_registered(value)
     if isinstance(value, enum.Enum):
-        return freeze(value.value, where=where, types=types)
+        return _freeze(value.value, types)
     if isinstance(value, str):  # other str subclasses are stored as plain str
         return str(value)
     if isinstance(value, int):
         return int(value)
     if value is DELETE:
-        raise ValueTypeError(
-            f"{where}: DELETE only means something in an update for the merge reducer; "
-            "declare the field with reducers.merge or use store.delete() to remove the key"
+        raise _Refusal(
+            "DELETE only means something in an update for the merge reducer; declare the "
+            "field with reducers.merge or use store.delete() to remove the key"
         )
     hint = (
         "register it with weft.store.register_type(cls)"
         if dataclasses.is_dataclass(cls) or _is_pydantic_model(cls)
         else "convert it to a dict, list, str, number, bool or None"
     )
-    raise ValueTypeError(
-        f"{where}: a {cls.__module__}.{cls.__qualname__} is not JSON-serialisable; {hint}"
-    )
+    raise _Refusal(f"a {cls.__module__}.{cls.__qualname__} is not JSON-serialisable; {hint}")
 
 
 def _copy_registered(value: Any) -> Any:
