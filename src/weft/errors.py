@@ -9,6 +9,10 @@
     │   ├── MergeConflictError     two branches wrote one last-write-wins field
     │   └── CodecError             JSON that cannot be decoded into values
     ├── MemoryKeyError             an AgentMemory key whose namespace and kind disagree
+    ├── ModelError                 a model (reasoner or chat model) could not answer
+    │   ├── ModelConfigError       an adapter configured wrong: found before any request
+    │   ├── ProviderError          a provider refused, failed, or answered in an unknown shape
+    │   └── ScriptExhaustedError   a scripted model was asked more often than scripted
     └── GraphError                 the WorkGraph engine
         ├── GraphBuildError        wired wrong: found before anything runs
         ├── NodeError              a node raised while the graph ran
@@ -60,6 +64,57 @@ class CodecError(StoreError, ValueError):
 
 class MemoryKeyError(WeftError, ValueError):
     """An AgentMemory key whose namespace does not match its kind."""
+
+
+class ModelError(WeftError):
+    """A model could not answer: misconfigured, refused by its provider, or out of script."""
+
+
+class ModelConfigError(ModelError, ValueError):
+    """An adapter configured wrong (no API key, an unusable base URL or option)."""
+
+
+class ProviderError(ModelError):
+    """A provider refused or failed a request, or answered in a shape its API does not document.
+
+    ``provider`` and ``model`` say who was asked, ``status`` is the HTTP status (``None``
+    when no response came, e.g. a timeout), ``provider_message`` and ``error_type`` are the
+    provider's own words, ``attempts`` counts the requests sent, ``request_id`` is the id to
+    quote to the provider's support.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        model: str,
+        status: int | None = None,
+        provider_message: str | None = None,
+        error_type: str | None = None,
+        attempts: int = 1,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model = model
+        self.status = status
+        self.provider_message = provider_message
+        self.error_type = error_type
+        self.attempts = attempts
+        self.request_id = request_id
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exceptions unpickle as cls(*args); carry the keyword fields too (Ray, multiprocessing).
+        import functools
+
+        names = ("provider", "model", "status", "provider_message", "error_type", "attempts")
+        fields = {name: getattr(self, name) for name in (*names, "request_id")}
+        return (functools.partial(type(self), **fields), self.args)
+
+
+class ScriptExhaustedError(ModelError):
+    """A scripted model (a test double) was called more times than it had replies."""
 
 
 class GraphError(WeftError):
