@@ -1,0 +1,416 @@
+"""AgentMemory: the namespaced memory of seed 001, as a view over one ``Store``.
+
+A memory key *is* a store key: ``step:research`` is the store entry of kind
+``step`` at path ``research``. Memory covers four store kinds (``task``,
+``step``, ``input``, ``shared``) and never sees ``state``, so an executor that
+writes through the store and an agent that writes through memory meet in
+the same place, and a memory subscriber hears both.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+from weft.errors import MemoryKeyError
+from weft.store import Entry, Event, Store
+
+logger: Final = logging.getLogger("weft.memory")
+
+MemoryKind = Literal["task_result", "step_result", "input", "shared"]
+MemoryOp = Literal["set", "delete", "clear"]
+
+STORE_KIND_OF: Final[Mapping[str, str]] = {
+    "task_result": "task",
+    "step_result": "step",
+    "input": "input",
+    "shared": "shared",
+}
+"""Memory kind -> the store kind (the key's namespace) that holds it."""
+
+MEMORY_KIND_OF: Final[Mapping[str, MemoryKind]] = {
+    "task": "task_result",
+    "step": "step_result",
+    "input": "input",
+    "shared": "shared",
+}
+"""Store kind -> memory kind; ``state`` is deliberately absent."""
+
+MEMORY_KINDS: Final[tuple[MemoryKind, ...]] = ("task_result", "step_result", "input", "shared")
+NAMESPACES: Final[tuple[str, ...]] = ("task", "step", "input", "shared")
+
+
+def _namespaces_text() -> str:
+    return ", ".join(f"{ns}:<id>" for ns in NAMESPACES)
+
+
+def parse_key(key: str) -> tuple[str, str]:
+    """Split a memory key into ``(store kind, path)``, or raise ``MemoryKeyError``."""
+    if not isinstance(key, str):
+        raise MemoryKeyError(
+            f"memory key {key!r} is a {type(key).__name__}, expected a string such as "
+            "'step:research'; build keys with weft.memory.memory_keys"
+        )
+    namespace, colon, path = key.partition(":")
+    if not colon or namespace not in MEMORY_KIND_OF or not path:
+        if namespace in MEMORY_KIND_OF:
+            problem = "has an empty id after the namespace"
+        elif namespace == "state" and colon:
+            problem = "is a state key, and state is not part of AgentMemory (use the Store)"
+        else:
+            problem = "has no memory namespace"
+        raise MemoryKeyError(
+            f"memory key {key!r} {problem}; memory keys look like {_namespaces_text()}. "
+            "Build them with weft.memory.memory_keys (memory_keys.step('research'))"
+        )
+    return namespace, path
+
+
+def _check_kinds(kind: str | Iterable[str] | None) -> set[str] | None:
+    """The store kinds a ``kind`` filter names (None: every memory kind)."""
+    if kind is None:
+        return None
+    names = [kind] if isinstance(kind, str) else builtins.list(kind)
+    out: set[str] = set()
+    for name in names:
+        store_kind = STORE_KIND_OF.get(name)
+        if store_kind is None:
+            hint = (
+                f" ({name!r} is a key namespace; its memory kind is {MEMORY_KIND_OF[name]!r})"
+                if name in MEMORY_KIND_OF and name not in STORE_KIND_OF
+                else ""
+            )
+            raise MemoryKeyError(
+                f"unknown memory kind {name!r}{hint}; the memory kinds are "
+                f"{', '.join(MEMORY_KINDS)}"
+            )
+        out.add(store_kind)
+    return out
+
+
+def _scan_prefixes(store_kinds: Iterable[str], key_prefix: str) -> list[tuple[str, str]]:
+    """``(store kind, index prefix)`` pairs that cover ``key_prefix`` within those kinds.
+
+    A prefix shorter than a namespace (``"s"``) covers whole namespaces; a longer
+    one (``"step:re"``) narrows one. Either way the store's ordered index is
+    walked only over matching memory keys, never over ``state``.
+    """
+    out = []
+    for store_kind in NAMESPACES:
+        if store_kind not in store_kinds:
+            continue
+        namespace = f"{store_kind}:"
+        if namespace.startswith(key_prefix):
+            out.append((store_kind, namespace))
+        elif key_prefix.startswith(namespace):
+            out.append((store_kind, key_prefix))
+    return out
+
+
+def _utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEntry:
+    """One memory entry: a store entry seen through memory (kind names, UTC datetimes)."""
+
+    key: str
+    kind: MemoryKind
+    value: Any
+    source: str | None
+    title: str | None
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_store(cls, entry: Entry) -> MemoryEntry:
+        """Build from a store ``Entry`` of a memory kind (title/description come from meta)."""
+        meta = entry.meta or {}
+        title = meta.get("title")
+        description = meta.get("description")
+        return cls(
+            key=entry.key,
+            kind=MEMORY_KIND_OF[entry.kind],
+            value=entry.value,
+            source=entry.source,
+            title=title if isinstance(title, str) else None,
+            description=description if isinstance(description, str) else None,
+            created_at=_utc(entry.created_at),
+            updated_at=_utc(entry.updated_at),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEvent:
+    """A change to memory, as subscribers hear it.
+
+    ``key`` is the key set or deleted; for a clear, the prefix cleared (``"step:"``
+    for a whole namespace, ``""`` for everything). ``entry`` is the entry after a
+    set, else None. ``kind`` is the memory kind, or None for a clear that spans
+    several namespaces.
+    """
+
+    op: MemoryOp
+    key: str
+    entry: MemoryEntry | None
+    kind: MemoryKind | None
+    source: str | None = None
+
+
+MemorySubscriber = Callable[[MemoryEvent], object]
+
+
+class _MemoryKeys:
+    """Builders of memory keys, so call sites are grep-able and typo-free."""
+
+    __slots__ = ()
+
+    def step(self, id: str) -> str:
+        """``step:<id>``: the result of one step."""
+        return _build("step", id)
+
+    def task(self, id: str) -> str:
+        """``task:<id>``: the result of one task."""
+        return _build("task", id)
+
+    def input(self, key: str) -> str:
+        """``input:<key>``: a caller-supplied input."""
+        return _build("input", key)
+
+    def shared(self, key: str) -> str:
+        """``shared:<key>``: a fact published for other agents."""
+        return _build("shared", key)
+
+    def __repr__(self) -> str:
+        return "memory_keys"
+
+
+def _build(namespace: str, id: str) -> str:
+    if not isinstance(id, str) or not id:
+        raise MemoryKeyError(
+            f"memory_keys.{namespace}() needs a non-empty string id, got {id!r}; "
+            f"pass the {namespace}'s id, e.g. memory_keys.{namespace}('research')"
+        )
+    return f"{namespace}:{id}"
+
+
+memory_keys: Final = _MemoryKeys()
+"""``memory_keys.step(id)``, ``.task(id)``, ``.input(key)``, ``.shared(key)``."""
+
+
+class AgentMemory:
+    """The namespaced agent memory of seed 001, over one ``Store``.
+
+    >>> from weft.memory import AgentMemory, memory_keys
+    >>> memory = AgentMemory()
+    >>> _ = memory.set(memory_keys.task("research"), {"findings": ["alpha"]}, title="Findings")
+    >>> memory.get_value("task:research")
+    {'findings': ['alpha']}
+    >>> [e.key for e in memory.list(kind="task_result")]
+    ['task:research']
+    """
+
+    def __init__(self, store: Store | None = None) -> None:
+        self._store = store if store is not None else Store()
+
+    @property
+    def store(self) -> Store:
+        """The store this memory is a view of."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"<AgentMemory over {self._store!r}>"
+
+    # ------------------------------------------------------------------- writes
+
+    def set(
+        self,
+        key: str,
+        value: Any,
+        *,
+        kind: MemoryKind | None = None,
+        source: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> MemoryEntry:
+        """Write (overwrite) ``key``; ``kind`` may be omitted, it follows from the namespace.
+
+        The value is frozen by the store (a ``ValueTypeError`` naming the key if it
+        is not JSON-serialisable). A rewrite keeps ``created_at``.
+        """
+        store_kind, path = parse_key(key)
+        if kind is not None:
+            expected = STORE_KIND_OF.get(kind)
+            if expected != store_kind:
+                needs = (
+                    f"kind {kind!r} needs keys under {expected}:"
+                    if expected is not None
+                    else f"{kind!r} is not a memory kind ({', '.join(MEMORY_KINDS)})"
+                )
+                raise MemoryKeyError(
+                    f"memory key {key!r} is in the {store_kind}: namespace, whose kind is "
+                    f"{MEMORY_KIND_OF[store_kind]!r}, but kind={kind!r} was given; {needs}. "
+                    "Omit kind to take it from the key, or build the key with memory_keys"
+                )
+        meta = {"title": title, "description": description}
+        entry = self._store.write(store_kind, path, value, source=source, meta=meta, replace=True)
+        return MemoryEntry.from_store(entry)
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; returns whether it held anything. Subscribers hear of it."""
+        store_kind, path = parse_key(key)
+        return self._store.delete(store_kind, path)
+
+    def clear(
+        self,
+        *,
+        kind: MemoryKind | Iterable[MemoryKind] | None = None,
+        key_prefix: str | None = None,
+    ) -> int:
+        """Remove the memory entries of ``kind`` under ``key_prefix`` (all of memory by
+        default, never ``state``); returns how many. Subscribers hear one clear per
+        namespace touched."""
+        store_kinds = _check_kinds(kind)
+        scans = _scan_prefixes(NAMESPACES if store_kinds is None else store_kinds, key_prefix or "")
+        removed = 0
+        for store_kind, prefix in scans:
+            exact = prefix == f"{store_kind}:"
+            removed += self._store.clear(kind=store_kind, key_prefix="" if exact else prefix)
+        return removed
+
+    # -------------------------------------------------------------------- reads
+
+    def get(self, key: str) -> MemoryEntry | None:
+        """The entry at ``key``, or None."""
+        entry = self._store.get(*parse_key(key))
+        return None if entry is None else MemoryEntry.from_store(entry)
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        """The (read-only) value at ``key``, or ``default``. ``weft.store.thaw`` copies it."""
+        entry = self._store.get(*parse_key(key))
+        return default if entry is None else entry.value
+
+    def has(self, key: str) -> bool:
+        return self._store.has(*parse_key(key))
+
+    def list(
+        self,
+        *,
+        kind: MemoryKind | Iterable[MemoryKind] | None = None,
+        keys: Iterable[str] | None = None,
+        key_prefix: str | None = None,
+        sources: Iterable[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """Entries matching every filter given, oldest write first.
+
+        ``kind`` is one memory kind or several; ``keys`` exact keys; ``key_prefix`` a
+        prefix of the key (``"step:"``, ``"task:re"``); ``sources`` the writers.
+        """
+        found = self._select(kind=kind, keys=keys, key_prefix=key_prefix, sources=sources)
+        found.sort(key=_seq)
+        return [MemoryEntry.from_store(entry) for entry in found]
+
+    def snapshot(self) -> builtins.list[MemoryEntry]:
+        """Every memory entry, oldest write first."""
+        return self.list()
+
+    def __len__(self) -> int:
+        return sum(len(self._store.entries(key_prefix=f"{ns}:")) for ns in NAMESPACES)
+
+    def _select(
+        self,
+        *,
+        kind: MemoryKind | Iterable[MemoryKind] | str | Iterable[str] | None = None,
+        keys: Iterable[str] | None = None,
+        key_prefix: str | None = None,
+        sources: Iterable[str] | None = None,
+    ) -> builtins.list[Entry]:
+        """Store entries matching the filters, in no particular order (the tools rank them)."""
+        store_kinds = _check_kinds(kind)
+        wanted_sources = None if sources is None else frozenset(sources)
+        found: builtins.list[Entry] = []
+        if keys is not None:
+            seen: builtins.set[str] = set()
+            for key in keys:
+                store_kind, path = parse_key(key)
+                entry = self._store.get(store_kind, path)
+                if entry is None or key in seen:
+                    continue
+                seen.add(key)
+                if store_kinds is not None and store_kind not in store_kinds:
+                    continue
+                if key_prefix and not key.startswith(key_prefix):
+                    continue
+                found.append(entry)
+        else:
+            covered = NAMESPACES if store_kinds is None else store_kinds
+            for _, prefix in _scan_prefixes(covered, key_prefix or ""):
+                found.extend(self._store.entries(key_prefix=prefix))
+        if wanted_sources is not None:
+            found = [e for e in found if e.source in wanted_sources]
+        return found
+
+    # ------------------------------------------------------------ subscriptions
+
+    def subscribe(self, fn: MemorySubscriber) -> Callable[[], None]:
+        """Call ``fn(MemoryEvent)`` for every later set, delete and clear of memory
+        (written through this view or straight to the store); returns an unsubscribe
+        function. A subscriber that raises is logged under its own name and never
+        breaks the write or the other subscribers."""
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        store = self._store
+
+        def forward(event: Event) -> None:
+            memory_event = _translate(store, event)
+            if memory_event is None:
+                return
+            try:
+                fn(memory_event)
+            except Exception:
+                logger.exception(
+                    "memory subscriber %s raised on %s %r; the write stands and other "
+                    "subscribers still run",
+                    name,
+                    memory_event.op,
+                    memory_event.key,
+                )
+
+        forward.__qualname__ = f"AgentMemory.subscribe({name})"
+        return store.subscribe(forward)
+
+
+def _seq(entry: Entry) -> int:
+    return entry.seq
+
+
+def _translate(store: Store, event: Event) -> MemoryEvent | None:
+    """The memory view of a store event, or None when it does not touch memory."""
+    if event.op == "write" or event.op == "delete":
+        memory_kind = MEMORY_KIND_OF.get(event.kind)
+        if memory_kind is None:
+            return None
+        entry = None
+        if event.op == "write":
+            stored = store.get(event.kind, event.path)
+            entry = None if stored is None else MemoryEntry.from_store(stored)
+        op: MemoryOp = "set" if event.op == "write" else "delete"
+        return MemoryEvent(op=op, key=event.key, entry=entry, kind=memory_kind, source=event.source)
+    if event.op != "clear":
+        return None
+    if event.kind:  # one store kind, maybe narrowed by a prefix
+        memory_kind = MEMORY_KIND_OF.get(event.kind)
+        if memory_kind is None:
+            return None
+        key = event.path or f"{event.kind}:"
+        return MemoryEvent(op="clear", key=key, entry=None, kind=memory_kind, source=event.source)
+    touched = _scan_prefixes(NAMESPACES, event.path)
+    if not touched:
+        return None
+    only = MEMORY_KIND_OF[touched[0][0]] if len(touched) == 1 else None
+    return MemoryEvent(op="clear", key=event.path, entry=None, kind=only, source=event.source)

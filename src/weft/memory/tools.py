@@ -1,0 +1,419 @@
+"""The three LLM tools over AgentMemory: ``memory_list``, ``memory_read``, ``memory_write``.
+
+A tool takes the model's raw arguments (a dict, or the JSON text a provider
+hands over), checks them against its JSON Schema, and returns a JSON-ready
+dict. It never raises into the agent loop: bad arguments and internal
+failures come back as ``{"ok": false, "error": ...}`` that a model can read
+and act on. ``memory_write`` can only ever write under ``shared:``.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import dataclasses
+import enum
+import heapq
+import json
+import logging
+import math
+import reprlib
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime
+from typing import Any, Final, NamedTuple
+
+from weft.errors import MemoryKeyError, WeftError
+from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys
+from weft.memory.prompts import (
+    DEFAULT_MAX_VALUE_BYTES,
+    FIX_HINTS,
+    LIST_PARAMETERS,
+    MAX_LIST_ENTRIES,
+    MAX_READ_KEYS,
+    READ_PARAMETERS,
+    WRITE_PARAMETERS,
+    list_tool_description,
+    read_tool_description,
+    write_tool_description,
+)
+from weft.store import Entry, value_bytes
+
+logger: Final = logging.getLogger("weft.memory.tools")
+
+RESERVED_NAMESPACES: Final = frozenset(
+    {"input", "state", "step", "task", "shared", "task_result", "step_result"}
+)
+
+ToolResult = dict[str, Any]
+Handler = Callable[[dict[str, Any], str | None], ToolResult]
+
+
+class MemoryTool:
+    """One LLM tool: its name, description and JSON Schema, and the call that runs it."""
+
+    __slots__ = ("_description", "_handler", "_name", "_parameters", "_validator")
+
+    def __init__(
+        self, *, name: str, description: str, parameters: Mapping[str, Any], handler: Handler
+    ) -> None:
+        self._name = name
+        self._description = description
+        self._parameters = parameters
+        self._handler = handler
+        self._validator = _validator_for(parameters)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        """Written for the model: when to call the tool and what comes back."""
+        return self._description
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (a copy: changing it changes nothing)."""
+        return copy.deepcopy(dict(self._parameters))
+
+    def openai(self) -> dict[str, Any]:
+        """The OpenAI Chat Completions tool definition."""
+        function = {"name": self._name, "description": self._description}
+        return {"type": "function", "function": {**function, "parameters": self.parameters}}
+
+    def anthropic(self) -> dict[str, Any]:
+        """The Anthropic Messages tool definition."""
+        return {
+            "name": self._name,
+            "description": self._description,
+            "input_schema": self.parameters,
+        }
+
+    def __call__(
+        self, arguments: Mapping[str, Any] | str | None, *, source: str | None = None
+    ) -> ToolResult:
+        """Run the tool on the model's arguments (dict or JSON text); never raises."""
+        try:
+            parsed = _parse_arguments(arguments)
+            if isinstance(parsed, str):
+                return _error(f"{self._name}: {parsed}")
+            problems = self._problems(parsed)
+            if problems:
+                return _error(f"{self._name}: {problems}")
+            return self._handler(parsed, source)
+        except Exception as exc:
+            logger.exception("memory tool %s failed on arguments %.300r", self._name, arguments)
+            return _error(
+                f"{self._name} failed inside weft ({type(exc).__name__}); the arguments were "
+                "accepted, so retrying the same call will not help: continue without it"
+            )
+
+    def _problems(self, args: dict[str, Any]) -> str:
+        """Every schema violation, as one message naming the fields and how to fix them."""
+        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(map(str, e.path)))
+        messages = [_explain(error, self._parameters, args) for error in errors[:3]]
+        return "; ".join(dict.fromkeys(messages))
+
+    def __repr__(self) -> str:
+        return f"<MemoryTool {self._name}>"
+
+
+class MemoryTools(NamedTuple):
+    """The three memory tools, unpackable (``list_, read, write = memory_tools(m)``)."""
+
+    memory_list: MemoryTool
+    memory_read: MemoryTool
+    memory_write: MemoryTool
+
+    def openai(self) -> list[dict[str, Any]]:
+        """Every tool's OpenAI definition, for the ``tools`` parameter."""
+        return [tool.openai() for tool in self]
+
+    def anthropic(self) -> list[dict[str, Any]]:
+        """Every tool's Anthropic definition, for the ``tools`` parameter."""
+        return [tool.anthropic() for tool in self]
+
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | str | None, *, source: str | None = None
+    ) -> ToolResult:
+        """Run the tool a model named; an unknown name is an error result too."""
+        for tool in self:
+            if tool.name == name:
+                return tool(arguments, source=source)
+        names = ", ".join(tool.name for tool in self)
+        return _error(f"there is no memory tool named {name!r}; the memory tools are {names}")
+
+
+def memory_tools(
+    memory: AgentMemory,
+    *,
+    source: str | None = None,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+) -> MemoryTools:
+    """The tools ``memory_list``, ``memory_read`` and ``memory_write`` over ``memory``.
+
+    ``source`` is who ``memory_write`` records as the writer (a call's own
+    ``source=`` wins); ``max_value_bytes`` caps a written value's JSON size.
+    """
+    if max_value_bytes < 1:
+        raise ValueError(f"max_value_bytes must be at least 1, got {max_value_bytes}")
+
+    def run_list(args: dict[str, Any], _source: str | None) -> ToolResult:
+        return _list(memory, args)
+
+    def run_read(args: dict[str, Any], _source: str | None) -> ToolResult:
+        return _read(memory, args)
+
+    def run_write(args: dict[str, Any], call_source: str | None) -> ToolResult:
+        return _write(memory, args, call_source or source, max_value_bytes)
+
+    return MemoryTools(
+        MemoryTool(
+            name="memory_list",
+            description=list_tool_description(MAX_LIST_ENTRIES),
+            parameters=LIST_PARAMETERS,
+            handler=run_list,
+        ),
+        MemoryTool(
+            name="memory_read",
+            description=read_tool_description(MAX_READ_KEYS),
+            parameters=READ_PARAMETERS,
+            handler=run_read,
+        ),
+        MemoryTool(
+            name="memory_write",
+            description=write_tool_description(max_value_bytes),
+            parameters=WRITE_PARAMETERS,
+            handler=run_write,
+        ),
+    )
+
+
+# ------------------------------------------------------------------- handlers
+
+
+def _list(memory: AgentMemory, args: dict[str, Any]) -> ToolResult:
+    found = memory._select(
+        kind=args.get("kind"), key_prefix=args.get("key_prefix"), sources=args.get("sources")
+    )
+    newest = heapq.nlargest(MAX_LIST_ENTRIES, found, key=_seq)
+    entries = [_listing(entry) for entry in newest]
+    result: ToolResult = {
+        "ok": True,
+        "total": len(found),
+        "returned": len(entries),
+        "truncated": len(found) > len(entries),
+        "entries": entries,
+    }
+    if not found and args:
+        result["note"] = "nothing matches these filters; call memory_list without arguments"
+    return result
+
+
+def _read(memory: AgentMemory, args: dict[str, Any]) -> ToolResult:
+    entries: dict[str, Any] = {}
+    missing: list[str] = []
+    malformed: list[str] = []
+    for key in dict.fromkeys(args["keys"]):
+        try:
+            entry = memory.get(key)
+        except MemoryKeyError:
+            entry = None
+            malformed.append(key)
+        if entry is None:
+            missing.append(key)
+        else:
+            entries[key] = {**_metadata(entry), "value": to_plain_json(entry.value)}
+    result: ToolResult = {"ok": True, "entries": entries, "missing": missing}
+    if malformed:
+        guesses = [f"shared:{key}" for key in malformed if _is_shared(memory, key)]
+        result["note"] = (
+            f"not memory keys: {', '.join(malformed)}; a key starts with task:, step:, "
+            "input: or shared:, exactly as memory_list shows it"
+            + (f" (did you mean {', '.join(guesses)}?)" if guesses else "")
+        )
+    return result
+
+
+def _write(
+    memory: AgentMemory, args: dict[str, Any], source: str | None, max_value_bytes: int
+) -> ToolResult:
+    raw: str = args["key"]
+    name = raw.removeprefix("shared:")
+    head, colon, _ = name.partition(":")
+    if colon and head.strip().lower() in RESERVED_NAMESPACES:
+        return _error(
+            f"memory_write: key {raw!r} names the {head.strip()}: namespace, which this tool "
+            "cannot write (task:, step:, input: and state: entries are written by the system "
+            "only); nothing was written. Publish under a plain name instead, e.g. "
+            f"{{'key': 'my_{head.strip().lower()}_note'}}, which is stored as shared:<key>"
+        )
+    if not name.strip():
+        return _error(
+            f"memory_write: key {raw!r} has no name after shared:; give e.g. 'top_source'"
+        )
+    value = args["value"]
+    try:
+        size = value_bytes(value)
+    except (WeftError, ValueError, TypeError, RecursionError) as exc:
+        return _error(f"memory_write: value is not plain JSON ({exc}); nothing was written")
+    if size > max_value_bytes:
+        return _error(
+            f"memory_write: value for {raw!r} is {size} bytes of JSON, over the limit of "
+            f"{max_value_bytes}; nothing was written. Store a summary or split it into "
+            "several keys"
+        )
+    entry = memory.set(
+        memory_keys.shared(name),
+        value,
+        source=source,
+        title=args.get("title"),
+        description=args.get("description"),
+    )
+    return {
+        "ok": True,
+        "key": entry.key,
+        "kind": "shared",
+        "created_at": iso_time(entry.created_at),
+        "updated_at": iso_time(entry.updated_at),
+    }
+
+
+# -------------------------------------------------------------------- helpers
+
+
+def iso_time(moment: datetime) -> str:
+    """ISO 8601 in UTC with milliseconds and ``Z``: ``2026-05-07T14:00:01.234Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_plain_json(value: Any) -> Any:
+    """A stored value as plain JSON for a model: models dumped, datetimes as ISO text,
+    bytes as base64; never the codec's tagged form."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(key): to_plain_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_plain_json(item) for item in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, enum.Enum):
+        return to_plain_json(value.value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return str(value)
+
+
+def _is_shared(memory: AgentMemory, name: str) -> bool:
+    try:
+        return memory.has(f"shared:{name}")
+    except MemoryKeyError:
+        return False
+
+
+def _seq(entry: Entry) -> int:
+    return entry.seq
+
+
+def _metadata(entry: MemoryEntry) -> dict[str, Any]:
+    return {
+        "key": entry.key,
+        "kind": entry.kind,
+        "title": entry.title,
+        "description": entry.description,
+        "source": entry.source,
+        "created_at": iso_time(entry.created_at),
+        "updated_at": iso_time(entry.updated_at),
+    }
+
+
+def _listing(stored: Entry) -> dict[str, Any]:
+    entry = MemoryEntry.from_store(stored)
+    try:
+        size = value_bytes(entry.value)
+    except WeftError:  # a type registered only in a store's own registry
+        size = len(json.dumps(to_plain_json(entry.value), ensure_ascii=False).encode("utf-8"))
+    return {**_metadata(entry), "value_bytes": size}
+
+
+def _error(message: str) -> ToolResult:
+    return {"ok": False, "error": message}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON; send null or a string instead")
+
+
+def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any] | str:
+    """The arguments as a dict, or a message saying why they are not a JSON object."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():  # some providers send "" for a call without arguments
+            return {}
+        try:
+            data = json.loads(arguments, parse_constant=_reject_constant)
+        except RecursionError:
+            return "the arguments are nested too deeply to read; send a flatter JSON object"
+        except ValueError as exc:
+            return (
+                f"the arguments are not valid JSON ({exc}); send one JSON object, "
+                'e.g. {"keys": ["task:research"]}'
+            )
+        if not isinstance(data, dict):
+            return (
+                f"the arguments must be a JSON object of named fields, got a JSON "
+                f"{_json_type(data)}; wrap them in {{...}}"
+            )
+        return data
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    return f"the arguments must be a JSON object or its text, got a {type(arguments).__name__}"
+
+
+def _json_type(data: Any) -> str:
+    if isinstance(data, list):
+        return "array"
+    if isinstance(data, str):
+        return "string"
+    if isinstance(data, bool):
+        return "boolean"
+    return "null" if data is None else "number"
+
+
+def _validator_for(schema: Mapping[str, Any]) -> Any:
+    # imported here: jsonschema takes ~100 ms to import, and `import weft` stays fast
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
+
+    return Draft202012Validator(schema)
+
+
+def _explain(error: Any, schema: Mapping[str, Any], args: dict[str, Any]) -> str:
+    allowed = ", ".join(schema["properties"])
+    if error.validator == "additionalProperties":
+        extra = ", ".join(repr(k) for k in args if k not in schema["properties"])
+        return f"unknown argument {extra}; this tool takes only: {allowed}"
+    if error.validator == "required":
+        absent = [field for field in schema.get("required", ()) if field not in args]
+        return "; ".join(f"missing required argument {f!r}: {FIX_HINTS[f]}" for f in absent)
+    if not error.path:
+        return f"the arguments must be a JSON object with the fields {allowed}"
+    field = str(error.path[0])
+    where = field + "".join(f"[{step}]" for step in list(error.path)[1:])
+    return f"argument {where!r} is invalid ({_short(error.instance)}): {FIX_HINTS[field]}"
+
+
+def _short(instance: Any) -> str:
+    try:
+        shown = json.dumps(instance, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):
+        shown = reprlib.repr(instance)
+    return shown if len(shown) <= 80 else shown[:77] + "..."

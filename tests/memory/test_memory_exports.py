@@ -1,0 +1,35 @@
+"""The public names of weft.memory are a contract (DESIGN.md, "Names")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import weft.memory
+
+
+def test_public_names() -> None:
+    assert weft.memory.__all__ == [
+        "AgentMemory",
+        "MemoryEntry",
+        "MemoryEvent",
+        "MemoryKind",
+        "MemoryTool",
+        "MemoryTools",
+        "memory_keys",
+        "memory_tools",
+        "memory_tools_prompt_section",
+        "upstream_memory_hint",
+    ]
+    for name in weft.memory.__all__:
+        assert getattr(weft.memory, name) is not None
+
+
+def test_importing_memory_loads_no_heavy_dependencies() -> None:
+    code = (
+        "import sys, weft.memory; "
+        "print(sorted(m for m in ('rich', 'typer', 'jsonschema', 'weft.graph', 'weft.cli') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
