@@ -1,0 +1,42 @@
+"""The ``weft`` command: ``weft demo`` and ``weft --version``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from weft import __version__
+
+app = typer.Typer(
+    name="weft",
+    help="weft: state and memory for LLM-agent workflows, on one store.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"weft {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """weft: state and memory for LLM-agent workflows, on one store."""
+
+
+@app.command()
+def demo() -> None:
+    """Walk a scripted research workflow through AgentMemory and its three LLM tools."""
+    from weft.cli.demo import run_demo
+
+    run_demo()
