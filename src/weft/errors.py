@@ -8,7 +8,7 @@
     │   ├── MissingEntryError      a read of a key that holds nothing
     │   ├── MergeConflictError     two branches wrote one last-write-wins field
     │   └── CodecError             JSON that cannot be decoded into values
-    ├── MemoryKeyError             an AgentMemory key whose namespace and kind disagree
+    ├── MemoryKeyError             an AgentMemory key with no memory namespace, or the wrong kind
     ├── ModelError                 a model (reasoner or chat model) could not answer
     │   ├── ModelConfigError       an adapter configured wrong: found before any request
     │   ├── ProviderError          a provider refused, failed, or answered in an unknown shape
@@ -63,7 +63,7 @@ class CodecError(StoreError, ValueError):
 
 
 class MemoryKeyError(WeftError, ValueError):
-    """An AgentMemory key whose namespace does not match its kind."""
+    """An AgentMemory key outside task:, step:, input: and shared:, or a kind it cannot hold."""
 
 
 class ModelError(WeftError):

@@ -378,3 +378,13 @@ def test_failing_subscriber_is_logged_by_name_and_others_still_run(
     assert "broken_panel" in records[0].getMessage()
     assert records[0].exc_info is not None
     assert not [r for r in caplog.records if r.name == "weft.store"]
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    import weft.memory.agent_memory as module
+
+    failures, tried = doctest.testmod(module, raise_on_error=False)
+    assert tried > 0
+    assert failures == 0

@@ -297,6 +297,7 @@ class AgentMemory:
         return default if entry is None else entry.value
 
     def has(self, key: str) -> bool:
+        """Whether ``key`` holds an entry."""
         return self._store.has(*parse_key(key))
 
     def list(
