@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -231,24 +232,9 @@ def test_snapshot_is_every_memory_entry(memory: AgentMemory) -> None:
     assert len(memory.snapshot()) == 5
 
 
-@pytest.fixture(scope="module")
-def big_memory() -> AgentMemory:
-    store = Store()
-    for i in range(100_000):
-        store.write("step", f"n{i:06d}", i)
-    return AgentMemory(store)
-
-
-def best_of(fn: object, runs: int = 30) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()  # type: ignore[operator]
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def test_key_prefix_uses_the_index_not_a_scan(big_memory: AgentMemory) -> None:
+def test_key_prefix_uses_the_index_not_a_scan(
+    big_memory: AgentMemory, best_of: Callable[[Callable[[], object]], float]
+) -> None:
     assert len(big_memory.list(key_prefix="step:n00001")) == 10
     assert best_of(lambda: big_memory.list(key_prefix="step:n00001")) < 0.0005
 
