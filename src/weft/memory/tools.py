@@ -335,13 +335,17 @@ def _metadata(entry: MemoryEntry) -> dict[str, Any]:
     }
 
 
+_BEFORE_SIZE: Final = ("key", "kind", "title", "description", "source")
+
+
 def _listing(stored: Entry) -> dict[str, Any]:
     entry = MemoryEntry.from_store(stored)
     try:
         size = value_bytes(entry.value)
     except WeftError:  # a type registered only in a store's own registry
         size = len(json.dumps(to_plain_json(entry.value), ensure_ascii=False).encode("utf-8"))
-    return {**_metadata(entry), "value_bytes": size}
+    listing = _metadata(entry)
+    return {**{k: listing[k] for k in _BEFORE_SIZE}, "value_bytes": size, **listing}
 
 
 def _error(message: str) -> ToolResult:
