@@ -1,0 +1,43 @@
+"""The model layer: a reasoner (prompt in, text out) and a chat model (messages and tools in).
+
+Scripted doubles for tests (``ScriptedReasoner``, ``ScriptedChatModel``) and
+adapters for real providers (``OpenAIChatModel`` for every OpenAI-compatible
+server, ``AnthropicChatModel``). httpx is imported only when a request is made.
+"""
+
+from weft.llm.anthropic import AnthropicChatModel
+from weft.llm.messages import (
+    AssistantMessage,
+    ChatMessage,
+    Completion,
+    MessageLike,
+    ToolCall,
+    Usage,
+)
+from weft.llm.openai import OpenAIChatModel
+from weft.llm.protocols import ChatModel, ChatModelBase, Reasoner, areason, reason
+from weft.llm.scripted import ScriptedCall, ScriptedChatModel, ScriptedReasoner
+from weft.llm.tools import ToolDefinition, ToolLike, ToolSpec, as_tool_spec
+
+__all__ = [
+    "AnthropicChatModel",
+    "AssistantMessage",
+    "ChatMessage",
+    "ChatModel",
+    "ChatModelBase",
+    "Completion",
+    "MessageLike",
+    "OpenAIChatModel",
+    "Reasoner",
+    "ScriptedCall",
+    "ScriptedChatModel",
+    "ScriptedReasoner",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolLike",
+    "ToolSpec",
+    "Usage",
+    "areason",
+    "as_tool_spec",
+    "reason",
+]

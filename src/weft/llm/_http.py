@@ -1,0 +1,373 @@
+"""The HTTP plumbing the provider adapters share: one POST with timeouts, retries and clear errors.
+
+Retried: 429, 500, 502, 503, 504 and 529 (Anthropic's "overloaded"), and
+transport failures (refused connections, timeouts). The wait is exponential
+backoff with jitter, or the provider's ``retry-after`` / ``retry-after-ms``
+when it sends one (capped at a minute). Every other status fails at once.
+Whatever fails ends as one :class:`~weft.errors.ProviderError` naming the
+provider, the model, the status (or transport error), the attempts and the
+provider's own message.
+
+httpx is imported only when a request is about to be made, so importing
+``weft.llm`` does not import it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Self
+
+from weft.errors import ModelConfigError, ProviderError
+from weft.llm._sync import in_sync_bridge
+from weft.llm.protocols import ChatModelBase
+
+if TYPE_CHECKING:
+    import httpx
+
+logger: Final = logging.getLogger("weft.llm")
+
+RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504, 529})
+INITIAL_BACKOFF: Final = 0.5
+MAX_BACKOFF: Final = 8.0
+MAX_RETRY_AFTER: Final = 60.0
+_MESSAGE_CHARS: Final = 500
+
+Sleep = Callable[[float], Awaitable[object]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JsonReply:
+    """A decoded 2xx JSON object, with what an error about its shape needs to say."""
+
+    body: dict[str, Any]
+    status: int
+    attempts: int
+    request_id: str | None
+
+
+def backoff_delay(retry: int, rand: Callable[[], float] = random.random) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based): doubling, capped, jittered.
+
+    The jitter keeps the delay between half and all of the doubled step, so
+    clients that failed together do not retry in lockstep.
+    """
+    step: float = min(MAX_BACKOFF, INITIAL_BACKOFF * 2.0**retry)
+    return step * (0.5 + rand() / 2)
+
+
+def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The wait a provider asked for, in seconds: ``retry-after-ms``, else ``retry-after``.
+
+    ``retry-after`` may be seconds or an HTTP date; anything unreadable counts as absent.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class ProviderHTTP:
+    """POSTs JSON to one provider endpoint, on behalf of one adapter.
+
+    Connections are pooled in one ``httpx.AsyncClient``, bound to the first
+    event loop that uses it; a call from another loop (including the private
+    loop of a sync ``chat()``) gets a client of its own for that call, so a
+    pooled connection never outlives its loop.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        api: str,
+        model: str,
+        url: str,
+        headers: Mapping[str, str],
+        timeout: float,
+        max_retries: int,
+        transport: httpx.AsyncBaseTransport | None,
+        sleep: Sleep | None,
+        key_hint: str,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ModelConfigError(
+                f"{provider}: base URL {url!r} is not an http(s) URL; pass base_url='https://...'"
+            )
+        if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+            raise ModelConfigError(
+                f"{provider}: max_retries must be a whole number >= 0, not {max_retries!r}"
+            )
+        if not isinstance(timeout, int | float) or timeout <= 0:
+            raise ModelConfigError(f"{provider}: timeout must be seconds > 0, not {timeout!r}")
+        self.provider = provider
+        self.api = api
+        self.model = model
+        self.url = url
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self._headers = dict(headers)
+        self._transport = transport
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._key_hint = key_hint
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    async def post_json(self, body: Mapping[str, Any]) -> JsonReply:
+        """POST ``body``; the decoded JSON object of a 2xx answer, else a ProviderError."""
+        client = self._pooled_client()
+        if client is not None:
+            return await self._post(client, body)
+        async with self._new_client() as own:
+            return await self._post(own, body)
+
+    async def aclose(self) -> None:
+        """Close the pooled connections (a later call opens new ones)."""
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
+
+    def shape_error(self, reply: JsonReply, what: str) -> ProviderError:
+        """The error for a 2xx body that is not what the API documents: says what was missing."""
+        return ProviderError(
+            f"{self._who()} answered {reply.status} with a body that is not a {self.api} "
+            f"response: {what}. Check that the base URL ({self.url}) points at a server that "
+            f"speaks the {self.api} API",
+            provider=self.provider,
+            model=self.model,
+            status=reply.status,
+            attempts=reply.attempts,
+            request_id=reply.request_id,
+        )
+
+    def _pooled_client(self) -> httpx.AsyncClient | None:
+        if in_sync_bridge.get():
+            return None
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed:
+            self._client, self._client_loop = self._new_client(), loop
+            return self._client
+        return self._client if self._client_loop is loop else None
+
+    def _new_client(self) -> httpx.AsyncClient:
+        import httpx
+
+        return httpx.AsyncClient(
+            headers=self._headers, timeout=httpx.Timeout(self.timeout), transport=self._transport
+        )
+
+    async def _post(self, client: httpx.AsyncClient, body: Mapping[str, Any]) -> JsonReply:
+        import httpx
+
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = await client.post(self.url, json=body)
+            except httpx.TransportError as exc:
+                if attempt == attempts:
+                    raise self._transport_error(exc, attempt) from exc
+                delay = backoff_delay(attempt - 1)
+                logger.info(
+                    "%s: %s, retrying in %.2fs (attempt %d of %d)",
+                    self._who(), _describe(exc), delay, attempt, attempts,
+                )  # fmt: skip
+                await self._sleep(delay)
+                continue
+            if response.is_success:
+                return self._decode(response, attempt)
+            if response.status_code in RETRY_STATUSES and attempt < attempts:
+                asked = retry_after(response.headers)
+                delay = backoff_delay(attempt - 1) if asked is None else min(asked, MAX_RETRY_AFTER)
+                logger.info(
+                    "%s answered %d, retrying in %.2fs (attempt %d of %d)",
+                    self._who(), response.status_code, delay, attempt, attempts,
+                )  # fmt: skip
+                await self._sleep(delay)
+                continue
+            raise self._status_error(response, attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _decode(self, response: httpx.Response, attempt: int) -> JsonReply:
+        try:
+            body = response.json()
+        except ValueError:
+            preview = _truncate(response.text.strip()) or "(empty)"
+            raise ProviderError(
+                f"{self._who()} answered {response.status_code} with a body that is not JSON: "
+                f"{preview!r}. Check that the base URL ({self.url}) points at a server that "
+                f"speaks the {self.api} API",
+                provider=self.provider,
+                model=self.model,
+                status=response.status_code,
+                attempts=attempt,
+                request_id=_request_id(response, None),
+            ) from None
+        reply = JsonReply(
+            body=body if isinstance(body, dict) else {},
+            status=response.status_code,
+            attempts=attempt,
+            request_id=_request_id(response, body),
+        )
+        if not isinstance(body, dict):
+            raise self.shape_error(reply, f"expected a JSON object, got a JSON {_json_kind(body)}")
+        return reply
+
+    def _status_error(self, response: httpx.Response, attempts: int) -> ProviderError:
+        status = response.status_code
+        message, error_type, body = _error_detail(response)
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        kind = f" [{error_type}]" if error_type else ""
+        hint = self._hint(status)
+        hint = f". {hint}" if hint else ""
+        return ProviderError(
+            f"{self._who()} answered {status}{tries}: {message}{kind}{hint}",
+            provider=self.provider,
+            model=self.model,
+            status=status,
+            provider_message=message,
+            error_type=error_type,
+            attempts=attempts,
+            request_id=_request_id(response, body),
+        )
+
+    def _transport_error(self, exc: Exception, attempts: int) -> ProviderError:
+        import httpx
+
+        hint = "Check the base URL and that the server is running"
+        if isinstance(exc, httpx.TimeoutException):
+            hint = f"The timeout is {self.timeout:g}s: for a slow model pass a larger timeout="
+        return ProviderError(
+            f"{self._who()} could not be reached at {self.url} after {attempts} "
+            f"attempt{'s' if attempts > 1 else ''}: {_describe(exc)}. {hint}",
+            provider=self.provider,
+            model=self.model,
+            status=None,
+            provider_message=str(exc) or None,
+            error_type=type(exc).__name__,
+            attempts=attempts,
+        )
+
+    def _hint(self, status: int) -> str:
+        if status == 401:
+            return f"Check the API key ({self._key_hint})"
+        if status == 403:
+            return "The API key is not allowed to use this model or endpoint"
+        if status == 404:
+            return f"Check the model name and the base URL ({self.url})"
+        if status == 413:
+            return "The request is too large: send fewer or shorter messages"
+        if status in (400, 422):
+            return "The provider refused the request: check the messages, tools and options sent"
+        if status in RETRY_STATUSES:
+            return (
+                f"The provider is rate-limiting or failing; retried {self.max_retries} times: "
+                "raise max_retries= or try again later"
+            )
+        return ""
+
+    def _who(self) -> str:
+        return f"{self.provider} model {self.model!r}"
+
+
+def _error_detail(response: httpx.Response) -> tuple[str, str | None, Any]:
+    """The provider's own message and error type, from any of the error shapes in use.
+
+    OpenAI ``{"error": {"message", "type", "param", "code"}}``, Anthropic
+    ``{"type": "error", "error": {"type", "message"}}``, and the variants of
+    compatible servers: ``{"error": "text"}`` (Ollama, llama.cpp), a top-level
+    ``message``/``type`` (vLLM), ``{"detail": ...}`` (FastAPI-based servers).
+    """
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    message: object = None
+    error_type: object = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            message = error.get("message")
+            error_type = error.get("type") or error.get("code")
+        elif isinstance(error, str):
+            message = error
+        elif isinstance(body.get("message"), str):
+            message, error_type = body["message"], body.get("type")
+        elif "detail" in body:
+            message = body["detail"]
+    if not isinstance(message, str) or not message.strip():
+        message = _truncate(response.text.strip()) if message is None else str(message)
+    text = message or response.reason_phrase or "(no message)"
+    return _truncate(text), (str(error_type) if error_type else None), body
+
+
+def _request_id(response: httpx.Response, body: Any) -> str | None:
+    if isinstance(body, dict) and isinstance(body.get("request_id"), str):
+        return str(body["request_id"])
+    found: str | None = response.headers.get("request-id") or response.headers.get("x-request-id")
+    return found
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "..."
+
+
+def _json_kind(value: object) -> str:
+    kinds = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+    return kinds.get(type(value), "null" if value is None else type(value).__name__)
+
+
+class HTTPChatModel(ChatModelBase):
+    """What the provider adapters share: the HTTP core, option checks, closing, a safe repr."""
+
+    model: str
+    base_url: str
+    _http: ProviderHTTP
+    _reserved_options: frozenset[str] = frozenset({"model", "messages", "tools", "stream"})
+
+    async def aclose(self) -> None:
+        """Close pooled connections; ``async with model:`` does it on exit."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _options(self, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**defaults, **options}
+        clash = sorted(self._reserved_options & merged.keys())
+        if clash:
+            raise ModelConfigError(
+                f"{self._http.provider}: option(s) {clash} are set by weft itself; pass the "
+                "conversation as messages=, the tools as tools=, and the model to the constructor"
+                " (streaming is not supported yet)"
+            )
+        return merged
+
+    def __repr__(self) -> str:  # never shows the API key
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"

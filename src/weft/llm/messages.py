@@ -1,0 +1,233 @@
+"""What flows in and out of a model: completions, chat messages, tool calls, token usage.
+
+Plain frozen dataclasses, independent of any provider: the adapters translate
+them to and from each provider's wire format, so an executor written against
+these types runs unchanged on OpenAI, Anthropic, a local server or a script.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, Final, Literal, TypeAlias
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ROLES: Final = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Tokens a call consumed, as the provider reported them; ``None`` where it did not say.
+
+    ``input_tokens`` counts everything the model read (for Anthropic including
+    prompt-cache reads and writes), ``output_tokens`` what it wrote. Usages add
+    up (``a + b``), so a loop can total the cost of a run; an unknown count stays
+    unknown only if it is unknown on both sides.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            input_tokens=_add(self.input_tokens, other.input_tokens),
+            output_tokens=_add(self.output_tokens, other.output_tokens),
+            total_tokens=_add(self.total_tokens, other.total_tokens),
+        )
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A reasoner's answer: the text, and the tokens it cost when the provider says.
+
+    A reasoner may return a bare ``str``; :func:`weft.llm.areason` turns either
+    into a ``Completion`` so callers handle one type.
+    """
+
+    text: str
+    _: KW_ONLY
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """One call of a tool the model asked for.
+
+    ``arguments`` is the parsed JSON object; ``raw_arguments`` the text the model
+    actually sent. A model can send arguments that are not a JSON object; the
+    adapters never raise on that: ``arguments`` is then ``{}``, ``parse_error``
+    says what was wrong, and the executor hands ``raw_arguments`` to the tool,
+    whose error result tells the model how to call it properly.
+    """
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    raw_arguments: str = ""
+    parse_error: str | None = None
+
+    @classmethod
+    def create(cls, name: str, arguments: Mapping[str, Any], *, id: str | None = None) -> ToolCall:
+        """A well-formed call (raw text = the JSON of ``arguments``), with a fresh id if none."""
+        return cls(
+            id=id or new_tool_call_id(),
+            name=name,
+            arguments=dict(arguments),
+            raw_arguments=json.dumps(arguments, ensure_ascii=False),
+        )
+
+    @classmethod
+    def parse(cls, *, id: str, name: str, raw: object) -> ToolCall:
+        """A call from a provider's arguments: JSON text, or an already decoded object.
+
+        Never raises: text that is not a JSON object is kept in ``raw_arguments``
+        with ``arguments={}`` and a ``parse_error`` that says what was wrong.
+        """
+        if isinstance(raw, Mapping):
+            return cls(
+                id=id,
+                name=name,
+                arguments=dict(raw),
+                raw_arguments=json.dumps(raw, ensure_ascii=False),
+            )
+        text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        if not text.strip():  # some servers send "" for a call without arguments
+            return cls(id=id, name=name, arguments={}, raw_arguments=text)
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            error = f"the arguments of {name!r} are not valid JSON ({exc}); expected a JSON object"
+            return cls(id=id, name=name, raw_arguments=text, parse_error=error)
+        if not isinstance(value, dict):
+            kind = type(value).__name__
+            error = f"the arguments of {name!r} are a JSON {kind}; expected a JSON object"
+            return cls(id=id, name=name, raw_arguments=text, parse_error=error)
+        return cls(id=id, name=name, arguments=value, raw_arguments=text)
+
+    def raw_or_json(self) -> str:
+        """The text to send back to a provider: the model's own text, else the JSON."""
+        return self.raw_arguments or json.dumps(dict(self.arguments), ensure_ascii=False)
+
+
+def new_tool_call_id() -> str:
+    """A fresh id for a tool call the model did not name (scripts, some local servers)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatMessage:
+    """One message of a conversation, as a chat model reads it.
+
+    ``role`` is ``system``, ``user``, ``assistant`` or ``tool``. An assistant
+    message may carry ``tool_calls``; a ``tool`` message answers one of them
+    and must name it in ``tool_call_id``. Build them with :meth:`system`,
+    :meth:`user`, :meth:`assistant` and :meth:`tool`.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(
+                f"unknown chat role {self.role!r}; a message's role is one of {', '.join(ROLES)}"
+            )
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError(
+                "a tool message must say which call it answers: pass tool_call_id= "
+                "(the id of the ToolCall from the assistant message)"
+            )
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"only assistant messages carry tool_calls, not {self.role!r} ones")
+
+    @classmethod
+    def system(cls, content: str) -> ChatMessage:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str, *, name: str | None = None) -> ChatMessage:
+        return cls(role="user", content=content, name=name)
+
+    @classmethod
+    def assistant(
+        cls, content: str | None = None, *, tool_calls: Sequence[ToolCall] = ()
+    ) -> ChatMessage:
+        return cls(role="assistant", content=content, tool_calls=tuple(tool_calls))
+
+    @classmethod
+    def tool(cls, result: object, *, tool_call_id: str, name: str | None = None) -> ChatMessage:
+        """The result of a tool call; a non-string result is sent as its JSON text."""
+        content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantMessage:
+    """A chat model's answer: text, tool calls, and what the provider said about it.
+
+    ``stop_reason`` is the provider's own word (OpenAI ``finish_reason`` such as
+    ``stop``/``tool_calls``/``length``, Anthropic ``stop_reason`` such as
+    ``end_turn``/``tool_use``/``max_tokens``); to decide whether to run tools,
+    look at ``tool_calls``, which is the same on every provider. ``raw`` is the
+    provider's decoded response body, for anything weft does not map.
+    """
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    stop_reason: str | None = None
+    model: str | None = None
+    raw: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+
+    @property
+    def text(self) -> str:
+        """The content, or ``""`` when the model only called tools."""
+        return self.content or ""
+
+    def to_message(self) -> ChatMessage:
+        """This answer as the assistant turn to append to the conversation."""
+        return ChatMessage(role="assistant", content=self.content, tool_calls=self.tool_calls)
+
+
+MessageLike: TypeAlias = ChatMessage | AssistantMessage
+
+
+def as_chat_messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
+    """The conversation as ChatMessages; an AssistantMessage reply may be appended as it is."""
+    if isinstance(messages, str | ChatMessage | AssistantMessage):
+        raise TypeError(
+            "messages must be a list of ChatMessage, not a single "
+            f"{type(messages).__name__}; wrap it: [ChatMessage.user(...)]"
+        )
+    result: list[ChatMessage] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, ChatMessage):
+            result.append(message)
+        elif isinstance(message, AssistantMessage):
+            result.append(message.to_message())
+        else:
+            raise TypeError(
+                f"messages[{index}] is a {type(message).__name__}; expected a ChatMessage "
+                "(ChatMessage.user(text), ChatMessage.system(text), ...) or an AssistantMessage"
+            )
+    return result

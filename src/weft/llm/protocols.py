@@ -1,0 +1,169 @@
+"""The two ways weft talks to a model: a reasoner (prompt in, text out) and a chat model.
+
+A **reasoner** is anything callable with a prompt that returns the text, or a
+:class:`Completion` with token usage, directly or as an awaitable: a plain
+function, an ``async def``, or an object. The prompt-based agents take one,
+and call it through :func:`areason` / :func:`reason` so they never care which.
+
+A **chat model** takes a conversation and tool definitions and answers with an
+:class:`AssistantMessage` holding text and tool calls; the executors take one.
+Its core is ``async def achat``; ``chat`` is the thin blocking wrapper.
+:class:`ChatModelBase` supplies ``chat`` and the reasoner methods, so an
+adapter only writes ``achat``. Both are stream-free for now.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Sequence
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from weft.llm._sync import run_sync
+from weft.llm.messages import AssistantMessage, ChatMessage, Completion, MessageLike
+from weft.llm.tools import ToolLike
+
+ReasonerResult: TypeAlias = str | Completion | AssistantMessage
+
+
+class Reasoner(Protocol):
+    """Prompt text in, text (or a Completion) out, synchronously or as an awaitable.
+
+    A function ``def answer(prompt: str) -> str`` is a reasoner, and so is
+    ``async def answer(prompt: str) -> Completion``. An object may also offer
+    ``areason(prompt)`` (async) and ``reason(prompt)`` (sync) methods, which
+    :func:`areason` and :func:`reason` prefer over calling it: that is how the
+    adapters give async code a native path while ``model(prompt)`` stays a
+    plain blocking call.
+    """
+
+    def __call__(self, prompt: str, /) -> ReasonerResult | Awaitable[ReasonerResult]: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Messages and tool definitions in, one assistant message out.
+
+    ``tools`` are objects with ``name``/``description``/``parameters`` (a
+    ``MemoryTool``, a :class:`ToolSpec`) or dicts in OpenAI or Anthropic form.
+    ``options`` are passed to the provider as request fields
+    (``temperature=0``, ``tool_choice=...``).
+    """
+
+    async def achat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> AssistantMessage: ...
+
+    def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> AssistantMessage: ...
+
+
+class ChatModelBase:
+    """A chat model written as one ``achat``; this adds ``chat`` and the reasoner methods.
+
+    ``chat`` runs ``achat`` to completion (from any thread, with or without a
+    running loop). As a reasoner, the model sends the prompt as one user
+    message and returns the answer's text and usage.
+    """
+
+    async def achat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> AssistantMessage:
+        raise NotImplementedError(f"{type(self).__name__} must implement achat()")
+
+    def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> AssistantMessage:
+        """The blocking form of :meth:`achat`."""
+        return run_sync(self.achat(messages, tools=tools, **options))
+
+    async def areason(self, prompt: str) -> Completion:
+        """Send ``prompt`` as one user message; the answer's text and usage."""
+        reply = await self.achat([ChatMessage.user(prompt)])
+        return Completion(reply.text, usage=reply.usage)
+
+    def reason(self, prompt: str) -> Completion:
+        """The blocking form of :meth:`areason`."""
+        return run_sync(self.areason(prompt))
+
+    def __call__(self, prompt: str) -> Completion:
+        """A chat model is a reasoner: ``model(prompt)`` blocks and returns a Completion."""
+        return self.reason(prompt)
+
+
+def as_completion(result: object, *, reasoner: object = None) -> Completion:
+    """A reasoner's return value as a Completion (``str``, Completion or AssistantMessage)."""
+    if isinstance(result, Completion):
+        return result
+    if isinstance(result, str):
+        return Completion(result)
+    if isinstance(result, AssistantMessage):
+        return Completion(result.text, usage=result.usage)
+    who = f"the reasoner {reasoner!r}" if reasoner is not None else "a reasoner"
+    raise TypeError(
+        f"{who} returned a {type(result).__name__}; a reasoner returns the text (str) or a "
+        "weft.llm.Completion(text, usage=...), directly or from an async function"
+    )
+
+
+async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
+    """Ask any reasoner, from async code; the answer as a Completion.
+
+    Uses the object's own ``areason`` method if it has one; otherwise calls it
+    and awaits the result if it is awaitable. A synchronous reasoner runs
+    directly on the loop's thread (no worker thread): fine for scripts and
+    fast functions; wrap a slow blocking one in ``asyncio.to_thread`` yourself.
+    """
+    method = getattr(reasoner, "areason", None)
+    if callable(method) and inspect.iscoroutinefunction(method):
+        return as_completion(await method(prompt), reasoner=reasoner)
+    _check_callable(reasoner)
+    result = reasoner(prompt)
+    if inspect.isawaitable(result):
+        result = await result
+    return as_completion(result, reasoner=reasoner)
+
+
+def reason(reasoner: Reasoner | Any, prompt: str) -> Completion:
+    """Ask any reasoner, from synchronous code; the answer as a Completion.
+
+    Uses the object's own ``reason`` method if it has one; otherwise calls it,
+    and runs an awaitable result to completion (see ``ChatModelBase.chat`` for
+    how that works inside a running loop).
+    """
+    method = getattr(reasoner, "reason", None)
+    if callable(method) and not inspect.iscoroutinefunction(method):
+        return as_completion(method(prompt), reasoner=reasoner)
+    _check_callable(reasoner)
+    result = reasoner(prompt)
+    if inspect.isawaitable(result):
+        result = run_sync(_await(result))
+    return as_completion(result, reasoner=reasoner)
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _check_callable(reasoner: object) -> None:
+    if not callable(reasoner):
+        raise TypeError(
+            f"{reasoner!r} is not a reasoner; expected a callable taking the prompt (a function, "
+            "an async function, a ScriptedReasoner or a chat model adapter)"
+        )

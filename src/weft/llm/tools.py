@@ -1,0 +1,131 @@
+"""Tool definitions a chat model is offered: anything with a name, a description and a schema.
+
+weft's own ``MemoryTool`` qualifies, and so does a :class:`ToolSpec` or a plain
+dict in either provider's format. The model layer accepts them structurally
+(it does not import the tools' packages) and renders each provider's format
+itself.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@runtime_checkable
+class ToolDefinition(Protocol):
+    """What a chat model needs to know of a tool: when to call it and with what arguments."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """The JSON Schema of the arguments (an object schema)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool definition on its own: name, description and the JSON Schema of its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=lambda: dict(EMPTY_OBJECT_SCHEMA))
+
+    def openai(self) -> dict[str, Any]:
+        """The OpenAI Chat Completions ``tools`` entry."""
+        function = {"name": self.name, "description": self.description}
+        return {"type": "function", "function": {**function, "parameters": dict(self.parameters)}}
+
+    def anthropic(self) -> dict[str, Any]:
+        """The Anthropic Messages ``tools`` entry."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": dict(self.parameters),
+        }
+
+
+ToolLike: TypeAlias = ToolDefinition | Mapping[str, Any]
+
+
+def as_tool_spec(tool: ToolLike) -> ToolSpec:
+    """One tool definition as a ToolSpec.
+
+    Accepts an object with ``name``/``description``/``parameters`` (a
+    ``MemoryTool``, a ``ToolSpec``), an OpenAI dict
+    (``{"type": "function", "function": {...}}``), an Anthropic dict (with
+    ``input_schema``) or a dict with ``name``/``description``/``parameters``.
+    """
+    if isinstance(tool, ToolSpec):
+        return tool
+    if isinstance(tool, Mapping):
+        return _from_mapping(tool)
+    if isinstance(tool, ToolDefinition):
+        return _spec(tool.name, tool.description, tool.parameters, where=repr(tool))
+    raise TypeError(
+        f"{tool!r} is not a tool definition; expected an object with name, description and "
+        "parameters (e.g. a MemoryTool or weft.llm.ToolSpec) or a dict in OpenAI or Anthropic form"
+    )
+
+
+def as_tool_specs(tools: Sequence[ToolLike] | None) -> list[ToolSpec]:
+    """Every tool as a ToolSpec; two tools of one name are refused before any request."""
+    if tools is None:
+        return []
+    if isinstance(tools, Mapping | ToolDefinition):
+        raise TypeError("tools must be a list of tool definitions; wrap the single tool: [tool]")
+    specs = [as_tool_spec(tool) for tool in tools]
+    seen: set[str] = set()
+    for spec in specs:
+        if spec.name in seen:
+            raise ValueError(
+                f"two tools are named {spec.name!r}; a model calls tools by name, "
+                "so each name must be offered once"
+            )
+        seen.add(spec.name)
+    return specs
+
+
+def _from_mapping(tool: Mapping[str, Any]) -> ToolSpec:
+    where = f"the tool dict {_short(tool)}"
+    if tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
+        function = tool["function"]
+        parameters = function.get("parameters", EMPTY_OBJECT_SCHEMA)
+        return _spec(function.get("name"), function.get("description", ""), parameters, where)
+    if "input_schema" in tool:
+        return _spec(tool.get("name"), tool.get("description", ""), tool["input_schema"], where)
+    if "name" in tool:
+        parameters = tool.get("parameters", EMPTY_OBJECT_SCHEMA)
+        return _spec(tool.get("name"), tool.get("description", ""), parameters, where)
+    raise ValueError(
+        f"{where} is in no known form; expected {{'type': 'function', 'function': {{...}}}} "
+        "(OpenAI), {'name', 'description', 'input_schema'} (Anthropic) or "
+        "{'name', 'description', 'parameters'}"
+    )
+
+
+def _spec(name: object, description: object, parameters: object, where: str) -> ToolSpec:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{where} has no name; a tool needs a non-empty string name")
+    if not isinstance(description, str):
+        raise ValueError(f"tool {name!r}: the description must be a string")
+    if not isinstance(parameters, Mapping):
+        raise ValueError(
+            f"tool {name!r}: parameters must be a JSON Schema object (a dict), "
+            f"not a {type(parameters).__name__}"
+        )
+    return ToolSpec(name=name, description=description, parameters=copy.deepcopy(dict(parameters)))
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
