@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import time
 
 from rich.console import Console
 from typer.testing import CliRunner
@@ -27,9 +26,7 @@ def test_no_arguments_shows_help() -> None:
 
 
 def test_demo_walks_the_workflow() -> None:
-    start = time.perf_counter()
     result = runner.invoke(app, ["demo"])
-    elapsed = time.perf_counter() - start
     assert result.exit_code == 0, result.output
     out = result.output
     for line in (
@@ -45,7 +42,6 @@ def test_demo_walks_the_workflow() -> None:
         "shared:top_source",
     ):
         assert line in out, line
-    assert elapsed < 1.0
 
 
 def test_demo_reports_the_refused_spoof() -> None:

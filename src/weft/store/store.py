@@ -109,6 +109,11 @@ class Store:
                 )
             self._declared[key] = _Declared(name, fn, frozen_output)
 
+    @property
+    def types(self) -> TypeRegistry:
+        """The registry of extra value types this store accepts (shared with its forks)."""
+        return self._types
+
     def reducer_of(self, kind: str, path: str) -> str:
         """The name of the reducer a field's writes go through (``replace`` by default)."""
         return self._declared.get(make_key(kind, path), _REPLACE).name
@@ -235,8 +240,9 @@ class Store:
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(event)`` for every later event; returns a function that unsubscribes.
 
-        Subscribers run in order, inside the write, so they see events in sequence
-        order; keep them quick. One that raises is logged with its name and never
+        Subscribers run in order, inside the write and after the entry is set (so
+        ``store.get`` in a subscriber sees the new value), and see events in
+        sequence order; keep them quick. One that raises is logged with its name and never
         breaks the write or the other subscribers.
         """
         with self._lock:
