@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 from weft.errors import ModelConfigError, ProviderError
 from weft.llm._sync import in_sync_bridge
+from weft.llm.messages import json_kind
 from weft.llm.protocols import ChatModelBase
 
 if TYPE_CHECKING:
@@ -149,9 +150,9 @@ class ProviderHTTP:
     def shape_error(self, reply: JsonReply, what: str) -> ProviderError:
         """The error for a 2xx body that is not what the API documents: says what was missing."""
         return ProviderError(
-            f"{self._who()} answered {reply.status} with a body that is not a {self.api} "
-            f"response: {what}. Check that the base URL ({self.url}) points at a server that "
-            f"speaks the {self.api} API",
+            f"{self._who()} answered {reply.status} with a body that is not a response of "
+            f"the {self.api} API: {what}. Check that the base URL ({self.url}) points at a "
+            f"server that speaks the {self.api} API",
             provider=self.provider,
             model=self.model,
             status=reply.status,
@@ -188,8 +189,12 @@ class ProviderHTTP:
                 delay = backoff_delay(attempt - 1)
                 logger.info(
                     "%s: %s, retrying in %.2fs (attempt %d of %d)",
-                    self._who(), _describe(exc), delay, attempt, attempts,
-                )  # fmt: skip
+                    self._who(),
+                    _describe(exc),
+                    delay,
+                    attempt,
+                    attempts,
+                )
                 await self._sleep(delay)
                 continue
             if response.is_success:
@@ -199,8 +204,12 @@ class ProviderHTTP:
                 delay = backoff_delay(attempt - 1) if asked is None else min(asked, MAX_RETRY_AFTER)
                 logger.info(
                     "%s answered %d, retrying in %.2fs (attempt %d of %d)",
-                    self._who(), response.status_code, delay, attempt, attempts,
-                )  # fmt: skip
+                    self._who(),
+                    response.status_code,
+                    delay,
+                    attempt,
+                    attempts,
+                )
                 await self._sleep(delay)
                 continue
             raise self._status_error(response, attempt)
@@ -228,7 +237,7 @@ class ProviderHTTP:
             request_id=_request_id(response, body),
         )
         if not isinstance(body, dict):
-            raise self.shape_error(reply, f"expected a JSON object, got a JSON {_json_kind(body)}")
+            raise self.shape_error(reply, f"expected a JSON object, got a JSON {json_kind(body)}")
         return reply
 
     def _status_error(self, response: httpx.Response, attempts: int) -> ProviderError:
@@ -333,11 +342,6 @@ def _describe(exc: Exception) -> str:
 
 def _truncate(text: str) -> str:
     return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "..."
-
-
-def _json_kind(value: object) -> str:
-    kinds = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
-    return kinds.get(type(value), "null" if value is None else type(value).__name__)
 
 
 class HTTPChatModel(ChatModelBase):

@@ -110,7 +110,7 @@ class ToolCall:
             error = f"the arguments of {name!r} are not valid JSON ({exc}); expected a JSON object"
             return cls(id=id, name=name, raw_arguments=text, parse_error=error)
         if not isinstance(value, dict):
-            kind = type(value).__name__
+            kind = json_kind(value)
             error = f"the arguments of {name!r} are a JSON {kind}; expected a JSON object"
             return cls(id=id, name=name, raw_arguments=text, parse_error=error)
         return cls(id=id, name=name, arguments=value, raw_arguments=text)
@@ -118,6 +118,21 @@ class ToolCall:
     def raw_or_json(self) -> str:
         """The text to send back to a provider: the model's own text, else the JSON."""
         return self.raw_arguments or json.dumps(dict(self.arguments), ensure_ascii=False)
+
+
+_JSON_KINDS: Final = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of a decoded value's type (``array``, ``null`` ...), for error messages."""
+    return _JSON_KINDS.get(type(value), "object" if isinstance(value, dict) else "value")
 
 
 def new_tool_call_id() -> str:
