@@ -486,3 +486,12 @@ async def test_one_pooled_client_serves_calls_on_one_loop() -> None:
         await model.achat([ChatMessage.user("2")])
         assert model._http._client is client is not None
     assert model._http._client is None
+
+
+def test_a_model_outlives_event_loops() -> None:
+    fake = FakeProvider(ok(TEXT), ok(TEXT), ok(TEXT))
+    model = model_for(fake)
+    for _ in range(2):
+        assert asyncio.run(model.achat([ChatMessage.user("Hi")])).content
+    assert model.chat([ChatMessage.user("Hi")]).content
+    assert len(fake.requests) == 3

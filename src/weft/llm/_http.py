@@ -90,10 +90,11 @@ def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> floa
 class ProviderHTTP:
     """POSTs JSON to one provider endpoint, on behalf of one adapter.
 
-    Connections are pooled in one ``httpx.AsyncClient``, bound to the first
-    event loop that uses it; a call from another loop (including the private
-    loop of a sync ``chat()``) gets a client of its own for that call, so a
-    pooled connection never outlives its loop.
+    Connections are pooled in one ``httpx.AsyncClient``, bound to the event
+    loop that first uses it (or the next one, once that loop has closed); a
+    call from another loop (including the private loop of a sync ``chat()``)
+    gets a client of its own for that call, so a pooled connection is never
+    used from a loop it does not belong to.
     """
 
     def __init__(
@@ -164,7 +165,9 @@ class ProviderHTTP:
         if in_sync_bridge.get():
             return None
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client.is_closed:
+        stale = self._client_loop is not None and self._client_loop.is_closed()
+        if self._client is None or self._client.is_closed or stale:
+            # a client of a closed loop cannot be closed any more; its connections died with it
             self._client, self._client_loop = self._new_client(), loop
             return self._client
         return self._client if self._client_loop is loop else None

@@ -48,13 +48,14 @@ class AnthropicChatModel(HTTPChatModel):
     Usage::
 
         model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=2048)  # ANTHROPIC_API_KEY
-        reply = await model.achat(
-            [ChatMessage.system("You keep notes."), ChatMessage.user("Save: deadline Friday")],
-            tools=memory_tools(memory),
-        )
-        for call in reply.tool_calls:
+        tools = memory_tools(memory)
+        messages = [ChatMessage.system("You keep notes."), ChatMessage.user("Note: due Friday")]
+        reply = await model.achat(messages, tools=tools)
+        messages.append(reply)
+        for call in reply.tool_calls:  # run each tool, hand its result back
             result = tools.call(call.name, call.raw_arguments)
-            messages += [reply, ChatMessage.tool(result, tool_call_id=call.id)]
+            messages.append(ChatMessage.tool(result, tool_call_id=call.id))
+        final = await model.achat(messages, tools=tools)
     """
 
     _reserved_options = frozenset({"model", "messages", "tools", "stream", "system"})
