@@ -13,10 +13,17 @@
     │   ├── ModelConfigError       an adapter configured wrong: found before any request
     │   ├── ProviderError          a provider refused, failed, or answered in an unknown shape
     │   └── ScriptExhaustedError   a scripted model was asked more often than scripted
-    └── GraphError                 the WorkGraph engine
-        ├── GraphBuildError        wired wrong: found before anything runs
-        ├── NodeError              a node raised while the graph ran
-        └── NodeTimeoutError       a node ran past its timeout
+    ├── GraphError                 the WorkGraph engine
+    │   ├── GraphBuildError        wired wrong: found before anything runs
+    │   ├── NodeError              a node raised while the graph ran
+    │   └── NodeTimeoutError       a node ran past its timeout
+    └── PersistError               a durable backend (event log or long-term memory)
+        ├── ConflictError          another writer appended to the thread first
+        ├── CorruptRecordError     a stored record that cannot be read
+        ├── FutureFormatError      a record or database written by a newer weft
+        ├── StepError              a step that is not stored (never written, or pruned)
+        ├── StorageError           the database itself failed (unreadable file, no server)
+        └── OwnerError             long-term memory with neither a user nor a session id
 
 Build-time errors (a graph wired wrong) and run-time errors (a node that
 raised) are separate families, so callers can tell a bug in their wiring from
@@ -131,3 +138,47 @@ class NodeError(GraphError):
 
 class NodeTimeoutError(NodeError, TimeoutError):
     """A node ran longer than its timeout."""
+
+
+class PersistError(WeftError):
+    """A durable backend (the event log or long-term memory) refused or failed."""
+
+
+class ConflictError(PersistError):
+    """Another writer appended to the thread first (optimistic concurrency on the step).
+
+    ``thread_id``, ``expected`` (the step the loser saw) and ``actual`` (the step the
+    winner left) say what happened; the loser's batch was not written at all.
+    """
+
+    def __init__(self, message: str, *, thread_id: str, expected: int, actual: int) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.expected = expected
+        self.actual = actual
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        fields = {"thread_id": self.thread_id, "expected": self.expected, "actual": self.actual}
+        return (functools.partial(type(self), **fields), self.args)
+
+
+class CorruptRecordError(PersistError, ValueError):
+    """A stored record that is not what weft writes (malformed JSON, missing fields)."""
+
+
+class FutureFormatError(PersistError):
+    """A record or a database schema written by a newer weft than this one."""
+
+
+class StepError(PersistError, LookupError):
+    """A step of a thread that is not stored: past its end, or pruned away."""
+
+
+class StorageError(PersistError):
+    """The database failed: a file that is not a database, a server that cannot be reached."""
+
+
+class OwnerError(PersistError, ValueError):
+    """Long-term memory opened with neither a user id nor a session id to own it."""
