@@ -1,0 +1,329 @@
+"""Building a graph: nodes from paths, the wiring checks, the compiled plan, and mermaid.
+
+The plan is computed once, when the graph is built: the canonical order, each node's
+unique key, predecessors and successors by index, in-degrees, mode codes. Running a
+graph then costs index arithmetic, not graph walks.
+
+*Canonical order* is a topological order: Kahn's algorithm with a first-in-first-out
+queue seeded with the start nodes in the order given, successors joining the queue in
+edge order as their last predecessor is placed. A node's key is ``f"{id}#{position}"``
+in that order (``"$class-Actioner#3"``), so the same graph gets the same keys every time
+it is built, and keys are unique even where ids repeat.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from weft.errors import GraphBuildError
+from weft.graph.modes import KEYWORD, mode_code
+from weft.graph.node import RetryPolicy, WorkGraphNode, is_async
+from weft.graph.state import StatePlan
+
+
+def build_nodes_from_paths(
+    paths: Iterable[Sequence[Any]], node_cls: Callable[..., WorkGraphNode] = WorkGraphNode
+) -> list[WorkGraphNode]:
+    """Nodes wired along ``paths``; returns the start nodes (those without predecessors).
+
+    The same value means the same node, so common prefixes merge:
+    ``[["A","B","C"], ["A","B","D"], ["X","Y"]]`` gives ``A -> B -> C``, ``B -> D`` and
+    ``X -> Y``, with start nodes ``A`` and ``X``. A path item that is already a
+    ``WorkGraphNode`` is used as it is. Values must be hashable (functions, partials and
+    strings are). A cycle is a ``GraphBuildError`` naming the nodes on it.
+    """
+    by_value: dict[Hashable, WorkGraphNode] = {}
+    created: list[WorkGraphNode] = []
+    for number, path in enumerate(paths):
+        if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
+            raise GraphBuildError(
+                f"path #{number} is {path!r}; a path is a list of node values, e.g. "
+                '[["A", "B"], ["A", "C"]]'
+            )
+        previous: WorkGraphNode | None = None
+        for value in path:
+            node = _node_for(value, by_value, created, node_cls, number)
+            if previous is not None and not any(n is node for n in previous.next):
+                previous.add_next(node)
+            previous = node
+    check_acyclic(created)
+    return [node for node in created if not node.previous]
+
+
+def _node_for(
+    value: Any,
+    by_value: dict[Hashable, WorkGraphNode],
+    created: list[WorkGraphNode],
+    node_cls: Callable[..., WorkGraphNode],
+    number: int,
+) -> WorkGraphNode:
+    if isinstance(value, WorkGraphNode):
+        if not any(n is value for n in created):
+            created.append(value)
+        return value
+    try:
+        node = by_value.get(value)
+    except TypeError:
+        raise GraphBuildError(
+            f"path #{number}: the value {value!r} is not hashable, so it cannot name a node; "
+            "use a function, a functools.partial, a string, or a WorkGraphNode"
+        ) from None
+    if node is None:
+        node = node_cls(value=value)
+        if not isinstance(node, WorkGraphNode):
+            raise GraphBuildError(
+                f"node_cls returned a {type(node).__name__}, not a WorkGraphNode; pass "
+                "WorkGraphNode or a partial of it"
+            )
+        by_value[value] = node
+        created.append(node)
+    return node
+
+
+def check_acyclic(nodes: Iterable[WorkGraphNode]) -> None:
+    """Raise ``GraphBuildError`` naming the nodes of a cycle among ``nodes`` and their successors."""
+    state: dict[int, int] = {}  # id(node) -> 1 on the current path, 2 finished
+    for root in nodes:
+        if id(root) in state:
+            continue
+        path: list[WorkGraphNode] = [root]
+        iters = [iter(root.next)]
+        state[id(root)] = 1
+        while iters:
+            child = next(iters[-1], None)
+            if child is None:
+                state[id(path.pop())] = 2
+                iters.pop()
+                continue
+            seen = state.get(id(child))
+            if seen == 1:
+                start = next(i for i, n in enumerate(path) if n is child)
+                ring = [*path[start:], child]
+                raise GraphBuildError(
+                    "the graph has a cycle: "
+                    + " -> ".join(n.id for n in ring)
+                    + "; a WorkGraph is acyclic, so remove one of these edges (a loop belongs "
+                    "in the agent that runs the graph, not in the graph)"
+                )
+            if seen is None:
+                state[id(child)] = 1
+                path.append(child)
+                iters.append(iter(child.next))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """The compiled graph: everything the engine needs, by index in canonical order."""
+
+    nodes: tuple[WorkGraphNode, ...]
+    keys: tuple[str, ...]
+    labels: tuple[str, ...]
+    fns: tuple[Any, ...]
+    codes: tuple[int, ...]
+    mode_args: tuple[Any, ...]
+    preds: tuple[tuple[int, ...], ...]
+    succs: tuple[tuple[int, ...], ...]
+    indegree: tuple[int, ...]
+    starts: tuple[int, ...]
+    sinks: tuple[int, ...]
+    multi_keywords: tuple[frozenset[str], ...]
+    asyncs: tuple[bool, ...]
+    inline: tuple[bool, ...]
+    timeouts: tuple[float | None, ...]
+    retries: tuple[RetryPolicy | None, ...]
+    states: tuple[bool, ...]
+    chain: tuple[int, ...]
+    """``chain[i]``: the successor that only ``i`` leads to, when it is ``i``'s only one; else -1."""
+    loopless: bool
+    """Every node runs inline, one at a time: ``run()`` needs no event loop."""
+    state_plan: StatePlan | None
+    wiring: int
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+    def check_runnable(self) -> None:
+        """Every value must be callable; checked once before the first run."""
+        for key, fn in zip(self.keys, self.fns, strict=True):
+            if not callable(fn):
+                raise GraphBuildError(
+                    f"node {key}: its value {fn!r} is not callable, so it cannot run; give the "
+                    "node a function (paths of names are fine for drawing, not for running)"
+                )
+
+
+def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
+    """Check the wiring and compile the plan; every wiring mistake is a ``GraphBuildError``."""
+    if not start_nodes:
+        raise GraphBuildError(
+            "the graph is empty: it has no start nodes; pass start_nodes=[...] or a "
+            "non-empty list of paths"
+        )
+    seen_start: set[int] = set()
+    for node in start_nodes:
+        if not isinstance(node, WorkGraphNode):
+            raise GraphBuildError(
+                f"start_nodes holds a {type(node).__name__}; every start node must be a "
+                "WorkGraphNode"
+            )
+        if id(node) in seen_start:
+            raise GraphBuildError(f"{node.id!r} is given twice in start_nodes; list it once")
+        seen_start.add(id(node))
+    reached = _reachable(start_nodes)
+    check_acyclic(start_nodes)
+    for node in start_nodes:
+        if node.previous:
+            raise GraphBuildError(
+                f"{node.id!r} is a start node but {node.previous[0].id!r} leads to it; a start "
+                "node has no predecessors, so drop it from start_nodes or remove the edge"
+            )
+    known = {id(n) for n in reached}
+    for node in reached:
+        for pred in node.previous:
+            if id(pred) not in known:
+                raise GraphBuildError(
+                    f"{node.id!r} waits for {pred.id!r}, which no start node reaches, so it "
+                    f"could never run; add {pred.id!r} (or its first ancestor) to start_nodes"
+                )
+    order = _canonical_order(start_nodes, len(reached))
+    index = {id(n): i for i, n in enumerate(order)}
+    keys = tuple(f"{n.id}#{i}" for i, n in enumerate(order))
+    preds = tuple(tuple(index[id(p)] for p in n.previous) for n in order)
+    succs = tuple(tuple(index[id(s)] for s in n.next) for n in order)
+    codes = tuple(mode_code(n.result_pass_down_mode, node=k) for n, k in zip(order, keys))
+    _check_keywords(order, keys, codes, index)
+    multi = tuple(_multi_keywords(order[i], codes, preds[i], index) for i in range(len(order)))
+    asyncs = tuple(is_async(n.value) for n in order)
+    inline = tuple(
+        not a and n.timeout is None and (n.retry is None or n.retry.backoff == 0)
+        for n, a in zip(order, asyncs)
+    )
+    total = all(i + 1 in succs[i] for i in range(len(order) - 1))
+    states = tuple(n.state for n in order)
+    return Plan(
+        nodes=tuple(order),
+        keys=keys,
+        labels=tuple(n.id for n in order),
+        fns=tuple(n.value for n in order),
+        codes=codes,
+        mode_args=tuple(n.result_pass_down_mode for n in order),
+        preds=preds,
+        succs=succs,
+        indegree=tuple(len(p) for p in preds),
+        starts=tuple(index[id(n)] for n in start_nodes),
+        sinks=tuple(i for i in range(len(order)) if not succs[i]),
+        multi_keywords=multi,
+        asyncs=asyncs,
+        inline=inline,
+        timeouts=tuple(n.timeout for n in order),
+        retries=tuple(n.retry for n in order),
+        states=states,
+        chain=tuple(
+            succs[i][0] if len(succs[i]) == 1 and len(preds[succs[i][0]]) == 1 else -1
+            for i in range(len(order))
+        ),
+        loopless=total and all(inline),
+        state_plan=StatePlan.build(preds, states) if any(states) else None,
+        wiring=WorkGraphNode.wiring,
+    )
+
+
+def _reachable(start_nodes: Sequence[WorkGraphNode]) -> list[WorkGraphNode]:
+    out: list[WorkGraphNode] = []
+    seen: set[int] = set()
+    stack = list(reversed(start_nodes))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        stack.extend(reversed(node.next))
+    return out
+
+
+def _canonical_order(start_nodes: Sequence[WorkGraphNode], size: int) -> list[WorkGraphNode]:
+    waiting = {}
+    queue = deque(start_nodes)
+    order: list[WorkGraphNode] = []
+    while queue:
+        node = queue.popleft()
+        order.append(node)
+        for child in node.next:
+            left = waiting.get(id(child), len(child.previous)) - 1
+            waiting[id(child)] = left
+            if left == 0:
+                queue.append(child)
+    assert len(order) == size, "acyclic and closed graphs order every node"
+    return order
+
+
+def _check_keywords(
+    order: Sequence[WorkGraphNode],
+    keys: Sequence[str],
+    codes: Sequence[int],
+    index: dict[int, int],
+) -> None:
+    for i, node in enumerate(order):
+        if codes[i] != KEYWORD:
+            continue
+        keyword = node.result_pass_down_mode
+        assert isinstance(keyword, str)
+        for child in node.next:
+            problem = _keyword_problem(child, keyword)
+            if problem:
+                raise GraphBuildError(
+                    f"{keys[i]} passes its result as the keyword {keyword!r} to "
+                    f"{keys[index[id(child)]]}, but {problem}; rename the keyword, add a "
+                    f"{keyword!r} parameter (or **kwargs), or choose another "
+                    "result_pass_down_mode"
+                )
+
+
+def _keyword_problem(node: WorkGraphNode, keyword: str) -> str | None:
+    if not callable(node.value):
+        return None
+    try:
+        params = list(inspect.signature(node.value).parameters.values())
+    except (TypeError, ValueError):  # builtins and C callables: cannot tell, so trust it
+        return None
+    shown = f"{node.id}{inspect.signature(node.value)}"
+    if node.state:
+        if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+            if params[0].name == keyword:
+                return f"{shown} takes the state view as {keyword!r}"
+            params = params[1:]
+    for p in params:
+        if p.kind is p.VAR_KEYWORD:
+            return None
+        if p.name == keyword and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+            return None
+    return f"{shown} takes no such parameter"
+
+
+def _multi_keywords(
+    node: WorkGraphNode, codes: Sequence[int], preds: Sequence[int], index: dict[int, int]
+) -> frozenset[str]:
+    counts: dict[str, int] = {}
+    for pred in node.previous:
+        if codes[index[id(pred)]] == KEYWORD:
+            name = pred.result_pass_down_mode
+            assert isinstance(name, str)
+            counts[name] = counts.get(name, 0) + 1
+    return frozenset(k for k, c in counts.items() if c > 1)
+
+
+def to_mermaid(plan: Plan, direction: str = "TD") -> str:
+    """A mermaid ``flowchart``: one line per node (its id) and one per edge."""
+    lines = [f"flowchart {direction}"]
+    for i, label in enumerate(plan.labels):
+        text = label.replace('"', "#quot;")
+        lines.append(f'    n{i}["{text}"]')
+    for i, succs in enumerate(plan.succs):
+        lines.extend(f"    n{i} --> n{j}" for j in succs)
+    return "\n".join(lines)

@@ -1,0 +1,755 @@
+"""The engine: one async core that runs a compiled plan.
+
+Scheduling. A node becomes ready when every predecessor has settled (finished, aborted
+or been skipped). Then:
+
+- the only ready node, nothing running, sync value: called inline, no task, no thread; a
+  chain runs as a plain loop of calls;
+- the only ready node, nothing running, async value: awaited directly;
+- otherwise async values start as asyncio tasks and sync values go to the run's queue of
+  sync work, drained by threads (``weft.graph.pool``); ``max_concurrency`` bounds the
+  nodes in flight, tasks and threads together.
+
+Failures. A node that raises (after its retries) stops the run: nothing new starts,
+running async nodes are cancelled, sync nodes already running in threads finish (their
+results are recorded), then a ``NodeError`` naming the node, its key and the path of ids
+that led to it is raised, with the original exception as ``__cause__``. A per-node
+``timeout`` cancels an async node; a sync node runs on a thread of its own and the run
+stops waiting for it, but Python cannot stop a thread, so that call runs on until it
+returns and its late result is ignored. Cancelling the task that awaits ``arun()``
+cancels the running async nodes and raises ``CancelledError``.
+
+Output. ``run()`` returns the sink's result when the graph has one sink, and the list of
+results of the finished sinks (canonical order) when it has several. After
+``Terminate`` the terminating node counts as an end too: a one-sink graph that stopped
+before its sink returns the terminating node's result, and a several-sink graph lists
+it among the ends. A sink that was skipped or aborted gives ``None`` (one sink) or is
+left out (several).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+import types
+from collections import deque
+from collections.abc import Coroutine
+from time import perf_counter
+from typing import Any, Final
+
+from weft.errors import GraphError, NodeError, NodeTimeoutError, ValueTypeError
+from weft.graph.build import Plan
+from weft.graph.loops import run_sync
+from weft.graph.modes import FIRST, NO, Args, WorkGraphStopFlags, pass_many, pass_one
+from weft.graph.node import RetryPolicy
+from weft.graph.pool import SyncQueue
+from weft.graph.resume import Recorded, Recorder
+from weft.graph.state import StateTracker, StateView, checked_delta
+from weft.store import MISSING, Store
+
+PENDING: Final = 0
+DONE: Final = 1
+ABORTED: Final = 2
+SKIPPED: Final = 3
+FAILED: Final = 4
+
+DEFAULT_THREADS: Final = 32
+"""Threads for sync nodes of one run when ``max_concurrency`` is None."""
+
+_CONTINUE: Final = WorkGraphStopFlags.Continue
+_ABORT: Final = WorkGraphStopFlags.AbortBranch
+_TERMINATE: Final = WorkGraphStopFlags.Terminate
+_FLAGS: Final = WorkGraphStopFlags
+_CORO: Final = types.CoroutineType
+_FAILED_CALL: Final = object()
+
+# A completion: (node, token, ok, value, started, ended, attempts); ok None = never ran.
+_Completion = tuple[int, int, bool | None, Any, float, float, int]
+
+
+class _TimedOut(TimeoutError):
+    """The engine's own timeout of a node, told apart from a TimeoutError the node raised."""
+
+
+class Run:
+    """One run of a plan: its bookkeeping and the async core."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        store: Store | None,
+        run_id: str | None,
+        limit: int | None,
+        driven: bool,
+        events: bool = True,
+    ) -> None:
+        n = plan.size
+        self.plan = plan
+        self.base: Args = (args, kwargs)
+        self.limit = limit
+        self.driven = driven  # run by drive(): no event loop, nothing may suspend
+        self.status = [PENDING] * n
+        self.results: list[Any] = [None] * n
+        self.inputs: list[Args | None] = [None] * n
+        self.remaining = list(plan.indegree)
+        self.ready: deque[int] = deque()
+        self.replay: deque[int] = deque()
+        self.done: deque[_Completion] = deque()
+        self.running = 0
+        self.halted = False
+        self.failure: BaseException | None = None
+        self.terminators: list[int] = []
+        self.tokens = [0] * n
+        self.attempts = [1] * n
+        self.timers: dict[int, asyncio.TimerHandle] = {}
+        self.tasks: dict[asyncio.Task[tuple[bool, Any, int]], tuple[int, float]] = {}
+        self.sync: SyncQueue | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.signalled = False
+        if run_id is not None and store is None:
+            raise GraphError(
+                f"run_id={run_id!r} needs a store to record into; pass store=Store() (or your "
+                "store) with it"
+            )
+        self.store = store
+        self.recorder = (
+            Recorder(store, run_id, plan.keys, plan.labels, events=events)
+            if store is not None and (events or run_id is not None)
+            else None
+        )
+        self.restored: dict[int, Recorded] = {}
+        self.tracker: StateTracker | None = None
+        self.views: list[StateView | None] = []
+        if plan.state_plan is not None:
+            self.store = store if store is not None else Store()
+            self.tracker = StateTracker(plan.state_plan, plan.preds, plan.keys, self.store)
+            self.views = [None] * n
+        self.plain = self.recorder is None and self.tracker is None  # no events, records, state
+
+    # ------------------------------------------------------------------ the core
+
+    async def execute(self) -> Any:
+        recorder = self.recorder
+        if recorder is not None:
+            output = recorder.begin()
+            if output is not MISSING:
+                return output
+            self.restored = recorder.load()
+        if not self.driven:
+            self.loop = asyncio.get_running_loop()
+        try:
+            for i in self.plan.starts:
+                self.inputs[i] = self.base
+                self._admit(i)
+            await self._main()
+        except BaseException:
+            await self._abandon()
+            raise
+        if self.failure is not None:
+            raise self.failure
+        output = self._output()
+        if self.tracker is not None:
+            assert self.store is not None
+            self.tracker.commit(self.store)
+        if recorder is not None:
+            recorder.complete(output)
+        return output
+
+    async def _main(self) -> None:
+        ready, replay = self.ready, self.replay
+        inline, asyncs = self.plan.inline, self.plan.asyncs
+        while True:
+            if self.done:
+                self._drain()
+            if self.halted:
+                if not self.running:
+                    return
+            elif replay:
+                self._replay()
+                continue
+            elif ready:
+                if not self.running and len(ready) == 1:
+                    i = ready[0]
+                    if inline[i]:
+                        ready.popleft()
+                        pending = self._run_inline(i)
+                        if pending is not None:
+                            await self._settle_awaitable(*pending)
+                        continue
+                    if asyncs[i]:
+                        ready.popleft()
+                        await self._run_direct(i)
+                        continue
+                self._dispatch()
+            elif not self.running:
+                return
+            await self._wait()
+
+    async def _wait(self) -> None:
+        if self.done:
+            return
+        assert self.loop is not None, "a run without an event loop never waits"
+        waiter = self.waiter = self.loop.create_future()
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+
+    def _wake(self) -> None:
+        self.signalled = False
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _signal(self) -> None:
+        """From a worker thread: wake the loop once per batch of completions."""
+        if not self.signalled:
+            self.signalled = True
+            loop = self.loop
+            assert loop is not None
+            try:
+                loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:  # the loop is closed: the run is over
+                pass
+
+    async def _abandon(self) -> None:
+        """Cancelled, or an error escaped the core: stop everything we can stop."""
+        self.halted = True
+        if self.sync is not None:
+            self.sync.cancel()
+        for timer in self.timers.values():
+            timer.cancel()
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    # ----------------------------------------------------------- inline and direct
+
+    def _run_inline(self, i: int) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
+        """Call ready sync node ``i`` here, then its successor while it is the only work."""
+        if self.plain:
+            return self._run_chain(i)
+        plan = self.plan
+        fns, states, inline = plan.fns, plan.states, plan.inline
+        inputs, ready, recorder = self.inputs, self.ready, self.recorder
+        while True:
+            args, kwargs = inputs[i]  # type: ignore[misc]
+            if states[i]:
+                args = (self.views[i], *args)
+            started = 0.0
+            if recorder is not None:
+                recorder.started(i)
+                started = perf_counter()
+            try:
+                result = fns[i](*args, **kwargs)
+            except Exception as exc:
+                result = self._retry_inline(i, args, kwargs, exc, started)
+                if result is _FAILED_CALL:
+                    return None
+            if result.__class__ is _CORO:
+                if not self.driven:
+                    return i, result, started
+                try:
+                    result = run_sync(result)
+                except Exception as exc:
+                    self._fail(i, exc, started)
+                    return None
+            self._complete(i, result, started)
+            if len(ready) != 1 or self.running or self.halted or self.replay:
+                return None
+            i = ready[0]
+            if not inline[i]:
+                return None
+            ready.popleft()
+
+    def _run_chain(self, i: int) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
+        """``_run_inline`` for a run with no store, no state and no records: along a chain
+        (one successor that has one predecessor) the arguments stay in locals and each
+        step is a call and a few list stores."""
+        plan = self.plan
+        fns, chain, inline, codes = plan.fns, plan.chain, plan.inline, plan.codes
+        results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
+        args, kwargs = inputs[i]  # type: ignore[misc]
+        while True:
+            try:
+                result = fns[i](*args, **kwargs)
+            except Exception as exc:
+                inputs[i] = (args, kwargs)
+                return self._after_inline(i, self._retry_inline(i, args, kwargs, exc, 0.0))
+            cls = result.__class__
+            if cls is _CORO or (cls is tuple and len(result) == 2 and result[0].__class__ is _FLAGS):
+                inputs[i] = (args, kwargs)
+                return self._after_inline(i, result)
+            results[i] = result
+            status[i] = DONE
+            s = chain[i]
+            if s < 0 or self.ready:
+                inputs[i] = (args, kwargs)
+                self._release_all(i)
+                return None
+            code = codes[i]
+            if code == FIRST:
+                args = (result, *args[1:]) if len(args) > 1 else (result,)
+            elif code != NO:
+                try:
+                    args, kwargs = pass_one(code, plan.mode_args[i], result, (args, kwargs))
+                except Exception as exc:
+                    self._fail_pass_down(i, s, exc)
+                    return None
+            remaining[s] = 0
+            if not inline[s]:
+                inputs[s] = (args, kwargs)
+                self._admit(s)
+                return None
+            i = s
+
+    def _after_inline(
+        self, i: int, result: Any
+    ) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
+        """Leave the chain loop with a result it does not handle (a flag, a coroutine)."""
+        if result is _FAILED_CALL:
+            return None
+        if result.__class__ is _CORO:
+            if not self.driven:
+                return i, result, 0.0
+            try:
+                result = run_sync(result)
+            except Exception as exc:
+                self._fail(i, exc, 0.0)
+                return None
+        self._complete(i, result, 0.0)
+        return None
+
+    def _retry_inline(
+        self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception, started: float
+    ) -> Any:
+        retry = self.plan.retries[i]
+        attempt = 1
+        while retry is not None and attempt < retry.attempts and isinstance(exc, retry.retry_on):
+            attempt += 1  # inline nodes have no backoff: nothing to wait for
+            try:
+                return self.plan.fns[i](*args, **kwargs)
+            except Exception as again:
+                exc = again
+        self._fail(i, exc, started, attempt)
+        return _FAILED_CALL
+
+    async def _settle_awaitable(
+        self, i: int, coro: Coroutine[Any, Any, Any], started: float
+    ) -> None:
+        try:
+            result = await coro
+        except Exception as exc:
+            self._fail(i, exc, started)
+            return
+        self._complete(i, result, started)
+
+    async def _run_direct(self, i: int) -> None:
+        args, kwargs = self._call_args(i)
+        started = self._started(i)
+        ok, value, attempts = await self._attempts(i, args, kwargs)
+        if ok:
+            self._complete(i, value, started)
+        else:
+            self._fail(i, value, started, attempts)
+
+    async def _attempts(
+        self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[bool, Any, int]:
+        """Await async node ``i`` with its timeout and retries: ``(ok, value, attempts)``."""
+        fn, retry, timeout = self.plan.fns[i], self.plan.retries[i], self.plan.timeouts[i]
+        attempt = 1
+        while True:
+            try:
+                if timeout is None:
+                    return True, await fn(*args, **kwargs), attempt
+                clock = asyncio.timeout(timeout)
+                try:
+                    async with clock:
+                        return True, await fn(*args, **kwargs), attempt
+                except TimeoutError:
+                    if clock.expired():
+                        raise _TimedOut(timeout) from None
+                    raise
+            except Exception as exc:
+                if retry is None or attempt >= retry.attempts or not isinstance(exc, retry.retry_on):
+                    return False, exc, attempt
+                delay = retry.delay(attempt)
+                attempt += 1
+                if delay:
+                    await asyncio.sleep(delay)
+
+    # -------------------------------------------------------------- dispatching
+
+    def _dispatch(self) -> None:
+        ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
+        assert loop is not None
+        asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
+        copy_context = contextvars.copy_context
+        room = len(ready) if self.limit is None else self.limit - self.running
+        room = min(room, len(ready))
+        self.running += max(room, 0)
+        batch: list[tuple[Any, ...]] = []
+        for _ in range(room):
+            i = ready.popleft()
+            args, kwargs = inputs[i]  # type: ignore[misc]
+            if states[i]:
+                args = (self.views[i], *args)
+            started = 0.0
+            if recorder is not None:
+                recorder.started(i)
+                started = perf_counter()
+            if asyncs[i]:
+                task = loop.create_task(self._attempts(i, args, kwargs))
+                self.tasks[task] = (i, started)
+                task.add_done_callback(self._task_done)
+                continue
+            item = (i, self.tokens[i], args, kwargs, copy_context())
+            timeout = timeouts[i]
+            if timeout is None:
+                batch.append(item)
+            else:
+                self._queue().run_alone(item)
+                self.timers[i] = loop.call_later(
+                    timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
+                )
+        if batch:
+            self._queue().push(batch)
+
+    def _queue(self) -> SyncQueue:
+        if self.sync is None:
+            width = DEFAULT_THREADS if self.limit is None else self.limit
+            self.sync = SyncQueue(width, self._work, self._drop)
+        return self.sync
+
+    def _work(self, item: tuple[Any, ...]) -> None:
+        """On a worker thread: run one sync node (with retries unless it has a timeout)."""
+        i, token, args, kwargs, context = item
+        plan = self.plan
+        started = perf_counter()
+        try:
+            value = context.run(plan.fns[i], *args, **kwargs)
+            if value.__class__ is _CORO:
+                value = run_sync(value)
+            self.done.append((i, token, True, value, started, perf_counter(), 1))
+        except Exception as exc:
+            retry = plan.retries[i]
+            if retry is None or plan.timeouts[i] is not None:  # the loop retries timed nodes
+                self.done.append((i, token, False, exc, started, perf_counter(), 1))
+            else:
+                self._work_again(item, retry, exc, started)
+        if not self.signalled:
+            self._signal()
+
+    def _work_again(
+        self, item: tuple[Any, ...], retry: RetryPolicy, exc: Exception, started: float
+    ) -> None:
+        """On a worker thread: the retries of a sync node, sleeping between attempts."""
+        i, token, args, kwargs, context = item
+        attempt = 1
+        while attempt < retry.attempts and isinstance(exc, retry.retry_on):
+            time.sleep(retry.delay(attempt))
+            attempt += 1
+            try:
+                value = context.run(self.plan.fns[i], *args, **kwargs)
+                if value.__class__ is _CORO:
+                    value = run_sync(value)
+            except Exception as again:
+                exc = again
+            else:
+                self.done.append((i, token, True, value, started, perf_counter(), attempt))
+                return
+        self.done.append((i, token, False, exc, started, perf_counter(), attempt))
+
+    def _drop(self, item: tuple[Any, ...]) -> None:
+        self.done.append((item[0], item[1], None, None, 0.0, 0.0, 0))
+        self._signal()
+
+    def _task_done(self, task: asyncio.Task[tuple[bool, Any, int]]) -> None:
+        i, started = self.tasks.pop(task)
+        token = self.tokens[i]
+        ended = perf_counter()
+        if task.cancelled():
+            self.done.append((i, token, None, None, started, ended, 0))
+        elif (exc := task.exception()) is not None:  # a BaseException the node let out
+            self.done.append((i, token, False, exc, started, ended, 1))
+        else:
+            ok, value, attempts = task.result()
+            self.done.append((i, token, ok, value, started, ended, attempts))
+        self._wake()
+
+    def _time_out(self, i: int, token: int, timeout: float, started: float) -> None:
+        self.done.append((i, token, False, _TimedOut(timeout), started, perf_counter(), 1))
+        self._wake()
+
+    def _drain(self) -> None:
+        done, tokens, plan = self.done, self.tokens, self.plan
+        while done:
+            i, token, ok, value, started, ended, attempts = done.popleft()
+            if token != tokens[i]:
+                continue  # a timed-out attempt that came back late
+            tokens[i] = token + 1
+            if self.timers:
+                timer = self.timers.pop(i, None)
+                if timer is not None:
+                    timer.cancel()
+            if ok:
+                self.running -= 1
+                self._complete(i, value, started, ended)
+            elif ok is None:
+                self.running -= 1
+                self.status[i] = SKIPPED
+                if self.recorder is not None:
+                    self.recorder.skipped(i, "cancelled")
+            else:
+                retry = plan.retries[i]
+                if (
+                    plan.timeouts[i] is not None
+                    and not plan.asyncs[i]
+                    and not self.halted
+                    and retry is not None
+                    and self.attempts[i] < retry.attempts
+                    and isinstance(value, retry.retry_on)
+                ):
+                    assert self.loop is not None
+                    self.attempts[i] += 1
+                    self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
+                    continue
+                self.running -= 1
+                self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
+
+    def _again(self, i: int) -> None:
+        """Retry a sync node with a timeout (its running count was kept)."""
+        if self.halted:
+            self.running -= 1
+            self.status[i] = SKIPPED
+            self._wake()
+            return
+        self.running -= 1
+        self.ready.appendleft(i)
+        self._wake()
+
+    # -------------------------------------------------------------- settling
+
+    def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
+        """Node ``i`` returned ``result``: record it and release its successors."""
+        flag = _CONTINUE
+        if result.__class__ is tuple and len(result) == 2 and result[0].__class__ is _FLAGS:
+            flag, result = result
+        delta = None
+        tracker, recorder = self.tracker, self.recorder
+        if tracker is not None and self.plan.states[i]:
+            assert self.store is not None
+            try:
+                delta = result = checked_delta(result, self.plan.keys[i], tracker, self.store)
+            except (TypeError, ValueTypeError) as exc:
+                self._fail(i, exc, started)
+                return
+            if flag is not _ABORT:
+                tracker.deltas[i] = delta
+        if recorder is not None:
+            if recorder.record:
+                try:
+                    recorder.save(i, flag, result, delta)
+                except NodeError as exc:
+                    self.status[i] = FAILED
+                    self._halt_with(exc)
+                    return
+            recorder.finished(i, flag, (ended or perf_counter()) - started)
+        self._settle(i, flag, result)
+
+    def _replay(self) -> None:
+        """Settle the ready nodes that a step record restores, without calling them."""
+        while self.replay and not self.halted:
+            i = self.replay.popleft()
+            record = self.restored[i]
+            if self.tracker is not None and record.flag is not _ABORT:
+                self.tracker.deltas[i] = record.delta
+            if self.recorder is not None:
+                self.recorder.skipped(i, "recorded")
+            self._settle(i, record.flag, record.result)
+
+    def _settle(self, i: int, flag: WorkGraphStopFlags, result: Any) -> None:
+        self.results[i] = result
+        if flag is _CONTINUE:
+            self.status[i] = DONE
+        elif flag is _ABORT:
+            self.status[i] = ABORTED
+        else:
+            self.status[i] = DONE
+            self.terminators.append(i)
+            self._halt(cancel=False)
+        if not self.halted:
+            self._release_all(i)
+
+    def _release_all(self, i: int) -> None:
+        remaining = self.remaining
+        for s in self.plan.succs[i]:
+            left = remaining[s] - 1
+            remaining[s] = left
+            if not left:
+                self._release(s)
+
+    def _release(self, s: int) -> None:
+        """Every predecessor of ``s`` settled: build its arguments, or skip it."""
+        plan, status, results, inputs = self.plan, self.status, self.results, self.inputs
+        preds = plan.preds[s]
+        if len(preds) == 1:
+            p = preds[0]
+            if status[p] == DONE:
+                try:
+                    inputs[s] = pass_one(plan.codes[p], plan.mode_args[p], results[p], inputs[p])  # type: ignore[arg-type]
+                except Exception as exc:
+                    self._fail_pass_down(p, s, exc)
+                    return
+                self._admit(s)
+                return
+        else:
+            contributing = [p for p in preds if status[p] == DONE]
+            if contributing:
+                try:
+                    inputs[s] = pass_many(
+                        [(plan.codes[p], plan.mode_args[p], results[p]) for p in contributing],
+                        inputs[contributing[0]],  # type: ignore[arg-type]
+                        plan.multi_keywords[s],
+                    )
+                except Exception as exc:
+                    self._fail_pass_down(contributing[0], s, exc)
+                    return
+                self._admit(s)
+                return
+        self._skip(s)
+
+    def _admit(self, s: int) -> None:
+        if self.tracker is not None:
+            view = self.tracker.enter(s)
+            if self.plan.states[s]:
+                self.views[s] = view
+        if s in self.restored:
+            self.replay.append(s)
+        else:
+            self.ready.append(s)
+
+    def _skip(self, first: int) -> None:
+        """Skip ``first`` (its predecessors were all aborted or skipped) and what that strands."""
+        plan, status, remaining = self.plan, self.status, self.remaining
+        work = [first]
+        while work:
+            s = work.pop()
+            status[s] = SKIPPED
+            if self.tracker is not None:
+                self.tracker.enter(s)
+            if self.recorder is not None:
+                self.recorder.skipped(s, "aborted")
+            for c in plan.succs[s]:
+                remaining[c] -= 1
+                if not remaining[c]:
+                    if any(status[p] == DONE for p in plan.preds[c]):
+                        self._release(c)
+                    else:
+                        work.append(c)
+
+    # -------------------------------------------------------------- failing
+
+    def _fail(
+        self,
+        i: int,
+        exc: BaseException,
+        started: float,
+        attempts: int = 1,
+        ended: float = 0.0,
+    ) -> None:
+        self.status[i] = FAILED
+        if self.recorder is not None:
+            self.recorder.failed(i, exc, (ended or perf_counter()) - started)
+        if self.failure is None:
+            self._halt_with(self._node_error(i, exc, attempts))
+
+    def _fail_pass_down(self, p: int, s: int, exc: Exception) -> None:
+        keys = self.plan.keys
+        error = NodeError(
+            f"the pass-down of {keys[p]} into {keys[s]} raised {type(exc).__name__}: {exc} "
+            f"(path: {self._path(p)}); fix the result_pass_down_mode of {keys[p]}"
+        )
+        error.__cause__ = exc
+        if self.failure is None:
+            self._halt_with(error)
+
+    def _halt_with(self, error: BaseException) -> None:
+        if self.failure is None:
+            self.failure = error
+        self._halt(cancel=True)
+
+    def _halt(self, *, cancel: bool) -> None:
+        """Start nothing new; with ``cancel``, also cancel the running async nodes."""
+        self.halted = True
+        if self.sync is not None:
+            self.sync.cancel()
+        if cancel:
+            for task in self.tasks:
+                task.cancel()
+
+    def _node_error(self, i: int, exc: BaseException, attempts: int) -> NodeError:
+        plan = self.plan
+        key, label = plan.keys[i], plan.labels[i]
+        if isinstance(exc, _TimedOut):
+            what = f"ran past its timeout of {exc.args[0]:g} s"
+            if not plan.asyncs[i]:
+                what += " (its thread keeps running: Python cannot stop a thread)"
+            cls: type[NodeError] = NodeTimeoutError
+        else:
+            what = f"raised {type(exc).__name__}: {exc}"
+            cls = NodeError
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        hint = "the run stopped; nodes already running finished and nothing new started"
+        recorder = self.recorder
+        if recorder is not None and recorder.record:
+            hint += (
+                f". Finished nodes are recorded: run again with run_id={recorder.run_id!r} "
+                "and the same store to resume from here"
+            )
+        error = cls(f"node {key} ({label!r}) {what}{tries} (path: {self._path(i)}); {hint}")
+        error.__cause__ = exc
+        return error
+
+    def _path(self, i: int) -> str:
+        """Ids from a start node to ``i``, through each node's first finished predecessor."""
+        plan, status = self.plan, self.status
+        ids = [plan.labels[i]]
+        while plan.preds[i]:
+            preds = plan.preds[i]
+            i = next((p for p in preds if status[p] == DONE), preds[0])
+            ids.append(plan.labels[i])
+        return " -> ".join(reversed(ids))
+
+    # -------------------------------------------------------------- helpers
+
+    def _call_args(self, i: int) -> Args:
+        args, kwargs = self.inputs[i]  # type: ignore[misc]
+        if self.plan.states[i]:
+            args = (self.views[i], *args)
+        return args, kwargs
+
+    def _started(self, i: int) -> float:
+        if self.recorder is None:
+            return 0.0
+        self.recorder.started(i)
+        return perf_counter()
+
+    def _output(self) -> Any:
+        sinks, status, results = self.plan.sinks, self.status, self.results
+        if len(sinks) == 1:
+            sink = sinks[0]
+            if status[sink] == DONE:
+                return results[sink]
+            return results[min(self.terminators)] if self.terminators else None
+        ends = {s for s in sinks if status[s] == DONE}
+        ends.update(self.terminators)
+        return [results[i] for i in sorted(ends)]

@@ -1,0 +1,178 @@
+"""``WorkGraph``: a DAG of ``WorkGraphNode`` s, checked when built, run by one async core.
+
+``arun()`` is the core; ``run()`` (and calling the graph) is a thin sync wrapper. A graph
+whose nodes are all sync and can only ever run one at a time (a chain) runs with no
+event loop at all; any other graph runs on the calling thread's cached event loop, or,
+when that thread is already running a loop, on a helper thread (so a sync node or a sync
+agent inside an async app can still call ``graph.run()``; ``await graph.arun()`` is the
+better call there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from weft.errors import GraphBuildError
+from weft.graph.build import Plan, build_nodes_from_paths, compile_plan, to_mermaid
+from weft.graph.engine import Run
+from weft.graph.loops import drive, run_sync
+from weft.graph.node import WorkGraphNode
+from weft.store import Store
+
+
+class WorkGraph:
+    """A DAG of nodes, built from start nodes or from paths of values.
+
+    >>> def double(x): return 2 * x
+    >>> def inc(x): return x + 1
+    >>> from weft.graph import ResultPassDownMode
+    >>> a = WorkGraphNode(double, ResultPassDownMode.ResultAsFirstArg)
+    >>> _ = a.add_next(WorkGraphNode(inc))
+    >>> WorkGraph(start_nodes=[a]).run(20)
+    41
+
+    ``WorkGraph(paths, node_cls=...)`` builds the nodes with ``build_nodes_from_paths``
+    (a list of ``WorkGraphNode`` s as the first argument is taken as start nodes).
+    ``max_concurrency`` bounds the nodes in flight at once, async tasks and sync threads
+    together; ``None`` leaves async nodes unbounded and gives sync nodes up to 32 threads.
+
+    ``run(*args, run_id=None, store=None, events=True, **kwargs)`` passes the arguments to
+    every start node (``run_id``, ``store`` and ``events`` are the engine's own keywords).
+    With a ``store``, state nodes read and write it and node-lifecycle events go to its
+    log and subscribers (``events=False`` leaves them out: two ``Store.note`` calls per
+    node, ~4 us each, add up in a fan-out over thousands of quick nodes); with a
+    ``run_id`` as well, each finished node is recorded so that running again with that id
+    resumes.
+    """
+
+    __slots__ = ("_plan", "_runnable", "max_concurrency", "start_nodes")
+
+    def __init__(
+        self,
+        paths: Sequence[Sequence[Any]] | Sequence[WorkGraphNode] | None = None,
+        *,
+        start_nodes: Sequence[WorkGraphNode] | None = None,
+        node_cls: Callable[..., WorkGraphNode] = WorkGraphNode,
+        max_concurrency: int | None = None,
+    ) -> None:
+        if start_nodes is not None and paths is not None:
+            raise GraphBuildError(
+                "pass either paths or start_nodes, not both: paths build new nodes, "
+                "start_nodes use nodes you wired with add_next"
+            )
+        if start_nodes is None:
+            items = list(paths or ())
+            if items and all(isinstance(p, WorkGraphNode) for p in items):
+                start_nodes = items  # type: ignore[assignment]
+            else:
+                start_nodes = build_nodes_from_paths(items, node_cls)  # type: ignore[arg-type]
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise GraphBuildError(
+                f"max_concurrency={max_concurrency!r}; expected a positive int, or None for "
+                "no bound on async nodes"
+            )
+        self.start_nodes: list[WorkGraphNode] = list(start_nodes)
+        self.max_concurrency = max_concurrency
+        self._plan = compile_plan(self.start_nodes)
+        self._runnable = False
+
+    # ------------------------------------------------------------------ running
+
+    def run(
+        self,
+        *args: Any,
+        run_id: str | None = None,
+        store: Store | None = None,
+        events: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the graph to the end and return the sink's result (a list for several sinks)."""
+        plan = self._ready_plan()
+        run = self._new_run(plan, args, kwargs, store, run_id, events, driven=plan.loopless)
+        return drive(run.execute()) if plan.loopless else run_sync(run.execute())
+
+    __call__ = run
+
+    async def arun(
+        self,
+        *args: Any,
+        run_id: str | None = None,
+        store: Store | None = None,
+        events: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """The async core of ``run``: same arguments, same result."""
+        plan = self._ready_plan()
+        run = self._new_run(plan, args, kwargs, store, run_id, events, driven=False)
+        return await run.execute()
+
+    def _new_run(
+        self,
+        plan: Plan,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        store: Store | None,
+        run_id: str | None,
+        events: bool,
+        *,
+        driven: bool,
+    ) -> Run:
+        return Run(
+            plan,
+            args,
+            kwargs,
+            store=store,
+            run_id=run_id,
+            limit=self.max_concurrency,
+            driven=driven,
+            events=events,
+        )
+
+    def _ready_plan(self) -> Plan:
+        plan = self._plan
+        if plan.wiring != WorkGraphNode.wiring:  # some node was rewired since: check again
+            plan = self._plan = compile_plan(self.start_nodes)
+            self._runnable = False
+        if not self._runnable:
+            plan.check_runnable()
+            self._runnable = True
+        return plan
+
+    # -------------------------------------------------------------- inspecting
+
+    @property
+    def nodes(self) -> tuple[WorkGraphNode, ...]:
+        """Every node, in canonical order (the order of their keys' positions)."""
+        return self._ready_plan_unchecked().nodes
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Each node's unique key (``id#position``), in canonical order."""
+        return self._ready_plan_unchecked().keys
+
+    def key_of(self, node: WorkGraphNode) -> str:
+        """The unique key of ``node`` in this graph."""
+        plan = self._ready_plan_unchecked()
+        for n, key in zip(plan.nodes, plan.keys, strict=True):
+            if n is node:
+                return key
+        raise KeyError(f"{node!r} is not a node of this graph")
+
+    def to_mermaid(self, direction: str = "TD") -> str:
+        """The graph as a mermaid ``flowchart``: one line per node and per edge."""
+        return to_mermaid(self._ready_plan_unchecked(), direction)
+
+    def _ready_plan_unchecked(self) -> Plan:
+        if self._plan.wiring != WorkGraphNode.wiring:
+            self._plan = compile_plan(self.start_nodes)
+            self._runnable = False
+        return self._plan
+
+    def __repr__(self) -> str:
+        starts = ", ".join(n.id for n in self.start_nodes)
+        return f"<WorkGraph nodes={self._plan.size} start=[{starts}]>"

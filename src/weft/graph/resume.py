@@ -1,0 +1,200 @@
+"""Save and resume, and the node-lifecycle events: what a run writes to its store.
+
+With ``run(..., run_id="r1", store=store)`` the engine writes, as each node finishes and
+before its successors start, a step record at kind ``"step"``, path ``"r1/<node key>"``::
+
+    {"node": "fetch#2", "id": "fetch", "flag": "Continue", "result": ..., "delta": {...},
+     "tuple": false}
+
+and one run record at path ``"r1"``: ``{"graph": [node keys...], "status": "running"}``,
+``"completed"`` with the run's ``output`` once it ends. Running the same graph again with
+the same run id and store restores recorded nodes instead of calling them (their recorded
+results feed their successors, their deltas join the state) and runs the rest; a
+completed run returns its recorded output and calls nothing. Records are keyed by run id
+*and* node key, so one graph run under two run ids never mixes results; a run id recorded
+for a different graph (other node keys) is refused.
+
+Recording needs JSON: a result the store cannot keep is an error naming the node and the
+type (register it with ``weft.store.register_type``). Results come back frozen (read-only
+dicts and lists); a tuple result comes back a tuple.
+
+Events go to observers through ``Store.note`` (kind ``"step"``, same paths), only when a
+store is given, so a run without one pays nothing for them::
+
+    {"event": "started" | "finished" | "failed" | "skipped", "node": key, "id": label,
+     "run_id": ..., "duration_ms": ..., "flag": ..., "error": ..., "reason": ...}
+
+``skipped`` carries a reason: ``"aborted"`` (every predecessor was aborted or skipped),
+``"recorded"`` (restored from a step record) or ``"cancelled"`` (stopped by a failure).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from weft.errors import GraphError, NodeError, ValueTypeError
+from weft.graph.modes import WorkGraphStopFlags
+from weft.store import MISSING, FrozenDict, Store, thaw
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A node's step record, as a resumed run uses it."""
+
+    flag: WorkGraphStopFlags
+    result: Any
+    delta: dict[str, Any] | None
+
+
+class Recorder:
+    """Writes one run's step records (when it has a run id) and events (always)."""
+
+    __slots__ = ("_keys", "_labels", "events", "record", "run_id", "store")
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str | None,
+        keys: Sequence[str],
+        labels: Sequence[str],
+        *,
+        events: bool = True,
+    ) -> None:
+        if run_id is not None and (not isinstance(run_id, str) or not run_id or "/" in run_id):
+            raise GraphError(
+                f"run_id={run_id!r}: a run id is a non-empty string without '/', e.g. 'r1'"
+            )
+        self.store = store
+        self.record = run_id is not None
+        self.events = events
+        self.run_id = run_id if run_id is not None else f"run-{uuid.uuid4().hex[:12]}"
+        self._keys = keys
+        self._labels = labels
+
+    # --------------------------------------------------------------- records
+
+    def begin(self) -> Any:
+        """Check or write the run record; the recorded output if the run completed, else MISSING."""
+        if not self.record:
+            return MISSING
+        known = self.store.value("step", self.run_id, None)
+        keys = list(self._keys)
+        if known is None:
+            self.store.write(
+                "step", self.run_id, {"graph": keys, "status": "running"}, source="weft.graph"
+            )
+            return MISSING
+        if not isinstance(known, dict) or list(known.get("graph", ())) != keys:
+            raise GraphError(
+                f"run {self.run_id!r} was recorded for a different graph (its nodes: "
+                f"{_short(known)}; this graph: {_short({'graph': keys})}); resume a run with "
+                "the graph that started it, or use a new run_id"
+            )
+        if known.get("status") == "completed":
+            return known.get("output")
+        return MISSING
+
+    def load(self) -> dict[int, Recorded]:
+        """The step records of this run, by node index."""
+        if not self.record:
+            return {}
+        prefix = f"step:{self.run_id}/"
+        by_key = {key: i for i, key in enumerate(self._keys)}
+        out: dict[int, Recorded] = {}
+        for entry in self.store.entries(kind="step", key_prefix=prefix):
+            i = by_key.get(entry.path[len(self.run_id) + 1 :])
+            value = entry.value
+            if i is None or not isinstance(value, dict) or "flag" not in value:
+                continue
+            result = value.get("result")
+            if value.get("tuple") and isinstance(result, list):
+                result = tuple(result)
+            delta = value.get("delta")
+            out[i] = Recorded(
+                WorkGraphStopFlags[value["flag"]],
+                result,
+                dict(delta) if isinstance(delta, dict) else None,
+            )
+        return out
+
+    def save(
+        self, i: int, flag: WorkGraphStopFlags, result: Any, delta: dict[str, Any] | None
+    ) -> None:
+        """Record a finished node, before its successors start."""
+        key = self._keys[i]
+        record = {
+            "node": key,
+            "id": self._labels[i],
+            "flag": flag.name,
+            "result": result,
+            "delta": delta,
+            "tuple": result.__class__ is tuple,
+        }
+        try:
+            self.store.write("step", f"{self.run_id}/{key}", record, source=key)
+        except ValueTypeError as exc:
+            raise NodeError(
+                f"node {key} ({self._labels[i]!r}) returned a {type(result).__qualname__} "
+                f"result that cannot be recorded for run {self.run_id!r}: {exc}. A run with a "
+                "run_id records every result as JSON so it can resume; return plain data, or "
+                "register the type with weft.store.register_type(cls)"
+            ) from exc
+
+    def complete(self, output: Any) -> None:
+        if not self.record:
+            return
+        record = {"graph": list(self._keys), "status": "completed", "output": output}
+        try:
+            self.store.write("step", self.run_id, record, source="weft.graph")
+        except ValueTypeError:
+            record["output"] = None  # every part was recorded already; keep the status
+            self.store.write("step", self.run_id, record, source="weft.graph")
+
+    # ---------------------------------------------------------------- events
+
+    def _note(self, i: int, event: dict[str, Any]) -> None:
+        key = self._keys[i]
+        event["node"] = key
+        event["id"] = self._labels[i]
+        event["run_id"] = self.run_id
+        # every value is a str or a number: freeze it here, so the store need not walk it
+        self.store.note("step", f"{self.run_id}/{key}", FrozenDict(event), source=key)
+
+    def started(self, i: int) -> None:
+        if not self.events:
+            return
+        self._note(i, {"event": "started"})
+
+    def finished(self, i: int, flag: WorkGraphStopFlags, seconds: float) -> None:
+        if not self.events:
+            return
+        event: dict[str, Any] = {"event": "finished", "duration_ms": round(seconds * 1000, 3)}
+        if flag is not WorkGraphStopFlags.Continue:
+            event["flag"] = flag.name
+        self._note(i, event)
+
+    def failed(self, i: int, error: BaseException, seconds: float) -> None:
+        if not self.events:
+            return
+        self._note(
+            i,
+            {
+                "event": "failed",
+                "duration_ms": round(seconds * 1000, 3),
+                "error": f"{type(error).__name__}: {error}",
+            },
+        )
+
+    def skipped(self, i: int, reason: str) -> None:
+        if not self.events:
+            return
+        self._note(i, {"event": "skipped", "reason": reason})
+
+
+def _short(record: Any) -> str:
+    graph = thaw(record.get("graph", [])) if isinstance(record, dict) else []
+    shown = ", ".join(map(str, graph[:5]))
+    return f"[{shown}{', ...' if len(graph) > 5 else ''}]"
