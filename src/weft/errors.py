@@ -17,6 +17,9 @@
     │   ├── GraphBuildError        wired wrong: found before anything runs
     │   ├── NodeError              a node raised while the graph ran
     │   └── NodeTimeoutError       a node ran past its timeout
+    ├── AgentError                 the agent layer
+    │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
+    │   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
     └── PersistError               a durable backend (event log or long-term memory)
         ├── ConflictError          another writer appended to the thread first
         ├── CorruptRecordError     a stored record that cannot be read
@@ -138,6 +141,34 @@ class NodeError(GraphError):
 
 class NodeTimeoutError(NodeError, TimeoutError):
     """A node ran longer than its timeout."""
+
+
+class AgentError(WeftError):
+    """The agent layer: a run that cannot go on (an agent already running, say)."""
+
+
+class AgentBuildError(AgentError, ValueError):
+    """An agent configured wrong: an unknown placeholder, a bad name or actor; found when built."""
+
+
+class AgentResponseError(AgentError):
+    """A reasoner's reply the agent could not use, even after one corrective retry.
+
+    ``raw`` is the last raw reply, ``problem`` says exactly what was wrong with it
+    (the text the reasoner was shown), ``agent`` names the agent.
+    """
+
+    def __init__(self, message: str, *, raw: str, problem: str, agent: str | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.problem = problem
+        self.agent = agent
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        fields = {"raw": self.raw, "problem": self.problem, "agent": self.agent}
+        return (functools.partial(type(self), **fields), self.args)
 
 
 class PersistError(WeftError):
