@@ -18,6 +18,7 @@ Run: ``python bench/bench_graph.py [--quick]``
 
 from __future__ import annotations
 
+import itertools
 import operator
 import os
 import platform
@@ -77,7 +78,7 @@ def w1_floor() -> Callable[[], Any]:
 
 def w1_weft() -> Callable[[], Any]:
     nodes = [WorkGraphNode(add_one, ResultPassDownMode.ResultAsFirstArg) for _ in range(CHAIN)]
-    for a, b in zip(nodes, nodes[1:], strict=False):
+    for a, b in itertools.pairwise(nodes):
         a.add_next(b)
     graph = WorkGraph(start_nodes=[nodes[0]])
 
@@ -206,16 +207,22 @@ def w2_langgraph(n: int) -> Callable[[], Any]:
 def main() -> None:
     quick = "--quick" in sys.argv
     try:
-        import langgraph  # noqa: F401
         from importlib.metadata import version
+
+        import langgraph  # noqa: F401
 
         lg_version: str | None = version("langgraph")
     except ImportError:
         lg_version = None
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
-    print(f"LangGraph: {lg_version}" if lg_version else
-          "LangGraph: not installed (pip install weft[bench]); its columns are skipped")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+    print(
+        f"LangGraph: {lg_version}"
+        if lg_version
+        else "LangGraph: not installed (pip install weft[bench]); its columns are skipped"
+    )
     rows = []
     lg_columns = lg_version is not None
     cells: dict[str, tuple[Callable[[], Any], int]] = {
@@ -237,25 +244,31 @@ def main() -> None:
         got = interleaved(cells, 5 if quick else (11 if n < 1000 else 7))
         rows.append((f"W2 fan-out {n}", n, got["floor"], got["weft"], got.get("lg")))
         rows.append(("  events off", n, got["floor"], got["quiet"], got.get("lg")))
-    header = (f"{'workload':<16} {'floor us':>10} {'weft us':>10} {'LangGraph us':>13} "
-              f"{'weft ovh/unit':>14} {'LG ovh/unit':>12} {'weft/floor':>11} {'weft ovh/LG ovh':>16}")
+    header = (
+        f"{'workload':<16} {'floor us':>10} {'weft us':>10} {'LangGraph us':>13} "
+        f"{'weft ovh/unit':>14} {'LG ovh/unit':>12} {'weft/floor':>11} {'weft ovh/LG ovh':>16}"
+    )
     print()
     print(header)
     print("-" * len(header))
     for name, size, floor, weft, lg in rows:
         ovh = (weft - floor) / size
         lg_ovh = (lg - floor) / size if lg is not None else None
-        print(f"{name:<16} {floor:>10.1f} {weft:>10.1f} "
-              f"{(f'{lg:.1f}' if lg is not None else 'n/a'):>13} "
-              f"{ovh:>11.2f} us {(f'{lg_ovh:.1f} us' if lg_ovh is not None else 'n/a'):>12} "
-              f"{weft / floor:>10.1f}x "
-              f"{(f'1/{lg_ovh / ovh:.0f}' if lg_ovh is not None and ovh > 0 else 'n/a'):>16}")
+        print(
+            f"{name:<16} {floor:>10.1f} {weft:>10.1f} "
+            f"{(f'{lg:.1f}' if lg is not None else 'n/a'):>13} "
+            f"{ovh:>11.2f} us {(f'{lg_ovh:.1f} us' if lg_ovh is not None else 'n/a'):>12} "
+            f"{weft / floor:>10.1f}x "
+            f"{(f'1/{lg_ovh / ovh:.0f}' if lg_ovh is not None and ovh > 0 else 'n/a'):>16}"
+        )
     print()
     print("ovh/unit: (time - floor) per node (W1) or per branch (W2). 'events off': the same W2")
     print("run with events=False (no node-lifecycle notes in the store's log), LangGraph's")
     print("invoke records none either.")
-    print("Targets: W1 weft/floor <= 15x and overhead <= 1/50 of LangGraph's; "
-          "W2 overhead <= 1/20 of LangGraph's.")
+    print(
+        "Targets: W1 weft/floor <= 15x and overhead <= 1/50 of LangGraph's; "
+        "W2 overhead <= 1/20 of LangGraph's."
+    )
     for name, size, floor, weft, lg in rows:
         ovh = (weft - floor) / size
         checks = []

@@ -85,7 +85,7 @@ def _node_for(
 
 
 def check_acyclic(nodes: Iterable[WorkGraphNode]) -> None:
-    """Raise ``GraphBuildError`` naming the nodes of a cycle among ``nodes`` and their successors."""
+    """Raise ``GraphBuildError`` naming the nodes of a cycle reachable from ``nodes``."""
     state: dict[int, int] = {}  # id(node) -> 1 on the current path, 2 finished
     for root in nodes:
         if id(root) in state:
@@ -130,6 +130,9 @@ class Plan:
     indegree: tuple[int, ...]
     starts: tuple[int, ...]
     sinks: tuple[int, ...]
+    """Nodes without successors, in start order: depth-first from each start node in turn."""
+    start_rank: tuple[int, ...]
+    """Each node's position in that depth-first walk (orders the results of a run)."""
     multi_keywords: tuple[frozenset[str], ...]
     asyncs: tuple[bool, ...]
     inline: tuple[bool, ...]
@@ -137,7 +140,7 @@ class Plan:
     retries: tuple[RetryPolicy | None, ...]
     states: tuple[bool, ...]
     chain: tuple[int, ...]
-    """``chain[i]``: the successor that only ``i`` leads to, when it is ``i``'s only one; else -1."""
+    """``chain[i]``: ``i``'s only successor when ``i`` is that one's only predecessor; else -1."""
     loopless: bool
     """Every node runs inline, one at a time: ``run()`` needs no event loop."""
     state_plan: StatePlan | None
@@ -193,15 +196,20 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
     order = _canonical_order(start_nodes, len(reached))
     index = {id(n): i for i, n in enumerate(order)}
     keys = tuple(f"{n.id}#{i}" for i, n in enumerate(order))
+    rank = [0] * len(order)
+    for position, node in enumerate(reached):
+        rank[index[id(node)]] = position
     preds = tuple(tuple(index[id(p)] for p in n.previous) for n in order)
     succs = tuple(tuple(index[id(s)] for s in n.next) for n in order)
-    codes = tuple(mode_code(n.result_pass_down_mode, node=k) for n, k in zip(order, keys))
+    codes = tuple(
+        mode_code(n.result_pass_down_mode, node=k) for n, k in zip(order, keys, strict=True)
+    )
     _check_keywords(order, keys, codes, index)
-    multi = tuple(_multi_keywords(order[i], codes, preds[i], index) for i in range(len(order)))
+    multi = tuple(_multi_keywords(node, codes, index) for node in order)
     asyncs = tuple(is_async(n.value) for n in order)
     inline = tuple(
         not a and n.timeout is None and (n.retry is None or n.retry.backoff == 0)
-        for n, a in zip(order, asyncs)
+        for n, a in zip(order, asyncs, strict=True)
     )
     total = all(i + 1 in succs[i] for i in range(len(order) - 1))
     states = tuple(n.state for n in order)
@@ -216,7 +224,8 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
         succs=succs,
         indegree=tuple(len(p) for p in preds),
         starts=tuple(index[id(n)] for n in start_nodes),
-        sinks=tuple(i for i in range(len(order)) if not succs[i]),
+        sinks=tuple(sorted((i for i in range(len(order)) if not succs[i]), key=rank.__getitem__)),
+        start_rank=tuple(rank),
         multi_keywords=multi,
         asyncs=asyncs,
         inline=inline,
@@ -248,7 +257,7 @@ def _reachable(start_nodes: Sequence[WorkGraphNode]) -> list[WorkGraphNode]:
 
 
 def _canonical_order(start_nodes: Sequence[WorkGraphNode], size: int) -> list[WorkGraphNode]:
-    waiting = {}
+    waiting: dict[int, int] = {}
     queue = deque(start_nodes)
     order: list[WorkGraphNode] = []
     while queue:
@@ -289,15 +298,16 @@ def _keyword_problem(node: WorkGraphNode, keyword: str) -> str | None:
     if not callable(node.value):
         return None
     try:
-        params = list(inspect.signature(node.value).parameters.values())
+        signature = inspect.signature(node.value)
     except (TypeError, ValueError):  # builtins and C callables: cannot tell, so trust it
         return None
-    shown = f"{node.id}{inspect.signature(node.value)}"
-    if node.state:
-        if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
-            if params[0].name == keyword:
-                return f"{shown} takes the state view as {keyword!r}"
-            params = params[1:]
+    params = list(signature.parameters.values())
+    shown = f"{node.id}{signature}"
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if node.state and params and params[0].kind in positional:
+        if params[0].name == keyword:
+            return f"{shown} takes the state view as {keyword!r}"
+        params = params[1:]
     for p in params:
         if p.kind is p.VAR_KEYWORD:
             return None
@@ -307,7 +317,7 @@ def _keyword_problem(node: WorkGraphNode, keyword: str) -> str | None:
 
 
 def _multi_keywords(
-    node: WorkGraphNode, codes: Sequence[int], preds: Sequence[int], index: dict[int, int]
+    node: WorkGraphNode, codes: Sequence[int], index: dict[int, int]
 ) -> frozenset[str]:
     counts: dict[str, int] = {}
     for pred in node.previous:

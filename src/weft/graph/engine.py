@@ -20,7 +20,8 @@ returns and its late result is ignored. Cancelling the task that awaits ``arun()
 cancels the running async nodes and raises ``CancelledError``.
 
 Output. ``run()`` returns the sink's result when the graph has one sink, and the list of
-results of the finished sinks (canonical order) when it has several. After
+results of the finished sinks in start order (depth-first from each start node in turn)
+when it has several. After
 ``Terminate`` the terminating node counts as an end too: a one-sink graph that stopped
 before its sink returns the terminating node's result, and a several-sink graph lists
 it among the ends. A sink that was skipped or aborted gives ``None`` (one sink) or is
@@ -30,6 +31,7 @@ left out (several).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
 import types
@@ -212,10 +214,8 @@ class Run:
             self.signalled = True
             loop = self.loop
             assert loop is not None
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
                 loop.call_soon_threadsafe(self._wake)
-            except RuntimeError:  # the loop is closed: the run is over
-                pass
 
     async def _abandon(self) -> None:
         """Cancelled, or an error escaped the core: stop everything we can stop."""
@@ -284,7 +284,9 @@ class Run:
                 inputs[i] = (args, kwargs)
                 return self._after_inline(i, self._retry_inline(i, args, kwargs, exc, 0.0))
             cls = result.__class__
-            if cls is _CORO or (cls is tuple and len(result) == 2 and result[0].__class__ is _FLAGS):
+            if cls is _CORO or (
+                cls is tuple and len(result) == 2 and result[0].__class__ is _FLAGS
+            ):
                 inputs[i] = (args, kwargs)
                 return self._after_inline(i, result)
             results[i] = result
@@ -379,7 +381,11 @@ class Run:
                         raise _TimedOut(timeout) from None
                     raise
             except Exception as exc:
-                if retry is None or attempt >= retry.attempts or not isinstance(exc, retry.retry_on):
+                if (
+                    retry is None
+                    or attempt >= retry.attempts
+                    or not isinstance(exc, retry.retry_on)
+                ):
                     return False, exc, attempt
                 delay = retry.delay(attempt)
                 attempt += 1
@@ -752,4 +758,4 @@ class Run:
             return results[min(self.terminators)] if self.terminators else None
         ends = {s for s in sinks if status[s] == DONE}
         ends.update(self.terminators)
-        return [results[i] for i in sorted(ends)]
+        return [results[i] for i in sorted(ends, key=self.plan.start_rank.__getitem__)]

@@ -62,11 +62,11 @@ class WorkGraph:
                 "start_nodes use nodes you wired with add_next"
             )
         if start_nodes is None:
-            items = list(paths or ())
+            items: list[Any] = list(paths or ())
             if items and all(isinstance(p, WorkGraphNode) for p in items):
-                start_nodes = items  # type: ignore[assignment]
+                start_nodes = items
             else:
-                start_nodes = build_nodes_from_paths(items, node_cls)  # type: ignore[arg-type]
+                start_nodes = build_nodes_from_paths(items, node_cls)
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
             or not isinstance(max_concurrency, int)

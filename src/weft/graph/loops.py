@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
 import weakref
 from collections.abc import Coroutine
@@ -74,10 +75,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         except BaseException:
             if not task.done():  # interrupted (KeyboardInterrupt): do not leave it pending
                 task.cancel()
-                try:
+                with contextlib.suppress(BaseException):  # its CancelledError, or its error
                     loop.run_until_complete(task)
-                except BaseException:  # its own CancelledError, or whatever it raised
-                    pass
             raise
     return _on_helper_thread(coro)
 

@@ -279,14 +279,15 @@ def _fold(name: str, entry: Entry | None, values: list[Any]) -> Any:
         return _NO_FOLD
     current: Any = MISSING if entry is None else entry.value
     try:
-        if fn is reducers.append:
-            if current is not MISSING and not isinstance(current, list):
+        if fn is reducers.append or (
+            fn is reducers.extend and all(isinstance(v, list) for v in values)
+        ):
+            if current is MISSING:
+                current = ()
+            elif not isinstance(current, list):
                 return _NO_FOLD
-            return FrozenList([*(current or ()), *values])
-        if fn is reducers.extend and all(isinstance(v, list) for v in values):
-            if current is not MISSING and not isinstance(current, list):
-                return _NO_FOLD
-            return FrozenList([*(current or ()), *itertools.chain.from_iterable(values)])
+            added = values if fn is reducers.append else itertools.chain.from_iterable(values)
+            return FrozenList([*current, *added])
         for value in values:
             current = fn(current, value)
     except (TypeError, ValueError):
@@ -294,7 +295,9 @@ def _fold(name: str, entry: Entry | None, values: list[Any]) -> Any:
     return current
 
 
-def checked_delta(delta: Any, node: str, tracker: StateTracker, store: Store) -> dict[str, Any] | None:
+def checked_delta(
+    delta: Any, node: str, tracker: StateTracker, store: Store
+) -> dict[str, Any] | None:
     """A state node's delta with its values frozen; ``None`` or ``{}`` mean no change.
 
     Raises ``TypeError`` (which the engine turns into a ``NodeError`` naming the node) when
