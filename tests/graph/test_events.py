@@ -1,0 +1,114 @@
+"""Node-lifecycle events through the store's subscription feed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from graph_helpers import Mode
+
+from weft.errors import NodeError
+from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode, WorkGraphStopFlags
+from weft.store import Event, Store
+
+R = ResultPassDownMode
+
+
+def listen(store: Store) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+
+    def on(event: Event) -> None:
+        if event.op == "note" and event.kind == "step":
+            seen.append({"path": event.path, **event.value})
+
+    store.subscribe(on)
+    return seen
+
+
+def test_started_and_finished_with_durations(mode: Mode) -> None:
+    first = WorkGraphNode(mode.fn(lambda: 1), R.ResultAsFirstArg, id="plan")
+    first.add_next(WorkGraphNode(mode.fn(lambda x: x), id="act"))
+    store = Store()
+    seen = listen(store)
+    mode.run(WorkGraph(start_nodes=[first]), run_id="r1", store=store)
+    assert [(e["event"], e["node"], e["id"], e["path"]) for e in seen] == [
+        ("started", "plan#0", "plan", "r1/plan#0"),
+        ("finished", "plan#0", "plan", "r1/plan#0"),
+        ("started", "act#1", "act", "r1/act#1"),
+        ("finished", "act#1", "act", "r1/act#1"),
+    ]
+    assert all(e["duration_ms"] >= 0 for e in seen if e["event"] == "finished")
+    assert all(e["run_id"] == "r1" for e in seen)
+
+
+def test_failed_event_carries_the_error(mode: Mode) -> None:
+    def boom() -> None:
+        raise ValueError("bad input")
+
+    store = Store()
+    seen = listen(store)
+    with pytest.raises(NodeError):
+        mode.run(WorkGraph(start_nodes=[WorkGraphNode(mode.fn(boom), id="x")]), store=store)
+    assert seen[-1]["event"] == "failed"
+    assert seen[-1]["error"] == "ValueError: bad input"
+
+
+def test_skipped_event_for_a_node_below_an_aborted_branch(mode: Mode) -> None:
+    first = WorkGraphNode(mode.fn(lambda: (WorkGraphStopFlags.AbortBranch, None)), id="a")
+    first.add_next(WorkGraphNode(mode.fn(lambda: None), id="b"))
+    store = Store()
+    seen = listen(store)
+    mode.run(WorkGraph(start_nodes=[first]), store=store)
+    finished = next(e for e in seen if e["event"] == "finished")
+    assert finished["flag"] == "AbortBranch"
+    assert seen[-1] == {
+        "path": seen[-1]["path"],
+        "event": "skipped",
+        "reason": "aborted",
+        "node": "b#1",
+        "id": "b",
+        "run_id": seen[-1]["run_id"],
+    }
+
+
+def test_resumed_nodes_are_reported_skipped_as_recorded(mode: Mode) -> None:
+    calls: list[int] = []
+
+    def second() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("down")
+        return "ok"
+
+    first = WorkGraphNode(mode.fn(lambda: "one"), id="first")
+    first.add_next(WorkGraphNode(mode.fn(second), id="second"))
+    graph, store = WorkGraph(start_nodes=[first]), Store()
+    with pytest.raises(NodeError):
+        mode.run(graph, run_id="r", store=store)
+    seen = listen(store)
+    mode.run(graph, run_id="r", store=store)
+    assert [(e["event"], e["node"]) for e in seen] == [
+        ("skipped", "first#0"),
+        ("started", "second#1"),
+        ("finished", "second#1"),
+    ]
+    assert seen[0]["reason"] == "recorded"
+
+
+def test_runs_without_a_run_id_get_distinct_generated_ids() -> None:
+    store = Store()
+    seen = listen(store)
+    graph = WorkGraph([[lambda: 1]])
+    graph.run(store=store)
+    graph.run(store=store)
+    run_ids = {e["run_id"] for e in seen}
+    assert len(run_ids) == 2
+    assert all(e["path"].startswith(f"{e['run_id']}/") for e in seen)
+
+
+def test_events_false_writes_no_notes() -> None:
+    store = Store()
+    seen = listen(store)
+    WorkGraph([[lambda: 1]]).run(store=store, events=False)
+    assert seen == []
+    assert store.events() == []

@@ -1,0 +1,175 @@
+"""How a graph runs: inline chains, threads, tasks, event loops, concurrency bounds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import itertools
+import threading
+import time
+from typing import Any
+
+from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+
+R = ResultPassDownMode
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+def chain(*values: Any) -> WorkGraph:
+    nodes = [WorkGraphNode(v, R.ResultAsFirstArg) for v in values]
+    for a, b in itertools.pairwise(nodes):
+        a.add_next(b)
+    return WorkGraph(start_nodes=[nodes[0]])
+
+
+def fan(n: int, value: Any) -> WorkGraph:
+    start = WorkGraphNode(lambda: None, id="start")
+    for i in range(n):
+        start.add_next(WorkGraphNode(value, id=f"b{i}"))
+    return WorkGraph(start_nodes=[start])
+
+
+def test_a_chain_of_sync_nodes_runs_on_the_calling_thread() -> None:
+    here = threading.get_ident()
+    graph = chain(*(lambda *a: threading.get_ident() for _ in range(3)))
+    assert graph.run() == here
+
+
+def test_parallel_sync_nodes_run_on_threads() -> None:
+    here = threading.get_ident()
+    barrier = threading.Barrier(2, timeout=5)
+
+    def meet() -> int:
+        barrier.wait()
+        return threading.get_ident()
+
+    idents = fan(2, meet).run()
+    assert here not in idents and len(set(idents)) == 2
+
+
+async def test_parallel_async_nodes_run_at_the_same_time() -> None:
+    arrived = 0
+    everyone = asyncio.Event()
+
+    async def meet() -> str:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 3:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 5)
+        return "met"
+
+    assert await fan(3, meet).arun() == ["met"] * 3
+
+
+def test_max_concurrency_bounds_sync_nodes() -> None:
+    running = peak = 0
+    lock = threading.Lock()
+
+    def work() -> None:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        time.sleep(0.02)
+        with lock:
+            running -= 1
+
+    graph = fan(8, work)
+    graph.max_concurrency = 2
+    graph.run()
+    assert peak == 2
+
+
+async def test_max_concurrency_bounds_sync_and_async_together() -> None:
+    running = peak = 0
+    lock = threading.Lock()
+
+    def enter() -> None:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+
+    def leave() -> None:
+        nonlocal running
+        with lock:
+            running -= 1
+
+    def sync_work() -> None:
+        enter()
+        time.sleep(0.02)
+        leave()
+
+    async def async_work() -> None:
+        enter()
+        await asyncio.sleep(0.02)
+        leave()
+
+    start = WorkGraphNode(lambda: None)
+    for i in range(8):
+        start.add_next(WorkGraphNode(sync_work if i % 2 else async_work))
+    await WorkGraph(start_nodes=[start], max_concurrency=3).arun()
+    assert peak == 3
+
+
+async def test_run_from_inside_a_running_event_loop_works() -> None:
+    """A sync caller inside an async app: the graph runs on a helper thread."""
+    graph = fan(3, lambda: threading.get_ident())
+    assert len(graph.run()) == 3
+    assert chain(lambda: 1, lambda x: x + 1).run() == 2  # a chain needs no loop at all
+
+
+def test_a_node_can_run_a_nested_graph() -> None:
+    inner = fan(2, lambda: "inner")
+
+    def outer_node() -> list[str]:
+        result: list[str] = inner.run()
+        return result
+
+    outer = fan(3, outer_node)
+    assert outer.run() == [["inner", "inner"]] * 3
+
+
+def test_sync_node_returning_a_coroutine_is_awaited() -> None:
+    async def later(x: int) -> int:
+        await asyncio.sleep(0)
+        return x * 2
+
+    assert chain(lambda: 21, lambda x: later(x)).run() == 42
+    assert asyncio.run(chain(lambda: 21, lambda x: later(x)).arun()) == 42
+
+
+def test_context_variables_reach_sync_nodes_on_threads() -> None:
+    token = request_id.set("req-7")
+    try:
+        assert fan(2, request_id.get).run() == ["req-7", "req-7"]
+    finally:
+        request_id.reset(token)
+
+
+def test_mixed_sync_and_async_nodes() -> None:
+    async def double(x: int) -> int:
+        await asyncio.sleep(0)
+        return x * 2
+
+    graph = chain(lambda: 5, double, lambda x: x + 1, double)
+    assert graph.run() == 22
+    assert asyncio.run(graph.arun()) == 22
+
+
+def test_repeated_runs_of_one_graph_are_independent() -> None:
+    graph = chain(lambda x: x + 1, lambda x: x * 10)
+    assert [graph.run(i) for i in range(3)] == [10, 20, 30]
+
+
+def test_one_graph_can_run_on_several_threads_at_once() -> None:
+    graph = fan(2, lambda: time.sleep(0.01) or "done")
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(graph.run())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert results == [["done", "done"]] * 4

@@ -1,0 +1,190 @@
+"""State nodes: views of ancestors' deltas, reducer merges at joins, canonical order."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import pytest
+from graph_helpers import Mode
+
+from weft.errors import MergeConflictError, NodeError
+from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
+from weft.store import DELETE, Store, reducers
+
+
+def state_node(mode: Mode, fn: Any, *, id: str, sleep: float = 0.0) -> WorkGraphNode:
+    return WorkGraphNode(mode.fn(fn, sleep=sleep), id=id, state=True)
+
+
+def test_state_node_reads_the_store_and_its_delta_is_written(mode: Mode) -> None:
+    store = Store()
+    store.write("state", "topic", "tides")
+
+    def plan(view: StateView) -> dict[str, Any]:
+        return {"plan": f"research {view['topic']}"}
+
+    graph = WorkGraph(start_nodes=[state_node(mode, plan, id="plan")])
+    assert mode.run(graph, store=store) == {"plan": "research tides"}
+    assert store.value("state", "plan") == "research tides"
+    assert store.get("state", "plan").source == "plan#0"  # type: ignore[union-attr]
+
+
+def fan_out(mode: Mode, sleeps: list[float], join: Any) -> WorkGraph:
+    def start(view: StateView) -> None:
+        return None
+
+    def branch(view: StateView, name: str) -> dict[str, Any]:
+        return {"items": name, f"seen_{name}": sorted(view.to_dict())}
+
+    first = state_node(mode, start, id="start")
+    last = state_node(mode, join, id="join")
+    for i, sleep in enumerate(sleeps):
+        node = state_node(mode, partial(branch, name=f"b{i}"), id=f"b{i}", sleep=sleep)
+        first.add_next(node)
+        node.add_next(last)
+    return WorkGraph(start_nodes=[first])
+
+
+def test_parallel_deltas_merge_in_graph_order_not_finish_order(mode: Mode) -> None:
+    results = []
+    for sleeps in ([0.0, 0.05, 0.1], [0.1, 0.05, 0.0]):  # the second run finishes backwards
+        store = Store(reducers={"state:items": reducers.append})
+        graph = fan_out(mode, sleeps, lambda view: {"joined": list(view["items"])})
+        assert mode.run(graph, store=store) == {"joined": ["b0", "b1", "b2"]}
+        results.append(store.to_dict(kind="state"))
+    assert results[0] == results[1]
+    assert results[0]["state:items"] == ["b0", "b1", "b2"]
+
+
+def test_a_node_sees_its_ancestors_deltas_never_a_siblings(mode: Mode) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    store.write("state", "initial", True)
+    graph = fan_out(mode, [0.0, 0.05], lambda view: {"at_join": sorted(view.to_dict())})
+    mode.run(graph, store=store)
+    assert store.value("state", "seen_b0") == ["initial"]
+    assert store.value("state", "seen_b1") == ["initial"]  # b0 had finished: still unseen
+    assert store.value("state", "at_join") == ["initial", "items", "seen_b0", "seen_b1"]
+
+
+def test_the_store_log_keeps_one_write_per_delta() -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    graph = fan_out(Mode("sync"), [0.0, 0.0, 0.0], lambda view: None)
+    graph.run(store=store)
+    writes = [e for e in store.events() if e.op == "write" and e.path == "items"]
+    assert [(e.value, e.source) for e in writes] == [("b0", "b0#1"), ("b1", "b1#2"), ("b2", "b2#3")]
+
+
+def test_parallel_writes_to_a_replace_field_conflict_naming_both_nodes(mode: Mode) -> None:
+    def start(view: StateView) -> None:
+        return None
+
+    first = state_node(mode, start, id="start")
+    join = state_node(mode, lambda view: None, id="join")
+    for name in ("left", "right"):
+        node = state_node(mode, lambda view: {"status": "mine"}, id=name)
+        first.add_next(node)
+        node.add_next(join)
+    store = Store()
+    with pytest.raises(MergeConflictError, match=r"state:status .*left#1 and right#2"):
+        mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert not store.has("state", "status")
+
+
+def test_parallel_replace_writes_with_no_join_conflict_at_commit(mode: Mode) -> None:
+    nodes = [state_node(mode, lambda view, i=i: {"status": i}, id=f"n{i}") for i in range(2)]
+    with pytest.raises(MergeConflictError, match="n0#0 and n1#1"):
+        mode.run(WorkGraph(start_nodes=nodes), store=Store())
+
+
+def test_a_node_may_overwrite_what_an_ancestor_wrote(mode: Mode) -> None:
+    first = state_node(mode, lambda view: {"status": "draft"}, id="draft")
+    first.add_next(
+        state_node(mode, lambda view: {"status": f"final, was {view['status']}"}, id="f")
+    )
+    store = Store()
+    mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert store.value("state", "status") == "final, was draft"
+
+
+def test_join_overwriting_branches_is_no_conflict(mode: Mode) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    graph = fan_out(mode, [0.0, 0.0], lambda view: {"seen_b0": "overwritten by join"})
+    mode.run(graph, store=store)
+    assert store.value("state", "seen_b0") == "overwritten by join"
+
+
+def test_merge_reducer_field_takes_deltas_with_delete(mode: Mode) -> None:
+    store = Store(reducers={"state:notes": reducers.merge})
+    store.write("state", "notes", {"stale": 1, "keep": 2})
+    graph = WorkGraph(
+        start_nodes=[state_node(mode, lambda view: {"notes": {"stale": DELETE, "new": 3}}, id="n")]
+    )
+    mode.run(graph, store=store)
+    assert store.value("state", "notes") == {"keep": 2, "new": 3}
+
+
+def test_a_failed_run_writes_no_state(mode: Mode) -> None:
+    def fails(view: StateView) -> None:
+        raise ValueError("boom")
+
+    first = state_node(mode, lambda view: {"done": 1}, id="first")
+    first.add_next(state_node(mode, fails, id="fails"))
+    store = Store()
+    with pytest.raises(NodeError):
+        mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert not store.has("state", "done")
+
+
+def test_a_terminated_run_commits_what_finished(mode: Mode) -> None:
+    first = state_node(mode, lambda view: (WorkGraphStopFlags.Terminate, {"done": 1}), id="a")
+    first.add_next(state_node(mode, lambda view: {"never": 1}, id="b"))
+    store = Store()
+    assert mode.run(WorkGraph(start_nodes=[first]), store=store) == {"done": 1}
+    assert store.to_dict(kind="state") == {"state:done": 1}
+
+
+def test_an_aborted_node_delta_is_dropped(mode: Mode) -> None:
+    node = state_node(mode, lambda view: (WorkGraphStopFlags.AbortBranch, {"x": 1}), id="a")
+    store = Store()
+    mode.run(WorkGraph(start_nodes=[node]), store=store)
+    assert not store.has("state", "x")
+
+
+def test_a_state_node_must_return_a_mapping(mode: Mode) -> None:
+    graph = WorkGraph(start_nodes=[state_node(mode, lambda view: ["not", "a", "delta"], id="bad")])
+    with pytest.raises(NodeError, match=r"bad#0 .*returned a list; a state node returns a delta"):
+        mode.run(graph, store=Store())
+
+
+def test_a_delta_the_store_cannot_keep_names_the_node(mode: Mode) -> None:
+    graph = WorkGraph(start_nodes=[state_node(mode, lambda view: {"x": object()}, id="bad")])
+    with pytest.raises(NodeError, match=r"state:x in the delta of bad#0"):
+        mode.run(graph, store=Store())
+
+
+def test_view_reads_other_kinds_and_has_no_way_to_write() -> None:
+    store = Store()
+    store.write("input", "question", "why?")
+
+    def read(view: StateView) -> dict[str, Any]:
+        return {"q": view.read("input", "question"), "missing": view.get("nothing", "default")}
+
+    WorkGraph(start_nodes=[WorkGraphNode(read, state=True)]).run(store=store)
+    assert store.value("state", "q") == "why?"
+    assert store.value("state", "missing") == "default"
+    assert not any(hasattr(StateView, name) for name in ("write", "set", "__setitem__"))
+
+
+def test_state_nodes_run_without_a_store() -> None:
+    first = WorkGraphNode(lambda view: {"x": 1}, state=True)
+    first.add_next(WorkGraphNode(lambda view: {"y": view["x"] + 1}, state=True))
+    assert WorkGraph(start_nodes=[first]).run() == {"y": 2}
+
+
+def test_state_node_gets_pass_down_arguments_after_the_view(mode: Mode) -> None:
+    first = WorkGraphNode(mode.fn(lambda: 41), "answer", id="a")
+    first.add_next(state_node(mode, lambda view, answer: {"answer": answer + 1}, id="b"))
+    store = Store()
+    mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert store.value("state", "answer") == 42
