@@ -167,8 +167,10 @@ class AgentResponseError(AgentError):
     def __reduce__(self) -> tuple[object, ...]:
         import functools
 
-        fields = {"raw": self.raw, "problem": self.problem, "agent": self.agent}
-        return (functools.partial(type(self), **fields), self.args)
+        rebuild = functools.partial(
+            type(self), raw=self.raw, problem=self.problem, agent=self.agent
+        )
+        return (rebuild, self.args)
 
 
 class PersistError(WeftError):

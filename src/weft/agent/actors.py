@@ -1,0 +1,207 @@
+"""Actors: the functions that carry out actions, found by action type, sync or async.
+
+An agent's ``actor`` is either a mapping ``{action type: function}`` or one function for
+every type:
+
+- ``{"Search": search}`` calls ``search(**action.args, **extras)``;
+- a single ``actor`` is called as ``actor(action, **extras)``.
+
+``extras`` are what the run can offer, passed only to a function that declares a
+parameter of that very name (never through ``**kwargs``, and never over an argument
+of the same name that the reasoner gave): ``target`` (the action's target),
+``action`` (the ``AgentAction``), ``previous_action_results`` (the shared list of
+pattern 2: the values produced so far in this iteration, read-only), ``attachments``
+(the run's ``AgentAttachment`` s) and ``store`` (the store the acting agent works on:
+a branch's own fork inside a parallel group).
+
+Signatures are read once, when the agent is built. An actor that raises, or returns a
+value the store cannot keep, does not crash the run: the action's result becomes
+``{"error": "<Exception>: <message>", "type": <action type>}``, which the reasoner sees
+on the next iteration.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from weft.agent.types import AgentAction
+from weft.errors import AgentBuildError, ValueTypeError
+
+logger: Final = logging.getLogger("weft.agent")
+
+EXTRAS: Final = frozenset(
+    {
+        "target",
+        "action",
+        "previous_action_results",
+        "previous_agent_results",
+        "attachments",
+        "store",
+    }
+)
+
+Actor = Callable[..., Any]
+ActorSpec = Mapping[str, Actor] | Actor | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundActor:
+    """One actor function and what it was found to accept."""
+
+    fn: Actor
+    is_async: bool
+    extras: frozenset[str]
+    takes_action: bool
+    """Called as ``fn(action, ...)`` (a single actor) rather than ``fn(**args, ...)``."""
+
+    def call(self, action: AgentAction, offered: Mapping[str, Any]) -> Any:
+        """Call the actor (returns the result, or an awaitable for an async actor)."""
+        extras = {name: offered[name] for name in self.extras if name in offered}
+        if self.takes_action:
+            extras.pop("action", None)
+            return self.fn(action, **extras)
+        if extras and action.args:
+            for name in action.args:
+                extras.pop(name, None)
+        return self.fn(**action.args, **extras)
+
+
+def bind_actor(fn: Any, *, what: str, takes_action: bool) -> BoundActor:
+    """Inspect ``fn`` once; an uncallable actor is an ``AgentBuildError`` naming ``what``."""
+    if not callable(fn):
+        raise AgentBuildError(
+            f"{what} is {fn!r}, which is not callable; an actor is a function (sync or async) "
+            "that carries out the action"
+        )
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins: cannot tell, offer nothing
+        params = {}  # type: ignore[assignment]
+    extras = frozenset(
+        name
+        for name, p in params.items()
+        if name in EXTRAS and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+    call = getattr(type(fn), "__call__", None)  # noqa: B004
+    is_async = inspect.iscoroutinefunction(fn) or (
+        call is not None and inspect.iscoroutinefunction(call)
+    )
+    return BoundActor(fn, is_async, extras, takes_action)
+
+
+class ActorTable:
+    """The agent's actors by action type (or one actor for every type)."""
+
+    __slots__ = ("_by_type", "_single", "action_types")
+
+    def __init__(self, actor: ActorSpec, action_types: Any = None) -> None:
+        self._by_type: dict[str, BoundActor] = {}
+        self._single: BoundActor | None = None
+        if isinstance(actor, Mapping):
+            for action_type, fn in actor.items():
+                if not isinstance(action_type, str) or not action_type:
+                    raise AgentBuildError(
+                        f"actor keys are action types (non-empty strings); got {action_type!r}"
+                    )
+                self._by_type[action_type] = bind_actor(
+                    fn, what=f"the actor for {action_type!r}", takes_action=False
+                )
+        elif actor is not None:
+            self._single = bind_actor(actor, what="actor", takes_action=True)
+        types: frozenset[str] | None
+        if action_types is not None:
+            if isinstance(action_types, str) or not all(
+                isinstance(t, str) and t for t in action_types
+            ):
+                raise AgentBuildError(
+                    f"action_types={action_types!r}; expected a collection of action type "
+                    "names such as ['Search', 'Fetch']"
+                )
+            types = frozenset(action_types)
+            missing = sorted(types - set(self._by_type)) if self._by_type else []
+            if missing:
+                raise AgentBuildError(
+                    f"action_types names {', '.join(missing)}, which the actor mapping does "
+                    f"not hold (it holds {', '.join(sorted(self._by_type))}); add an actor "
+                    "for each, or drop them from action_types"
+                )
+        elif self._single is not None:
+            types = None  # one actor for every type: any type is runnable
+        else:
+            types = frozenset(self._by_type)
+        self.action_types: frozenset[str] | None = types
+        """The runnable action types; None when one actor takes every type."""
+
+    def get(self, action_type: str) -> BoundActor | None:
+        return self._by_type.get(action_type, self._single)
+
+
+def error_result(action: AgentAction, message: str) -> AgentAction:
+    """``action`` executed with the error result the reasoner sees."""
+    return action.with_result({"error": message, "type": action.type}, error=message)
+
+
+def describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def finish(action: AgentAction, value: Any) -> AgentAction:
+    """``action`` executed with ``value``, or an error result if the store cannot keep it."""
+    try:
+        return action.with_result(value)
+    except ValueTypeError as exc:
+        return error_result(
+            action,
+            f"the actor for {action.type} returned a value that cannot be stored ({exc}); "
+            "an actor returns JSON data: dicts, lists, text, numbers, booleans or None",
+        )
+
+
+def failed(action: AgentAction, exc: Exception) -> AgentAction:
+    logger.warning("the actor for %s raised; its result is an error result", action.type)
+    return error_result(action, describe(exc))
+
+
+def run_sync_actor(
+    table: ActorTable, action: AgentAction, offered: Mapping[str, Any]
+) -> AgentAction | Any:
+    """Run a sync actor: the executed action (or, for an actor that turned out to return
+    an awaitable, that awaitable for the caller to finish with ``settle``)."""
+    bound = table.get(action.type)
+    if bound is None:
+        return no_actor(table, action)
+    try:
+        value = bound.call(action, offered)
+    except Exception as exc:
+        return failed(action, exc)
+    if inspect.isawaitable(value):
+        return value
+    return finish(action, value)
+
+
+async def run_actor(
+    table: ActorTable, action: AgentAction, offered: Mapping[str, Any]
+) -> AgentAction:
+    """Run the actor of ``action`` (sync or async); always returns the executed action."""
+    bound = table.get(action.type)
+    if bound is None:
+        return no_actor(table, action)
+    try:
+        value = bound.call(action, offered)
+        if inspect.isawaitable(value):
+            value = await value
+    except Exception as exc:
+        return failed(action, exc)
+    return finish(action, value)
+
+
+def no_actor(table: ActorTable, action: AgentAction) -> AgentAction:
+    known = ", ".join(sorted(table.action_types or ())) or "none"
+    return error_result(
+        action,
+        f"no actor runs the action type {action.type} (the action types are: {known})",
+    )

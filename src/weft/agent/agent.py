@@ -1,0 +1,487 @@
+"""``Agent``: the loop of seed 000/002, on one store.
+
+One iteration: build the reasoner input, ask the reasoner, parse its reply into an
+``AgentResponse`` (one corrective retry if it cannot be used), turn ``next_actions`` into
+work (a WorkGraph of action groups, or a callable such as the planning agent's graph),
+run it, and feed what it produced back into the next iteration. The loop ends when the
+reasoner says the task is ``Completed`` (after that iteration's actions ran), when it
+asks for no actions (it waits for the user), or after ``max_iterations``.
+
+Feedback (pattern 1). ``action_results`` is *replaced* each iteration, never
+accumulated: it is the outcome of the iteration's **last** action group, either the
+executed ``AgentAction`` of a single action or the summarizer's value for a parallel
+group. The earlier groups' values are not lost: the actors of later groups see them in
+``previous_action_results`` (pattern 2, see ``weft.agent.branching``) and the store
+holds every action's record. An iteration that runs no actions leaves the feedback as
+it was (a branch that completes at once hands back its action's result).
+
+Store layout. An agent named ``N`` writes, in kind ``state``:
+
+==============================  =======  =================================================
+``agent/N/current``             replace  ``{"iteration": n, "response": {...}}`` once the
+                                         reply is parsed, before any action runs
+``agent/N/actions``             append   one record per executed action, as it finishes:
+                                         ``{"agent", "iteration", "group", "index",
+                                         "action": {type, target, args, ..., result}}``
+``agent/N/states``              append   the ``AgentStateItem`` (as a dict) of each
+                                         finished iteration: ``agent.states``
+==============================  =======  =================================================
+
+and a note on ``agent/N/states`` for each corrective retry. Every write is an event, so a
+persisted log holds each iteration's state item, actions and results, and an
+interrupted iteration's plan (``current``) with the actions that did finish. A branch of
+a parallel group is an agent named ``N/<iteration>.<group>.<index>`` working on a fork
+of the store; its records reach this store when the group ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Coroutine, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from weft.agent.actors import ActorSpec, ActorTable
+from weft.agent.parsing import ResponseProblem, parse_structured_response
+from weft.agent.prompting import action_results_xml, attachments_string, value_string
+from weft.agent.types import (
+    ActionGroups,
+    AgentAction,
+    AgentAttachment,
+    AgentResponse,
+    AgentResult,
+    AgentStateItem,
+    AgentStates,
+    AgentTaskStatusFlags,
+    StopReason,
+)
+from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
+from weft.graph import WorkGraph
+from weft.llm import areason
+from weft.store import FrozenList, Store, freeze, reducers
+
+_NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)*")
+_COMPLETED: Final = AgentTaskStatusFlags.Completed
+_EMPTY: Final = FrozenList()
+T = TypeVar("T")
+
+Summarizer = Callable[..., Any]
+NextActions = ActionGroups | Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentInputs:
+    """Everything one iteration's reasoner input is built from."""
+
+    iteration: int
+    user_input: Any
+    user_profile: Any
+    context: Any
+    action_results: Any
+    attachments: tuple[AgentAttachment, ...]
+    states: AgentStates
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IterationContext:
+    """What the work of one iteration may use: passed to ``create_next_actions``."""
+
+    agent: Agent
+    iteration: int
+    action_results: Any
+    attachments: tuple[AgentAttachment, ...]
+    user_profile: Any = None
+    context: Any = None
+
+
+def default_summarizer(*branch_results: AgentResult) -> list[Any]:
+    """Merge a parallel group: every branch's ``action_results``, in the actions' order."""
+    return [result.action_results for result in branch_results]
+
+
+class Agent:
+    """The agent loop: reasoner, response, actions as a WorkGraph, results fed back.
+
+    ``reasoner`` is any weft reasoner (sync or async function, ``ScriptedReasoner``, a
+    chat-model adapter). ``actor`` runs actions: ``{action type: function}`` or one
+    function (see ``weft.agent.actors``). ``store`` is where the agent's state lives (a new
+    one if omitted); ``name`` is its place in the store. ``summarizer(*branch_results)``
+    merges a parallel group (default: the list of each branch's ``action_results``, in
+    action order). ``branching_agent_start_as_new`` starts each branch with no states
+    (``False``: a branch inherits this agent's states).
+
+    The base class asks its reasoner with a plain prompt (the input, the
+    ``<ActionResults>`` and the attachments) and reads the structured reply of
+    ``weft.agent.parsing``; ``PromptBasedAgent`` and its subclasses add templates.
+
+    >>> from weft.llm import ScriptedReasoner
+    >>> reasoner = ScriptedReasoner([
+    ...     '{"next_actions": [[{"type": "add", "args": {"a": 2, "b": 3}}]]}',
+    ...     '{"instant_response": "2 + 3 = 5", "task_status": "Completed"}',
+    ... ])
+    >>> agent = Agent(reasoner, actor={"add": lambda a, b: a + b})
+    >>> result = agent.run("What is 2 + 3?")
+    >>> result.instant_response, result.action_results.result, result.iterations
+    ('2 + 3 = 5', 5, 2)
+    """
+
+    def __init__(
+        self,
+        reasoner: Any,
+        *,
+        actor: ActorSpec = None,
+        action_types: Iterable[str] | None = None,
+        store: Store | None = None,
+        name: str = "agent",
+        max_iterations: int = 10,
+        summarizer: Summarizer | None = None,
+        branching_agent_start_as_new: bool = True,
+    ) -> None:
+        if not callable(reasoner) and not callable(getattr(reasoner, "areason", None)):
+            raise AgentBuildError(
+                f"reasoner={reasoner!r} is not a reasoner; pass a function taking the prompt, "
+                "a ScriptedReasoner, or a chat-model adapter such as OpenAIChatModel"
+            )
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise AgentBuildError(
+                f"name={name!r}; an agent name is letters, digits and _ . : - (segments "
+                "joined by '/'), as it becomes the store path agent/<name>/..."
+            )
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+            raise AgentBuildError(f"max_iterations={max_iterations!r}; expected an int >= 1")
+        if max_iterations < 1:
+            raise AgentBuildError(f"max_iterations={max_iterations}; expected an int >= 1")
+        if summarizer is not None and not callable(summarizer):
+            raise AgentBuildError(
+                f"summarizer={summarizer!r} is not callable; a summarizer is "
+                "f(*branch_results) -> merged value"
+            )
+        self.reasoner = reasoner
+        self.actors = ActorTable(actor, action_types)
+        self.name = name
+        self.max_iterations = max_iterations
+        self.summarizer: Summarizer = summarizer or default_summarizer
+        self.branching_agent_start_as_new = branching_agent_start_as_new
+        self._store = store if store is not None else Store(name=name)
+        self._inherited = AgentStates()
+        self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
+        self._running = False
+        self._set_paths()
+
+    def _set_paths(self) -> None:
+        base = f"agent/{self.name}"
+        self.states_path = f"{base}/states"
+        self.actions_path = f"{base}/actions"
+        self.current_path = f"{base}/current"
+        self._store.declare("state", self.states_path, reducers.append)
+        self._store.declare("state", self.actions_path, reducers.append)
+
+    # --------------------------------------------------------------- state
+
+    @property
+    def store(self) -> Store:
+        """The store this agent's state lives in."""
+        return self._store
+
+    @property
+    def action_types(self) -> frozenset[str] | None:
+        """The action types this agent can run (None: one actor takes every type)."""
+        return self.actors.action_types
+
+    @property
+    def states(self) -> AgentStates:
+        """Every iteration's state item, oldest first (a branch's inherited ones first)."""
+        stored = self._store.value("state", self.states_path, _EMPTY)
+        source, items = self._cache
+        if stored is not source:
+            if len(stored) >= len(items):
+                items = (*items, *map(AgentStateItem.from_dict, stored[len(items) :]))
+            else:
+                items = tuple(map(AgentStateItem.from_dict, stored))
+            self._cache = (stored, items)
+        return self._inherited + items if self._inherited else AgentStates(items)
+
+    def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
+        """A copy of this agent working on ``store`` under ``name``: cheap, and sharing
+        nothing mutable (its states are read from its own store path; with
+        ``clear_states=False`` it starts from this agent's states, an immutable tuple)."""
+        clone = self.__class__.__new__(self.__class__)
+        clone.__dict__.update(self.__dict__)
+        clone.name = name
+        clone._store = store
+        clone._inherited = AgentStates() if clear_states else self.states
+        clone._cache = (None, ())
+        clone._running = False
+        clone._set_paths()
+        return clone
+
+    def _next_iteration(self) -> int:
+        current = self._store.value("state", self.current_path, None)
+        return 0 if current is None else int(current["iteration"]) + 1
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult:
+        """The blocking form of :meth:`arun` (same arguments)."""
+        return _run_sync(self.arun(user_input, **kwargs))
+
+    __call__ = run
+
+    async def arun(
+        self,
+        user_input: Any = None,
+        *,
+        user_profile: Any = None,
+        context: Any = None,
+        attachments: Iterable[AgentAttachment] = (),
+        action_results: Any = None,
+        previous_agent_results: Any = None,
+    ) -> AgentResult:
+        """Run the loop until the task is completed, nothing is left to do, or
+        ``max_iterations``; returns an ``AgentResult``.
+
+        ``action_results`` seeds the feedback of the first iteration (a branch starts
+        with its action's result). ``previous_agent_results`` are the results of earlier
+        agents in a plan (pattern 4): each becomes an ``AgentAttachment``.
+        """
+        if self._running:
+            raise AgentError(
+                f"agent {self.name!r} is already running; one agent runs one loop at a time "
+                "(its iterations are numbered in its store). Use agent.copy(name=..., "
+                "store=...) for a second, concurrent run"
+            )
+        self._running = True
+        try:
+            return await self._loop(
+                freeze(user_input, where=f"user_input of agent {self.name!r}"),
+                user_profile,
+                context,
+                (*attachments, *self.make_attachments(previous_agent_results)),
+                action_results,
+            )
+        finally:
+            self._running = False
+
+    async def _loop(
+        self,
+        user_input: Any,
+        user_profile: Any,
+        context: Any,
+        attachments: tuple[AgentAttachment, ...],
+        feedback: Any,
+    ) -> AgentResult:
+        run_states: list[AgentStateItem] = []
+        response: AgentResponse | None = None
+        stop: StopReason = "max_iterations"
+        for _ in range(self.max_iterations):
+            iteration = self._next_iteration()
+            inputs = AgentInputs(
+                iteration=iteration,
+                user_input=user_input,
+                user_profile=user_profile,
+                context=context,
+                action_results=feedback,
+                attachments=attachments,
+                states=self.states,
+            )
+            prompt = self.construct_reasoner_input(inputs)
+            prompt, raw, response = await self._reason(prompt, iteration)
+            self._store.write(
+                "state",
+                self.current_path,
+                {"iteration": iteration, "response": response.to_dict()},
+                source=self.name,
+            )
+            step = IterationContext(
+                agent=self,
+                iteration=iteration,
+                action_results=feedback,
+                attachments=attachments,
+                user_profile=user_profile,
+                context=context,
+            )
+            work = self.create_next_actions(response, step)
+            ran = bool(work)
+            results = await self._work(work, step) if ran else None
+            item = AgentStateItem(
+                iteration=iteration,
+                new_task=user_input is not None,
+                task_status=response.task_status,
+                task_status_description=response.task_status_description,
+                task_status_description_extended=response.task_status_description_extended,
+                user_input=user_input,
+                reasoner_input=prompt,
+                raw_response=raw,
+                response=response,
+                action_results=results,
+            )
+            self._store.write("state", self.states_path, item.to_dict(), source=self.name)
+            run_states.append(item)
+            if ran:
+                feedback = results
+            user_input = None
+            if response.task_status is _COMPLETED:
+                stop = "completed"
+                break
+            if not ran:
+                stop = "no_actions"
+                break
+        return AgentResult(
+            agent=self.name,
+            response=response,
+            action_results=feedback,
+            states=AgentStates(run_states),
+            stop_reason=stop,
+        )
+
+    async def _reason(self, prompt: str, iteration: int) -> tuple[str, str, AgentResponse]:
+        """Ask the reasoner; one corrective retry; ``(prompt used, raw reply, response)``."""
+        raw = (await areason(self.reasoner, prompt)).text
+        try:
+            return prompt, raw, self.parse_response(raw)
+        except ResponseProblem as problem:
+            first = str(problem)
+        self._store.note(
+            "state",
+            self.states_path,
+            {"event": "corrective_retry", "iteration": iteration, "problem": first, "raw": raw},
+            source=self.name,
+        )
+        retry = self.corrective_prompt(prompt, raw, first)
+        again = (await areason(self.reasoner, retry)).text
+        try:
+            return retry, again, self.parse_response(again)
+        except ResponseProblem as problem:
+            raise AgentResponseError(
+                f"agent {self.name!r}, iteration {iteration}: the reasoner's reply could not be "
+                f"used even after one corrective retry: {problem} (the first reply had: "
+                f"{first}). The raw reply is in .raw; check the prompt's format instructions",
+                raw=again,
+                problem=str(problem),
+                agent=self.name,
+            ) from None
+
+    async def _work(self, work: NextActions, step: IterationContext) -> Any:
+        """Run the iteration's work: action groups through a built WorkGraph, or a callable
+        (the polymorphic dispatch of seed 002)."""
+        from weft.agent.branching import run_action_groups
+
+        try:
+            if isinstance(work, tuple):
+                return await run_action_groups(work, step)
+            if isinstance(work, WorkGraph):
+                return await work.arun()
+            method = getattr(work, "arun", None)
+            if callable(method):
+                return await method()
+            result = work()
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                result = await result
+            return result
+        except NodeError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, Exception) and not isinstance(cause, GraphError):
+                cause.add_note(f"raised inside the actions of agent {self.name!r}: {exc}")
+                raise cause from None
+            raise
+
+    # ------------------------------------------------------------ the hooks
+
+    def construct_reasoner_input(self, inputs: AgentInputs) -> str:
+        """The prompt of one iteration. The base agent's is plain: the input, the previous
+        results as ``<ActionResults>`` XML, and the attachments."""
+        parts = [value_string(inputs.user_input)]
+        if inputs.action_results is not None:
+            parts.append(action_results_xml(inputs.action_results))
+        if inputs.attachments:
+            parts.append(attachments_string(inputs.attachments))
+        return "\n\n".join(part for part in parts if part)
+
+    def parse_response(self, raw: str) -> AgentResponse:
+        """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used.
+
+        The base agent reads the structured format (``weft.agent.parsing``) and checks
+        the action types against its actors.
+        """
+        response, _graph = parse_structured_response(raw, action_types=self.action_types)
+        return response
+
+    def create_next_actions(
+        self, response: AgentResponse, context: IterationContext
+    ) -> NextActions:
+        """The iteration's work: the action groups (run as a WorkGraph with branches), or
+        a callable (a prebuilt WorkGraph) that is run as it is. Empty: nothing to do."""
+        return response.next_actions
+
+    def corrective_prompt(self, prompt: str, raw: str, problem: str) -> str:
+        """The one retry prompt: the original prompt, the reply, and exactly what was wrong."""
+        return (
+            f"{prompt}\n\n---\nYour previous reply could not be used: {problem}\n"
+            f"Your previous reply was:\n{raw}\n\n"
+            "Reply again with the whole response in the required format, fixing that problem."
+        )
+
+    def make_attachments(self, previous_agent_results: Any) -> list[AgentAttachment]:
+        """Attachments from earlier agents' results (pattern 4): one per result, never
+        dropping one. An executed action with an ``id`` (a plan's problem) becomes
+        ``AgentAttachment(id, "The result of the '<id>' agent", result)``; a list gives
+        one attachment per item."""
+        if previous_agent_results is None:
+            return []
+        items = (
+            previous_agent_results
+            if isinstance(previous_agent_results, (list, tuple))
+            else [previous_agent_results]
+        )
+        out = []
+        for number, item in enumerate(items, start=1):
+            if isinstance(item, AgentAction):
+                label = item.id or item.type
+                content = item.result if item.executed else item.to_dict()
+            elif isinstance(item, AgentAttachment):
+                out.append(item)
+                continue
+            elif isinstance(item, AgentResult):
+                label, content = item.agent, item.output
+            else:
+                label, content = f"previous_agent_result_{number}", item
+            out.append(
+                AgentAttachment(
+                    id=label, description=f"The result of the {label!r} agent", content=content
+                )
+            )
+        return out
+
+    def record_action(
+        self, chooser: str, iteration: int, group: int, index: int, action: AgentAction
+    ) -> None:
+        """Write one executed action's record to ``agent/<name>/actions``; ``chooser`` names
+        the agent whose reasoner asked for it (a branch runs its parent's action)."""
+        self._store.write(
+            "state",
+            self.actions_path,
+            {
+                "agent": chooser,
+                "iteration": iteration,
+                "group": group,
+                "index": index,
+                "action": action.to_dict(),
+            },
+            source=self.name,
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} states={len(self.states)}>"
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run the async core from sync code (on a helper thread inside a running loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="weft-agent-sync") as pool:
+        done: T = pool.submit(asyncio.run, coro).result()
+        return done

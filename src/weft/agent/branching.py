@@ -1,0 +1,234 @@
+"""Action groups as a WorkGraph: sequential accumulation (pattern 2) and parallel
+branches in isolated agent copies (pattern 3).
+
+``next_actions = [[A], [B, C, D], [E]]`` becomes::
+
+    A ──► B ──► branch agent ──┐
+      ├─► C ──► branch agent ──┼─► Summarizer ──► E
+      └─► D ──► branch agent ──┘
+
+**The shared list.** What flows along the graph is an immutable ``Flow``: the
+*previous action results* so far and the last group's outcome. It starts as
+``[action_results]`` (the value the iteration was fed); each group adds exactly **one**
+item: a single action its result, a parallel group the summarizer's merged value *as one
+item*. Nothing is flattened: ``[[A1], [B1, B2], [C1]]`` gives C1
+``[initial, 'A1', ['B1', 'B2']]``, and an action whose result is a list adds that list as
+one item. Each step builds a new read-only list (``FrozenList``), so a value an actor
+was handed never changes afterwards, unlike the seed's shared mutable list. Actors see
+it through a ``previous_action_results`` parameter.
+
+**Branches.** Each action of a group of several runs in its own copy of the agent,
+named ``<agent>/<iteration>.<group>.<index>``, working on ``store.fork()`` (O(1), no
+deep copy), with no states when ``branching_agent_start_as_new`` (else the parent's
+states, an immutable tuple). The copy runs the action, then continues its own loop fed
+with that action's result, until it completes. Branches run concurrently and never see
+each other's writes. When all are done, the summarizer node merges the forks into the
+parent's store **in action order** (never completion order) and calls
+``summarizer(*branch_results)`` with the branches' ``AgentResult`` s in action order; the
+default returns the list of every branch's ``action_results``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from weft.agent.actors import run_actor, run_sync_actor
+from weft.agent.types import ActionGroups, AgentAction, AgentResult, plain_results
+from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+from weft.store import FrozenList
+
+if TYPE_CHECKING:
+    from weft.agent.agent import Agent, IterationContext
+
+_FIRST = ResultPassDownMode.ResultAsFirstArg
+
+
+@dataclass(frozen=True, slots=True)
+class Flow:
+    """What flows along an action graph: the shared list so far, and the last outcome."""
+
+    previous_action_results: FrozenList
+    last: Any
+
+    def then(self, outcome: Any) -> Flow:
+        """The flow after one more group: its outcome appended as one item."""
+        items = FrozenList(self.previous_action_results)
+        list.append(items, plain_results(outcome))
+        return Flow(items, outcome)
+
+
+@dataclass(frozen=True, slots=True)
+class _Started:
+    flow: Flow
+    agent: Agent
+    action: AgentAction
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    flow: Flow
+    agent: Agent
+    result: AgentResult
+
+
+async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any:
+    """Run ``groups`` as a WorkGraph; returns the last group's outcome (the feedback)."""
+    graph = build_action_graph(groups, step)
+    start = Flow(FrozenList([plain_results(step.action_results)]), step.action_results)
+    flow: Flow = await graph.arun(start)
+    return flow.last
+
+
+def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:
+    """The WorkGraph of ``groups`` for one iteration of ``step.agent``."""
+    agent = step.agent
+    starts: list[WorkGraphNode] = []
+    tail: WorkGraphNode | None = None
+    for g, group in enumerate(groups):
+        if len(group) == 1:
+            node = WorkGraphNode(
+                _sequential(group[0], g, step), _FIRST, id=f"Actioner:{group[0].type}"
+            )
+            heads = [node]
+            new_tail = node
+        else:
+            summary = WorkGraphNode(_summarizer(agent), _only_result, id="Summarizer")
+            heads = []
+            for k, action in enumerate(group):
+                name = f"{agent.name}/{step.iteration}.{g}.{k}"
+                head = WorkGraphNode(
+                    _branch_start(action, g, k, name, step), _FIRST, id=f"Actioner:{action.type}"
+                )
+                follow = WorkGraphNode(_branch_loop(step), _FIRST, id=f"Agent:{name}")
+                head.add_next(follow).add_next(summary)
+                heads.append(head)
+            new_tail = summary
+        if tail is None:
+            starts.extend(heads)
+        else:
+            for head in heads:
+                tail.add_next(head)
+        tail = new_tail
+    return WorkGraph(start_nodes=starts)
+
+
+def _only_result(result: Any, *_args: Any, **_kwargs: Any) -> tuple[tuple[Any], dict[str, Any]]:
+    """The summarizer's pass-down: its flow is the next node's only argument (a fan-in node
+    was called with every branch's result, which must not travel further)."""
+    return (result,), {}
+
+
+def _offered(
+    agent: Agent, action: AgentAction, flow: Flow, step: IterationContext
+) -> dict[str, Any]:
+    return {
+        "target": action.target,
+        "action": action,
+        "previous_action_results": flow.previous_action_results,
+        "attachments": step.attachments,
+        "store": agent.store,
+    }
+
+
+def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable[[Flow], Any]:
+    """A single action: run it on the agent itself, record it, append its result."""
+    agent = step.agent
+    bound = agent.actors.get(action.type)
+
+    def done(flow: Flow, executed: AgentAction) -> Flow:
+        agent.record_action(agent.name, step.iteration, g, 0, executed)
+        return flow.then(executed)
+
+    if bound is not None and not bound.is_async:
+
+        def run_sync(flow: Flow) -> Flow | Awaitable[Flow]:
+            out = run_sync_actor(agent.actors, action, _offered(agent, action, flow, step))
+            if isinstance(out, AgentAction):
+                return done(flow, out)
+            return _late(out, action, lambda executed: done(flow, executed))
+
+        return run_sync
+
+    async def run_async(flow: Flow) -> Flow:
+        return done(
+            flow, await run_actor(agent.actors, action, _offered(agent, action, flow, step))
+        )
+
+    return run_async
+
+
+def _branch_start(
+    action: AgentAction, g: int, k: int, name: str, step: IterationContext
+) -> Callable[[Flow], Any]:
+    """The first node of a branch: fork the store, copy the agent, run the action there."""
+    parent = step.agent
+    bound = parent.actors.get(action.type)
+
+    def branch() -> Agent:
+        fork = parent.store.fork(name=name)
+        return parent.copy(name=name, store=fork, clear_states=parent.branching_agent_start_as_new)
+
+    def done(flow: Flow, copy: Agent, executed: AgentAction) -> _Started:
+        copy.record_action(parent.name, step.iteration, g, k, executed)
+        return _Started(flow, copy, executed)
+
+    if bound is not None and not bound.is_async:
+
+        def start_sync(flow: Flow) -> _Started | Awaitable[_Started]:
+            copy = branch()
+            out = run_sync_actor(copy.actors, action, _offered(copy, action, flow, step))
+            if isinstance(out, AgentAction):
+                return done(flow, copy, out)
+            return _late(out, action, lambda executed: done(flow, copy, executed))
+
+        return start_sync
+
+    async def start_async(flow: Flow) -> _Started:
+        copy = branch()
+        executed = await run_actor(copy.actors, action, _offered(copy, action, flow, step))
+        return done(flow, copy, executed)
+
+    return start_async
+
+
+def _branch_loop(step: IterationContext) -> Callable[[_Started], Awaitable[_Ended]]:
+    """The second node of a branch: the copy continues its own loop from the action's result."""
+
+    async def follow(started: _Started) -> _Ended:
+        result = await started.agent.arun(
+            None,
+            action_results=started.action,
+            attachments=step.attachments,
+            user_profile=step.user_profile,
+            context=step.context,
+        )
+        return _Ended(started.flow, started.agent, result)
+
+    return follow
+
+
+def _summarizer(agent: Agent) -> Callable[..., Awaitable[Flow]]:
+    """The join of a group: merge the forks in action order, then summarize."""
+
+    async def summarize(*ended: _Ended) -> Flow:
+        agent.store.merge([e.agent.store for e in ended])
+        merged = agent.summarizer(*(e.result for e in ended))
+        if inspect.isawaitable(merged):
+            merged = await merged
+        return ended[0].flow.then(merged)
+
+    return summarize
+
+
+async def _late(awaitable: Any, action: AgentAction, then: Callable[[AgentAction], Any]) -> Any:
+    """A sync actor that returned an awaitable: finish it, then carry on."""
+    from weft.agent.actors import failed, finish
+
+    try:
+        value = await awaitable
+    except Exception as exc:
+        return then(failed(action, exc))
+    return then(finish(action, value))

@@ -1,0 +1,369 @@
+"""The structured reply of an action agent: the seed's XML, or JSON with the same fields.
+
+XML (tags in any case; text around the element and unknown tags are ignored)::
+
+    <StructuredResponse>
+      <InstantResponse>I will open the page first.</InstantResponse>
+      <InstantLearnings>The user prefers short answers.</InstantLearnings>   (optional)
+      <TaskStatus>Ongoing</TaskStatus>              Completed | Ongoing | Pending
+      <TaskStatusDescription>Opening the page</TaskStatusDescription>      (optional)
+      <TaskStatusDescriptionExtended>...</TaskStatusDescriptionExtended>  (optional)
+      <NextActions>
+        <ActionGroup>                               a group of one runs in sequence
+          <Action>
+            <ActionType>Navigation.VisitURL</ActionType>   (or <Type>)
+            <Target>https://example.org</Target>           (optional)
+            <Args>{"timeout": 5}</Args>                    (optional: a JSON object, or
+                                                            <Args><q>text</q></Args>)
+            <Reasoning>The answer is on that page.</Reasoning>  (optional)
+          </Action>
+        </ActionGroup>
+        <ActionGroup>                               several actions: one branch each
+          <Action>...</Action>
+          <Action>...</Action>
+        </ActionGroup>
+        <Action>...</Action>                        an <Action> outside a group is a group of one
+      </NextActions>
+      <Problems>                                    (planning agent)
+        <Problem>
+          <Request>Search for a Starbucks recipe</Request>
+          <ProblemID>SUGGEST_RECIPE_STARBUCKS</ProblemID>
+        </Problem>
+      </Problems>
+      <ProblemGraph>
+        SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS
+        ORDER_MCDONALDS
+      </ProblemGraph>
+    </StructuredResponse>
+
+JSON (a bare object, or one inside a ```json fence)::
+
+    {"instant_response": "...", "task_status": "Ongoing", "task_status_description": "...",
+     "next_actions": [[{"type": "Navigation.VisitURL", "target": "https://example.org",
+                        "args": {"timeout": 5}, "reasoning": "..."}],
+                      [{"type": "A"}, {"type": "B"}]],
+     "problems": [{"request": "...", "problem_id": "ORDER_STARBUCKS"}],
+     "problem_graph": "SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS\\nORDER_MCDONALDS"}
+
+A missing ``TaskStatus`` means ``Ongoing`` when there is something to do and
+``Completed`` otherwise. Every defect is a ``ResponseProblem`` whose message is shown to
+the reasoner in the corrective retry, so it says exactly what was wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from typing import Any, Final
+
+from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
+from weft.agent.xmlish import Element, XMLProblem, scan, simple_children
+
+
+class ResponseProblem(ValueError):
+    """What is wrong with a reply, in words the reasoner is shown in the corrective retry."""
+
+
+CONTAINERS: Final = frozenset(
+    {"StructuredResponse", "NextActions", "ActionGroup", "Action", "Problems", "Problem"}
+)
+TEXTS: Final = frozenset(
+    {
+        "InstantResponse",
+        "InstantLearnings",
+        "TaskStatus",
+        "TaskStatusDescription",
+        "TaskStatusDescriptionExtended",
+        "ActionType",
+        "Type",
+        "Target",
+        "Args",
+        "Arguments",
+        "Reasoning",
+        "ActionID",
+        "Request",
+        "ProblemID",
+        "ProblemGraph",
+    }
+)
+_FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
+
+
+def parse_structured_response(
+    text: str, *, action_types: Collection[str] | None = None
+) -> tuple[AgentResponse, str | None]:
+    """``(response, problem_graph_text)`` of a reply in the XML or JSON format.
+
+    ``action_types``, when given, are the action types the agent can run; an action of
+    any other type is a ``ResponseProblem``. The ProblemGraph text is returned as it is
+    (the planning agent validates it against the ProblemIDs).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ResponseProblem(
+            "the reply is empty; answer with a <StructuredResponse> element (or a JSON object)"
+        )
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced and not re.search(r"<StructuredResponse", body, re.IGNORECASE):
+        body = fenced.group(1).strip()
+    if body.startswith("{") and not re.search(r"<StructuredResponse", body, re.IGNORECASE):
+        response, graph = _from_json(body)
+    else:
+        response, graph = _from_xml(body)
+    if action_types is not None:
+        _check_types(response, action_types)
+    return response, graph
+
+
+# --------------------------------------------------------------------------- XML
+
+
+def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
+    try:
+        root = scan(text, containers=CONTAINERS, texts=TEXTS)
+    except XMLProblem as problem:
+        raise ResponseProblem(str(problem)) from None
+    top = root.find("StructuredResponse")
+    if top is None:
+        if not root.children:
+            raise ResponseProblem(
+                "the reply has no <StructuredResponse> element and is not a JSON object; "
+                "answer with <StructuredResponse>...</StructuredResponse> holding "
+                "<InstantResponse>, <TaskStatus> and <NextActions>"
+            )
+        top = root  # the fields without their wrapper: accept them
+    groups: list[tuple[AgentAction, ...]] = []
+    next_actions = top.find("NextActions")
+    if next_actions is not None:
+        for number, child in enumerate(next_actions.children, start=1):
+            if child.tag == "ActionGroup":
+                actions = tuple(
+                    _xml_action(a, f"action {i} of <ActionGroup> {number}")
+                    for i, a in enumerate(child.find_all("Action"), start=1)
+                )
+                if not actions:
+                    raise ResponseProblem(
+                        f"<ActionGroup> {number} of <NextActions> holds no <Action>; put one "
+                        "or more <Action> elements in it, or leave the group out"
+                    )
+                groups.append(actions)
+            elif child.tag == "Action":
+                groups.append((_xml_action(child, f"<Action> {number} of <NextActions>"),))
+    problems = tuple(
+        _problem(
+            problem.child_text("Request"),
+            problem.child_text("ProblemID"),
+            f"<Problem> {number}",
+            "<Request>",
+            "<ProblemID>",
+        )
+        for number, problem in enumerate(_problems_of(top), start=1)
+    )
+    graph = top.child_text("ProblemGraph")
+    response = _response(
+        instant_response=top.child_text("InstantResponse"),
+        instant_learnings=top.child_text("InstantLearnings"),
+        status=top.child_text("TaskStatus"),
+        description=top.child_text("TaskStatusDescription"),
+        extended=top.child_text("TaskStatusDescriptionExtended"),
+        groups=tuple(groups),
+        problems=problems,
+        status_name="<TaskStatus>",
+    )
+    return response, graph
+
+
+def _problems_of(top: Element) -> list[Element]:
+    problems = top.find("Problems")
+    return [] if problems is None else list(problems.find_all("Problem"))
+
+
+def _xml_action(element: Element, where: str) -> AgentAction:
+    action_type = element.child_text("ActionType", "Type")
+    if not action_type:
+        raise ResponseProblem(
+            f"{where} has no <ActionType>; give every <Action> an <ActionType> naming what to do"
+        )
+    args: Mapping[str, Any] = {}
+    args_element = element.find("Args") or element.find("Arguments")
+    if args_element is not None and args_element.raw.strip():
+        raw = args_element.raw.strip()
+        if raw.startswith("{"):
+            args = _json_object(raw, f"the <Args> of {where} ({action_type})")
+        else:
+            pairs = simple_children(raw)
+            if pairs is None:
+                raise ResponseProblem(
+                    f"the <Args> of {where} ({action_type}) is neither a JSON object nor "
+                    "<name>value</name> elements; write it as a JSON object such as "
+                    '{"query": "weft"}'
+                )
+            args = pairs
+    return AgentAction(
+        type=action_type,
+        target=element.child_text("Target") or None,
+        args=args,
+        reasoning=element.child_text("Reasoning") or None,
+        id=element.child_text("ActionID") or None,
+    )
+
+
+# -------------------------------------------------------------------------- JSON
+
+
+def _from_json(text: str) -> tuple[AgentResponse, str | None]:
+    data = _json_object(text, "the reply")
+    raw_groups = data.get("next_actions") or []
+    if not isinstance(raw_groups, list):
+        raise ResponseProblem(
+            '"next_actions" must be a list of groups, each a list of actions, e.g. '
+            '[[{"type": "A"}], [{"type": "B"}, {"type": "C"}]]'
+        )
+    groups: list[tuple[AgentAction, ...]] = []
+    for number, group in enumerate(raw_groups, start=1):
+        items = [group] if isinstance(group, Mapping) else group
+        if not isinstance(items, list) or not items:
+            raise ResponseProblem(
+                f'group {number} of "next_actions" is {json.dumps(group)}; a group is a '
+                "non-empty list of action objects"
+            )
+        groups.append(
+            tuple(
+                _json_action(item, f"action {i} of group {number}")
+                for i, item in enumerate(items, start=1)
+            )
+        )
+    raw_problems = data.get("problems") or []
+    if not isinstance(raw_problems, list) or not all(isinstance(p, Mapping) for p in raw_problems):
+        raise ResponseProblem(
+            '"problems" must be a list of objects like {"request": "...", "problem_id": "..."}'
+        )
+    problems = tuple(
+        _problem(
+            _opt_str(p.get("request")),
+            _opt_str(p.get("problem_id")),
+            f"problem {number}",
+            '"request"',
+            '"problem_id"',
+        )
+        for number, p in enumerate(raw_problems, start=1)
+    )
+    graph = data.get("problem_graph")
+    if isinstance(graph, list):
+        graph = "\n".join(str(line) for line in graph)
+    response = _response(
+        instant_response=_opt_str(data.get("instant_response")),
+        instant_learnings=_opt_str(data.get("instant_learnings")),
+        status=_opt_str(data.get("task_status")),
+        description=_opt_str(data.get("task_status_description")),
+        extended=_opt_str(data.get("task_status_description_extended")),
+        groups=tuple(groups),
+        problems=problems,
+        status_name='"task_status"',
+    )
+    return response, None if graph is None else str(graph)
+
+
+def _json_action(item: Any, where: str) -> AgentAction:
+    if not isinstance(item, Mapping):
+        raise ResponseProblem(f"{where} is {json.dumps(item)}; an action is a JSON object")
+    action_type = item.get("type", item.get("action_type"))
+    if not isinstance(action_type, str) or not action_type.strip():
+        raise ResponseProblem(f'{where} has no "type"; give every action a "type" string')
+    args = item.get("args") or {}
+    if not isinstance(args, Mapping):
+        raise ResponseProblem(f'the "args" of {where} ({action_type}) must be a JSON object')
+    return AgentAction(
+        type=action_type.strip(),
+        target=_opt_str(item.get("target")),
+        args=args,
+        reasoning=_opt_str(item.get("reasoning")),
+        id=_opt_str(item.get("id")),
+    )
+
+
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResponseProblem(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ResponseProblem(f"{what} must be a JSON object, not a {type(data).__name__}")
+    return data
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------ shared
+
+
+def _problem(
+    request: str | None, problem_id: str | None, where: str, request_tag: str, id_tag: str
+) -> AgentAction:
+    if not problem_id:
+        raise ResponseProblem(f"{where} has no {id_tag}; give every problem a ProblemID")
+    if not re.fullmatch(r"[\w.-]+", problem_id):
+        raise ResponseProblem(
+            f"{where} has the ProblemID {problem_id!r}; a ProblemID is one word of letters, "
+            "digits, '_', '.' or '-' (ORDER_STARBUCKS)"
+        )
+    if not request:
+        raise ResponseProblem(f"{where} ({problem_id}) has no {request_tag}; say what to solve")
+    return AgentAction(type="Problem", id=problem_id, target=problem_id, args={"request": request})
+
+
+def _response(
+    *,
+    instant_response: str | None,
+    instant_learnings: str | None,
+    status: str | None,
+    description: str | None,
+    extended: str | None,
+    groups: tuple[tuple[AgentAction, ...], ...],
+    problems: tuple[AgentAction, ...],
+    status_name: str,
+) -> AgentResponse:
+    if status:
+        flag = AgentTaskStatusFlags.parse(status)
+        if flag is None:
+            raise ResponseProblem(
+                f"{status_name} is {status!r}, which is not one of {_STATUSES}; use one of those"
+            )
+    else:
+        busy = bool(groups or problems)
+        flag = AgentTaskStatusFlags.Ongoing if busy else AgentTaskStatusFlags.Completed
+    seen: dict[str, int] = {}
+    for number, problem in enumerate(problems, start=1):
+        assert problem.id is not None
+        if problem.id in seen:
+            raise ResponseProblem(
+                f"the ProblemID {problem.id} is used by problem {seen[problem.id]} and problem "
+                f"{number}; give every problem its own ProblemID"
+            )
+        seen[problem.id] = number
+    return AgentResponse(
+        instant_response=instant_response or None,
+        instant_learnings=instant_learnings or None,
+        task_status=flag,
+        task_status_description=description or None,
+        task_status_description_extended=extended or None,
+        next_actions=groups,
+        problems=problems,
+    )
+
+
+def _check_types(response: AgentResponse, action_types: Collection[str]) -> None:
+    for group in response.next_actions:
+        for action in group:
+            if action.type not in action_types:
+                known = ", ".join(sorted(action_types)) or "(none: this agent has no actors)"
+                raise ResponseProblem(
+                    f"NextActions names the action type {action.type}, which is not one of "
+                    f"the action types: {known}"
+                )

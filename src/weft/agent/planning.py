@@ -1,0 +1,305 @@
+"""The planning agent: ``<Problems>`` and a ``<ProblemGraph>`` become a WorkGraph (pattern 4).
+
+ProblemGraph syntax: one path per line, steps joined by ``->``; a step may list
+alternatives joined by ``,``, and a line stands for the Cartesian product of its steps'
+alternatives (``A, B -> C`` is the two paths ``A -> C`` and ``B -> C``). Paths share
+nodes by ProblemID, so ``A -> C`` and ``B -> C`` make C a join of A and B. A problem the
+graph does not mention runs on its own; with no graph at all, the problems run one after
+another in the order given (the seed's linear default).
+
+Checked before anything runs, each a corrective retry for the reasoner: a ProblemID the
+graph names that no ``<Problem>`` declares, an empty step, and a cycle (named along its
+path). Each problem is solved by the planner's ``solver`` once its predecessors are done;
+it receives their results as ``previous_agent_results`` and so as attachments, one
+attachment per predecessor, in the order of the graph's edges.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Final
+
+from weft.agent.actors import ActorTable, failed, finish, run_actor
+from weft.agent.agent import Agent, IterationContext, NextActions
+from weft.agent.parsing import ResponseProblem, parse_structured_response
+from weft.agent.prompt_agents import ACTION_FORMAT, PromptBasedActionAgent
+from weft.agent.types import AgentAction, AgentResponse
+from weft.errors import AgentBuildError
+from weft.graph import WorkGraph, WorkGraphNode
+from weft.store import Store
+
+_ARROW: Final = re.compile(r"->|→")
+PREVIOUS: Final = "previous_agent_results"
+
+PLANNING_FORMAT: Final = (
+    ACTION_FORMAT
+    + """
+To split the task into sub-problems instead, reply with <Problems> and a <ProblemGraph>:
+<StructuredResponse>
+  <Problems>
+    <Problem>
+      <Request>what to solve</Request>
+      <ProblemID>AN_ID</ProblemID>
+    </Problem>
+  </Problems>
+  <ProblemGraph>
+    FIRST_ID -> NEXT_ID
+    OTHER_ID
+  </ProblemGraph>
+</StructuredResponse>
+One path per line; A -> B means B needs A's result; "A, B -> C" means both A and B lead
+to C. Problems that do not depend on each other run in parallel."""
+)
+
+
+def parse_problem_graph(
+    text: str | None, problem_ids: Sequence[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The paths of a ProblemGraph, checked against ``problem_ids``; a ``ResponseProblem``
+    says exactly what is wrong. Unmentioned problems are added as paths of their own."""
+    if not problem_ids:
+        raise ResponseProblem(
+            "the reply has a <ProblemGraph> but no <Problems>; declare each problem with "
+            "<Problem><Request>...</Request><ProblemID>...</ProblemID></Problem>"
+        )
+    if text is None or not text.strip():
+        return (tuple(problem_ids),)
+    known = set(problem_ids)
+    paths: list[tuple[str, ...]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        steps: list[list[str]] = []
+        for step in _ARROW.split(line):
+            names = [name.strip() for name in step.split(",")]
+            if not all(names):
+                raise ResponseProblem(
+                    f"the ProblemGraph line {line!r} has an empty step; write "
+                    "ID -> ID, with alternatives as ID, ID"
+                )
+            for name in names:
+                if name not in known:
+                    raise ResponseProblem(
+                        f"ProblemGraph names {name}, which is not one of the ProblemIDs: "
+                        f"{', '.join(problem_ids)}"
+                    )
+            steps.append(names)
+        paths.extend(itertools.product(*steps))
+    mentioned = {name for path in paths for name in path}
+    paths.extend((pid,) for pid in problem_ids if pid not in mentioned)
+    _check_acyclic(paths)
+    return tuple(paths)
+
+
+def _check_acyclic(paths: Iterable[tuple[str, ...]]) -> None:
+    edges: dict[str, list[str]] = {}
+    for path in paths:
+        for a, b in itertools.pairwise(path):
+            if b not in edges.setdefault(a, []):
+                edges[a].append(b)
+    state: dict[str, int] = {}
+    for root in edges:
+        if root in state:
+            continue
+        stack: list[tuple[str, Iterator[str]]] = [(root, iter(edges.get(root, ())))]
+        trail = [root]
+        state[root] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+                trail.pop()
+                continue
+            if state.get(child) == 1:
+                ring = [*trail[trail.index(child) :], child]
+                raise ResponseProblem(
+                    f"the ProblemGraph has a cycle: {' -> '.join(ring)}; every problem is "
+                    "solved once, after the problems it needs, so remove one of these "
+                    "dependencies"
+                )
+            if child not in state:
+                state[child] = 1
+                trail.append(child)
+                stack.append((child, iter(edges.get(child, ()))))
+
+
+class ProblemPlan:
+    """The planning agent's ``next_actions``: the WorkGraph of a ProblemGraph, runnable.
+
+    ``graph`` is the WorkGraph (one node per ProblemID, labelled with it); ``arun()`` runs
+    it and returns its output: the sink's executed problem, or the list of the sinks'
+    (canonical order). Each problem is solved on its own fork of the planner's store; the
+    forks merge into it when the plan ends, in the order the problems were given, and one
+    record per problem is written there (``agent/<planner>/actions``).
+    """
+
+    def __init__(
+        self,
+        planner: PromptBasedActionPlanningAgent,
+        problems: Sequence[AgentAction],
+        paths: Sequence[Sequence[str]],
+        step: IterationContext,
+    ) -> None:
+        self.planner = planner
+        self.problems = tuple(problems)
+        self.paths = tuple(tuple(path) for path in paths)
+        self._step = step
+        self._forks: dict[str, Store] = {}
+        self._solved: dict[str, AgentAction] = {}
+        by_id = {p.id: p for p in self.problems}
+        values = {pid: functools.partial(self._solve, by_id[pid]) for pid in by_id}
+        labels = {id(v): pid for pid, v in values.items()}
+
+        def node(value: Any) -> WorkGraphNode:
+            return WorkGraphNode(value, PREVIOUS, id=labels[id(value)])
+
+        self.graph = WorkGraph(
+            [[values[pid] for pid in path] for path in self.paths], node_cls=node
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.problems)
+
+    def __call__(self) -> Any:
+        """The blocking form of :meth:`arun`."""
+        from weft.agent.agent import _run_sync
+
+        return _run_sync(self.arun())
+
+    async def arun(self) -> Any:
+        output = await self.graph.arun()
+        planner = self.planner
+        order = [p.id for p in self.problems if p.id in self._forks]
+        planner.store.merge([self._forks[pid] for pid in order])
+        for index, pid in enumerate(order):
+            solved = self._solved.get(pid)
+            if solved is not None:
+                planner.record_action(planner.name, self._step.iteration, 0, index, solved)
+        return output
+
+    async def _solve(self, problem: AgentAction, previous_agent_results: Any = None) -> AgentAction:
+        planner, step = self.planner, self._step
+        assert problem.id is not None
+        name = f"{planner.name}/{step.iteration}.{problem.id}"
+        fork = planner.store.fork(name=name)
+        self._forks[problem.id] = fork
+        solver = planner.solver
+        if isinstance(solver, Agent):
+            copy = solver.copy(name=name, store=fork, clear_states=True)
+            try:
+                result = await copy.arun(
+                    problem.args["request"],
+                    attachments=step.attachments,
+                    previous_agent_results=previous_agent_results,
+                    user_profile=step.user_profile,
+                    context=step.context,
+                )
+            except Exception as exc:
+                solved = failed(problem, exc)
+            else:
+                solved = finish(problem, result.output)
+        else:
+            offered = {
+                "target": problem.id,
+                "action": problem,
+                "attachments": (
+                    *step.attachments,
+                    *planner.make_attachments(previous_agent_results),
+                ),
+                PREVIOUS: previous_agent_results,
+                "store": fork,
+            }
+            assert planner.solver_table is not None
+            solved = await run_actor(planner.solver_table, problem, offered)
+        self._solved[problem.id] = solved
+        return solved
+
+
+class PromptBasedActionPlanningAgent(PromptBasedActionAgent):
+    """An action agent that can also split a task into sub-problems with dependencies.
+
+    Its reply may hold ``<Problems>`` and a ``<ProblemGraph>`` (see this module); those
+    become a ``ProblemPlan`` whose WorkGraph runs each problem through ``solver`` once
+    the problems it depends on are done, independent ones concurrently. ``solver`` is an
+    ``Agent`` (each problem gets its own copy, started as new on a fork of this store, fed
+    the request as user input and the predecessors' results as attachments; the
+    problem's result is the copy's ``AgentResult.output``) or a function
+    ``solver(request, **extras)`` with the extras of ``weft.agent.actors`` plus
+    ``previous_agent_results``. A reply without problems runs its ``NextActions`` like an
+    action agent.
+
+    >>> from weft.llm import ScriptedReasoner
+    >>> reasoner = ScriptedReasoner([
+    ...     '{"problems": [{"request": "Pick a drink", "problem_id": "PICK"},'
+    ...     ' {"request": "Order it", "problem_id": "ORDER"}], "problem_graph": "PICK -> ORDER"}',
+    ...     '{"instant_response": "Ordered.", "task_status": "Completed"}',
+    ... ])
+    >>> def solver(request, previous_agent_results=None):
+    ...     after = previous_agent_results
+    ...     return f"{request} (after {after.id}: {after.result})" if after else "a latte"
+    >>> planner = PromptBasedActionPlanningAgent(reasoner, solver=solver)
+    >>> planner.run("Get me a coffee").states[0].action_results.result
+    'Order it (after PICK: a latte)'
+    """
+
+    default_template: str = PromptBasedActionAgent.default_template.replace(
+        ACTION_FORMAT, PLANNING_FORMAT
+    )
+
+    def __init__(self, reasoner: Any, *, solver: Any, **options: Any) -> None:
+        super().__init__(reasoner, **options)
+        if solver is None:
+            raise AgentBuildError(
+                "a planning agent needs solver=: an Agent (copied per problem) or a function "
+                "solver(request, **extras) that solves one problem"
+            )
+        self.solver = solver
+        self.solver_table = (
+            None if isinstance(solver, Agent) else ActorTable({"Problem": _solver_fn(solver)})
+        )
+
+    def parse_response(self, raw: str) -> AgentResponse:
+        """The structured reply; problems and their graph checked (see this module)."""
+        response, graph_text = parse_structured_response(raw, action_types=self.action_types)
+        if not response.problems and graph_text is None:
+            return response
+        if response.next_actions:
+            raise ResponseProblem(
+                "the reply has both <NextActions> and <Problems>; a reply either runs actions "
+                "or splits the task into problems, so keep one of them"
+            )
+        ids = [p.id for p in response.problems if p.id is not None]
+        paths = parse_problem_graph(graph_text, ids)
+        return AgentResponse(
+            instant_response=response.instant_response,
+            instant_learnings=response.instant_learnings,
+            task_status=response.task_status,
+            task_status_description=response.task_status_description,
+            task_status_description_extended=response.task_status_description_extended,
+            next_actions=response.next_actions,
+            problems=response.problems,
+            problem_graph=paths,
+        )
+
+    def create_next_actions(
+        self, response: AgentResponse, context: IterationContext
+    ) -> NextActions:
+        """A ``ProblemPlan`` for a reply with problems, else the action groups."""
+        if response.problems and response.problem_graph is not None:
+            return ProblemPlan(self, response.problems, response.problem_graph, context)
+        return response.next_actions
+
+
+def _solver_fn(solver: Any) -> Any:
+    if not callable(solver):
+        raise AgentBuildError(
+            f"solver={solver!r} is neither an Agent nor callable; pass an Agent or a function "
+            "solver(request, **extras)"
+        )
+    return solver

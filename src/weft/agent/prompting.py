@@ -1,0 +1,211 @@
+"""Prompt templates and the seed's placeholders, and how each placeholder is rendered.
+
+A template is ``str.format`` text naming placeholders in braces (``{user_input}``); a
+literal brace is doubled (``{{``). The placeholders:
+
+=====================  ==============================================================
+``user_input``         the current input; with ``use_conversational_user_input``, the
+                       whole conversation (as ``conversation``)
+``conversation``       ``User:`` / ``Agent:`` lines from the states, then the current
+                       input (pattern 5)
+``user_profile``       the ``user_profile`` given to the run (text, or JSON)
+``context``            the ``context`` given to the run (text, or JSON)
+``action_result``      the previous iteration's ``action_results`` as ``<ActionResults>``
+                       XML (pattern 1)
+``action_memory``      ``action_memory.memory`` of those results (pattern 6)
+``attachments``        the run's attachments, ``str(attachment)`` each, one per line
+                       (pattern 4)
+``current_state``      the latest non-Pending state's extended description (or short one)
+``previous_states``    the earlier non-Pending states' descriptions, oldest first
+=====================  ==============================================================
+
+A placeholder with nothing to show renders as the empty string. A template naming any
+other field, or using attribute or index access (``{user_input.x}``), is an
+``AgentBuildError`` when the agent is built, naming the placeholder and the known ones.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from weft.agent.types import (
+    AgentAction,
+    AgentAttachment,
+    AgentStateItem,
+    AgentTaskStatusFlags,
+    escape_xml,
+    render_value,
+)
+from weft.errors import AgentBuildError
+
+PLACEHOLDERS: Final = (
+    "user_input",
+    "conversation",
+    "user_profile",
+    "context",
+    "action_result",
+    "action_memory",
+    "attachments",
+    "current_state",
+    "previous_states",
+)
+_KNOWN: Final = frozenset(PLACEHOLDERS)
+_PENDING: Final = AgentTaskStatusFlags.Pending
+
+
+def template_fields(template: str, *, what: str = "template") -> frozenset[str]:
+    """The placeholders ``template`` names, checked; an ``AgentBuildError`` for a bad one."""
+    if not isinstance(template, str):
+        raise AgentBuildError(f"the {what} must be a string, got a {type(template).__name__}")
+    names: set[str] = set()
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise AgentBuildError(
+            f"the {what} is not a valid format string ({exc}); placeholders are written "
+            "{name}, and a literal brace is doubled: {{ or }}"
+        ) from None
+    for _literal, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in _KNOWN:
+            if not name:
+                problem = "has an empty placeholder {}"
+            elif name.split(".")[0].split("[")[0] in _KNOWN:
+                problem = f"uses {{{name}}}: attribute or index access is not allowed"
+            else:
+                problem = f"names the unknown placeholder {{{name}}}"
+            raise AgentBuildError(
+                f"the {what} {problem}; the placeholders are "
+                f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}. Write a literal brace "
+                "as {{ or }}"
+            )
+        if spec or conversion:
+            raise AgentBuildError(
+                f"the {what} formats {{{name}}} with a conversion or format spec; placeholders "
+                "are plain {name} fields (their values are already text)"
+            )
+        names.add(name)
+    return frozenset(names)
+
+
+def render(template: str, feed: Mapping[str, str]) -> str:
+    """Fill ``template``; every known placeholder missing from ``feed`` renders empty."""
+    return template.format_map(_Feed(feed))
+
+
+class _Feed(dict[str, str]):
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+# ---------------------------------------------------------------- the placeholders
+
+
+def action_results_xml(action_results: Any) -> str:
+    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them.
+
+    Each item (a list's items, or the one value) is an ``<Action>``: an executed
+    ``AgentAction`` shows ``<ActionType>`` (and ``<ActionID>`` when it has one) and its
+    ``<ActionResult>``; any other value only an ``<ActionResult>``. Results are text as
+    they are, other values JSON, XML-escaped.
+    """
+    items = action_results if isinstance(action_results, (list, tuple)) else (action_results,)
+    lines = ["<ActionResults>"]
+    for item in items:
+        lines.append("  <Action>")
+        if isinstance(item, AgentAction):
+            lines.append(f"    <ActionType>{escape_xml(item.type)}</ActionType>")
+            if item.id is not None:
+                lines.append(f"    <ActionID>{escape_xml(item.id)}</ActionID>")
+            value = item.result if item.executed else None
+        else:
+            value = item
+        lines.append(f"    <ActionResult>{escape_xml(render_value(value))}</ActionResult>")
+        lines.append("  </Action>")
+    lines.append("</ActionResults>")
+    return "\n".join(lines)
+
+
+def action_memory_string(action_results: Any) -> str | None:
+    """``action_memory.memory`` of the results (pattern 6), or None.
+
+    An executed action is looked into through its ``result``. For a list (a parallel
+    group's merged results), the memories of its items, one per line.
+    """
+    if isinstance(action_results, (list, tuple)):
+        found = [m for m in map(action_memory_string, action_results) if m]
+        return "\n".join(found) if found else None
+    if isinstance(action_results, AgentAction):
+        action_results = action_results.result
+    if not isinstance(action_results, Mapping):
+        return None
+    memory = action_results.get("action_memory")
+    if isinstance(memory, Mapping):
+        memory = memory.get("memory")
+    else:
+        return None
+    if memory is None or memory == "":
+        return None
+    return render_value(memory)
+
+
+def conversation_string(
+    states: Iterable[AgentStateItem],
+    user_input: Any,
+    *,
+    user_prefix: str = "User: ",
+    agent_prefix: str = "Agent: ",
+) -> str:
+    """The conversation so far (pattern 5): each state's user input(s) as ``User:`` lines,
+    its instant response as an ``Agent:`` line, and finally the current input."""
+    lines: list[str] = []
+    for state in states:
+        for item in _inputs(state.user_input):
+            lines.append(user_prefix + render_value(item))
+        reply = state.response.instant_response
+        if reply:
+            lines.append(agent_prefix + reply)
+    for item in _inputs(user_input):
+        lines.append(user_prefix + render_value(item))
+    return "\n".join(lines)
+
+
+def _inputs(user_input: Any) -> Sequence[Any]:
+    if user_input is None or user_input == "":
+        return ()
+    if isinstance(user_input, (list, tuple)):
+        return [item for item in user_input if item is not None and item != ""]
+    return (user_input,)
+
+
+def state_strings(states: Sequence[AgentStateItem]) -> tuple[str, str]:
+    """``(current_state, previous_states)``: the latest non-Pending state's extended
+    description (or short one), and the earlier non-Pending states' descriptions, oldest
+    first, one per line. States without a description are skipped."""
+    current = ""
+    previous: list[str] = []
+    for state in reversed(states):
+        if state.task_status is _PENDING:
+            continue
+        if not current:
+            current = state.task_status_description_extended or state.task_status_description or ""
+            if current:
+                continue
+        if state.task_status_description:
+            previous.append(state.task_status_description)
+    previous.reverse()
+    return current, "\n".join(previous)
+
+
+def attachments_string(attachments: Iterable[AgentAttachment]) -> str:
+    return "\n".join(str(attachment) for attachment in attachments)
+
+
+def value_string(value: Any) -> str:
+    """A profile or context value as prompt text (empty for None)."""
+    return "" if value is None else render_value(value)

@@ -1,0 +1,386 @@
+"""The agent's records: actions, responses, attachments, state items and the run result.
+
+All of them are frozen dataclasses holding frozen values (``weft.store.freeze``), so a
+record that one reader holds never changes under it (the aliasing defect of the seed's
+shared lists and shallow agent copies). Each has ``to_dict()`` / ``from_dict()``: the
+agent stores plain JSON dicts, so a store's event log persists them with no type
+registry, and reading them back gives equal records.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, overload
+
+from weft.store import MISSING, FrozenDict, FrozenList, freeze
+
+
+class AgentTaskStatusFlags(enum.Enum):
+    """Where the task stands after an iteration, as the reasoner reports it.
+
+    ``Completed`` ends the loop (after the iteration's actions ran). ``Ongoing`` goes on
+    while there are actions to run. ``Pending`` waits for something outside the agent
+    (usually the user); pending states are left out of ``{current_state}`` and
+    ``{previous_states}``.
+    """
+
+    Completed = "Completed"
+    Ongoing = "Ongoing"
+    Pending = "Pending"
+
+    @classmethod
+    def parse(cls, text: str) -> AgentTaskStatusFlags | None:
+        """The flag named by ``text`` (any case, surrounding space ignored), or None."""
+        return _STATUS_BY_NAME.get(text.strip().lower())
+
+
+_STATUS_BY_NAME: Final = {flag.value.lower(): flag for flag in AgentTaskStatusFlags}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentAction:
+    """One action the reasoner asked for, and once it ran, its result.
+
+    ``type`` picks the actor (``"Navigation.VisitURL"``), ``target`` is what it acts on,
+    ``args`` its keyword arguments, ``reasoning`` why the reasoner wants it, and ``id``
+    an optional label (the planning agent puts the ProblemID there). ``result`` is
+    ``MISSING`` until the action ran; an actor that raised leaves an error result
+    ``{"error": "...", "type": <action type>}`` and the message in ``error``.
+    """
+
+    type: str
+    target: str | None = None
+    args: Mapping[str, Any] = field(default_factory=FrozenDict)
+    reasoning: str | None = None
+    id: str | None = None
+    result: Any = MISSING
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.args) is not FrozenDict:
+            object.__setattr__(self, "args", freeze(dict(self.args), where=f"{self.type} args"))
+
+    @property
+    def executed(self) -> bool:
+        """Whether the action ran (it has a result, possibly an error result)."""
+        return self.result is not MISSING
+
+    def with_result(self, result: Any, *, error: str | None = None) -> AgentAction:
+        """This action, executed: a new record with ``result`` (frozen) and ``error``."""
+        return AgentAction(
+            type=self.type,
+            target=self.target,
+            args=self.args,
+            reasoning=self.reasoning,
+            id=self.id,
+            result=freeze(result, where=f"result of {self.type}"),
+            error=error,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.target is not None:
+            out["target"] = self.target
+        out["args"] = self.args
+        if self.reasoning is not None:
+            out["reasoning"] = self.reasoning
+        if self.id is not None:
+            out["id"] = self.id
+        if self.result is not MISSING:
+            out["result"] = self.result
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentAction:
+        return cls(
+            type=data["type"],
+            target=data.get("target"),
+            args=data.get("args") or FrozenDict(),
+            reasoning=data.get("reasoning"),
+            id=data.get("id"),
+            result=data.get("result", MISSING),
+            error=data.get("error"),
+        )
+
+
+ActionGroups = tuple[tuple[AgentAction, ...], ...]
+"""``next_actions`` as data: groups in order; a group of one runs in sequence, a group of
+several runs each action in its own branch."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResponse:
+    """A reasoner's reply, parsed.
+
+    ``next_actions`` are the action groups (``[[A], [B, C], [E]]``). A planning reply has
+    ``problems`` (one action per ``<Problem>``, its ProblemID in ``id`` and its request in
+    ``args["request"]``) and ``problem_graph``: the validated paths of ProblemIDs.
+    """
+
+    instant_response: str | None = None
+    instant_learnings: str | None = None
+    task_status: AgentTaskStatusFlags = AgentTaskStatusFlags.Ongoing
+    task_status_description: str | None = None
+    task_status_description_extended: str | None = None
+    next_actions: ActionGroups = ()
+    problems: tuple[AgentAction, ...] = ()
+    problem_graph: tuple[tuple[str, ...], ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "instant_response": self.instant_response,
+            "task_status": self.task_status.value,
+        }
+        for name in (
+            "instant_learnings",
+            "task_status_description",
+            "task_status_description_extended",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        out["next_actions"] = [[a.to_dict() for a in group] for group in self.next_actions]
+        if self.problems:
+            out["problems"] = [p.to_dict() for p in self.problems]
+        if self.problem_graph is not None:
+            out["problem_graph"] = [list(path) for path in self.problem_graph]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentResponse:
+        graph = data.get("problem_graph")
+        return cls(
+            instant_response=data.get("instant_response"),
+            instant_learnings=data.get("instant_learnings"),
+            task_status=AgentTaskStatusFlags(data.get("task_status", "Ongoing")),
+            task_status_description=data.get("task_status_description"),
+            task_status_description_extended=data.get("task_status_description_extended"),
+            next_actions=tuple(
+                tuple(AgentAction.from_dict(a) for a in group)
+                for group in data.get("next_actions", ())
+            ),
+            problems=tuple(AgentAction.from_dict(p) for p in data.get("problems", ())),
+            problem_graph=None if graph is None else tuple(tuple(path) for path in graph),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentAttachment:
+    """Something the reasoner is shown beside the input: a file, or an earlier agent's result.
+
+    ``str(attachment)`` is what the ``{attachments}`` placeholder shows: an
+    ``<Attachment>`` element with ``<ID>``, ``<Description>`` and ``<Content>`` (text as
+    it is, other values as JSON; XML-escaped, so content cannot close the element).
+    """
+
+    id: str
+    description: str
+    content: Any
+
+    def __str__(self) -> str:
+        return (
+            "<Attachment>\n"
+            f"  <ID>{escape_xml(self.id)}</ID>\n"
+            f"  <Description>{escape_xml(self.description)}</Description>\n"
+            f"  <Content>{escape_xml(render_value(self.content))}</Content>\n"
+            "</Attachment>"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentStateItem:
+    """What one iteration was: its input, the prompt, the reply, and what its actions gave.
+
+    The seed's fields, plus ``iteration`` (0, 1, ... per agent, across runs). ``new_task``
+    is true for the first iteration of a run that was given a user input.
+    ``action_results`` is what the next iteration is fed (pattern 1).
+    """
+
+    iteration: int
+    new_task: bool
+    task_status: AgentTaskStatusFlags
+    task_status_description: str | None
+    task_status_description_extended: str | None
+    user_input: Any
+    reasoner_input: str
+    raw_response: str
+    response: AgentResponse
+    action_results: Any = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "new_task": self.new_task,
+            "task_status": self.task_status.value,
+            "task_status_description": self.task_status_description,
+            "task_status_description_extended": self.task_status_description_extended,
+            "user_input": self.user_input,
+            "reasoner_input": self.reasoner_input,
+            "raw_response": self.raw_response,
+            "response": self.response.to_dict(),
+            "action_results": to_plain_record(self.action_results),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentStateItem:
+        return cls(
+            iteration=data["iteration"],
+            new_task=data["new_task"],
+            task_status=AgentTaskStatusFlags(data["task_status"]),
+            task_status_description=data.get("task_status_description"),
+            task_status_description_extended=data.get("task_status_description_extended"),
+            user_input=data.get("user_input"),
+            reasoner_input=data["reasoner_input"],
+            raw_response=data["raw_response"],
+            response=AgentResponse.from_dict(data["response"]),
+            action_results=from_plain_record(data.get("action_results")),
+        )
+
+
+class AgentStates(Sequence[AgentStateItem]):
+    """The ordered, read-only list of an agent's state items: one per iteration.
+
+    It grows monotonically (the seed never prunes); the agent rebuilds it from the store,
+    so two readers never share a list that one of them appends to.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Iterable[AgentStateItem] = ()) -> None:
+        self._items: tuple[AgentStateItem, ...] = tuple(items)
+
+    @overload
+    def __getitem__(self, index: int) -> AgentStateItem: ...
+    @overload
+    def __getitem__(self, index: slice) -> AgentStates: ...
+    def __getitem__(self, index: int | slice) -> AgentStateItem | AgentStates:
+        if isinstance(index, slice):
+            return AgentStates(self._items[index])
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[AgentStateItem]:
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AgentStates):
+            return self._items == other._items
+        if isinstance(other, (list, tuple)):
+            return list(self._items) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other: Iterable[AgentStateItem]) -> AgentStates:
+        return AgentStates((*self._items, *other))
+
+    @property
+    def last(self) -> AgentStateItem | None:
+        """The latest state item, or None."""
+        return self._items[-1] if self._items else None
+
+    def __repr__(self) -> str:
+        return f"AgentStates({len(self._items)} items)"
+
+
+StopReason = Literal["completed", "no_actions", "max_iterations"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentResult:
+    """What ``Agent.arun`` returns: how the run ended and what it produced.
+
+    ``stop_reason`` is ``"completed"`` (the reasoner said so), ``"no_actions"`` (it asked
+    for nothing more: waiting for the user) or ``"max_iterations"``. ``action_results`` is
+    the last feedback value (see ``Agent``); ``states`` the state items of this run.
+    """
+
+    agent: str
+    response: AgentResponse | None
+    action_results: Any
+    states: AgentStates
+    stop_reason: StopReason
+
+    @property
+    def instant_response(self) -> str | None:
+        """The last reply's instant response."""
+        return None if self.response is None else self.response.instant_response
+
+    @property
+    def iterations(self) -> int:
+        return len(self.states)
+
+    @property
+    def output(self) -> dict[str, Any]:
+        """The run's answer as one JSON value, for whoever called the agent (a plan's node):
+        ``{"instant_response": ..., "action_results": <plain results>}``."""
+        return {
+            "instant_response": self.instant_response,
+            "action_results": plain_results(self.action_results),
+        }
+
+
+# ------------------------------------------------------------------ value helpers
+
+
+def plain_results(value: Any) -> Any:
+    """Action results as plain data: an executed action becomes its ``result``, lists go
+    item by item (one level per list; nothing is flattened), anything else stays."""
+    if isinstance(value, AgentAction):
+        return value.result if value.executed else None
+    if isinstance(value, (list, tuple)):
+        return FrozenList(plain_results(item) for item in value)
+    return value
+
+
+_ACTION_TAG: Final = "__agent_action__"
+
+
+def to_plain_record(value: Any) -> Any:
+    """``action_results`` as stored JSON: executed actions become tagged dicts."""
+    if isinstance(value, AgentAction):
+        return {_ACTION_TAG: value.to_dict()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain_record(item) for item in value]
+    return value
+
+
+def from_plain_record(value: Any) -> Any:
+    """The inverse of ``to_plain_record``."""
+    if isinstance(value, Mapping) and len(value) == 1 and _ACTION_TAG in value:
+        return AgentAction.from_dict(value[_ACTION_TAG])
+    if isinstance(value, list):
+        return FrozenList(from_plain_record(item) for item in value)
+    return value
+
+
+def render_value(value: Any) -> str:
+    """A value as a reasoner reads it: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, AgentAction):
+        value = value.to_dict()
+    return json.dumps(value, ensure_ascii=False, default=_json_fallback)
+
+
+def _json_fallback(value: Any) -> Any:
+    if isinstance(value, AgentAction):
+        return value.to_dict()
+    if isinstance(value, AgentResult):
+        return value.output
+    return str(value)
+
+
+_XML_ESCAPES: Final = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def escape_xml(text: str) -> str:
+    """Escape ``&``, ``<`` and ``>`` so that text sits inside an element safely."""
+    return text.translate(_XML_ESCAPES) if ("<" in text or ">" in text or "&" in text) else text
