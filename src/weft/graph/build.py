@@ -237,7 +237,7 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
             for i in range(len(order))
         ),
         loopless=total and all(inline),
-        state_plan=StatePlan.build(preds, states) if any(states) else None,
+        state_plan=StatePlan.build(preds, states, keys) if any(states) else None,
         wiring=WorkGraphNode.wiring,
     )
 

@@ -438,16 +438,16 @@ class Run:
     def _work(self, item: tuple[Any, ...]) -> None:
         """On a worker thread: run one sync node (with retries unless it has a timeout)."""
         i, token, args, kwargs, context = item
-        plan = self.plan
-        started = perf_counter()
+        timed = self.recorder is not None
+        started = perf_counter() if timed else 0.0
         try:
-            value = context.run(plan.fns[i], *args, **kwargs)
+            value = context.run(self.plan.fns[i], *args, **kwargs)
             if value.__class__ is _CORO:
                 value = run_sync(value)
-            self.done.append((i, token, True, value, started, perf_counter(), 1))
+            self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
         except Exception as exc:
-            retry = plan.retries[i]
-            if retry is None or plan.timeouts[i] is not None:  # the loop retries timed nodes
+            retry = self.plan.retries[i]
+            if retry is None or self.plan.timeouts[i] is not None:  # the loop retries those
                 self.done.append((i, token, False, exc, started, perf_counter(), 1))
             else:
                 self._work_again(item, retry, exc, started)
@@ -610,11 +610,18 @@ class Run:
         if len(preds) == 1:
             p = preds[0]
             if status[p] == DONE:
-                try:
-                    inputs[s] = pass_one(plan.codes[p], plan.mode_args[p], results[p], inputs[p])  # type: ignore[arg-type]
-                except Exception as exc:
-                    self._fail_pass_down(p, s, exc)
-                    return
+                code = plan.codes[p]
+                if code == NO:
+                    inputs[s] = inputs[p]
+                elif code == FIRST:
+                    args, kwargs = inputs[p]  # type: ignore[misc]
+                    inputs[s] = ((results[p], *args[1:]), kwargs)
+                else:
+                    try:
+                        inputs[s] = pass_one(code, plan.mode_args[p], results[p], inputs[p])  # type: ignore[arg-type]
+                    except Exception as exc:
+                        self._fail_pass_down(p, s, exc)
+                        return
                 self._admit(s)
                 return
         else:
@@ -638,7 +645,7 @@ class Run:
             view = self.tracker.enter(s)
             if self.plan.states[s]:
                 self.views[s] = view
-        if s in self.restored:
+        if self.restored and s in self.restored:
             self.replay.append(s)
         else:
             self.ready.append(s)
@@ -694,11 +701,13 @@ class Run:
         self._halt(cancel=True)
 
     def _halt(self, *, cancel: bool) -> None:
-        """Start nothing new; with ``cancel``, also cancel the running async nodes."""
+        """Start nothing new. With ``cancel`` (a failure), also cancel the running async
+        nodes and drop the sync nodes still queued for a thread; without it (Terminate),
+        every node already dispatched finishes, queued sync nodes as much as tasks."""
         self.halted = True
-        if self.sync is not None:
-            self.sync.cancel()
         if cancel:
+            if self.sync is not None:
+                self.sync.cancel()
             for task in self.tasks:
                 task.cancel()
 

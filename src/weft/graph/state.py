@@ -82,14 +82,17 @@ class StatePlan:
     ``ancestors[i]`` is a bitset of the state nodes among ``i``'s ancestors (bit = canonical
     position). ``joins[i]`` is ``(base, extras)`` for a node with several predecessors: the
     predecessor whose view to start from (``-1``: the run's initial state) and the state
-    nodes whose deltas to add, in canonical order.
+    nodes whose deltas to add, in canonical order. ``by_key`` maps node keys to positions.
     """
 
     ancestors: tuple[int, ...]
     joins: Mapping[int, tuple[int, tuple[int, ...]]]
+    by_key: Mapping[str, int]
 
     @classmethod
-    def build(cls, preds: Sequence[Sequence[int]], states: Sequence[bool]) -> StatePlan:
+    def build(
+        cls, preds: Sequence[Sequence[int]], states: Sequence[bool], keys: Sequence[str]
+    ) -> StatePlan:
         ancestors: list[int] = []
         for i, ps in enumerate(preds):
             bits = 0
@@ -114,7 +117,7 @@ class StatePlan:
             else:
                 p = best[1]
                 joins[i] = (p, _bits(ancestors[i] & ~(ancestors[p] | (states[p] << p))))
-        return cls(tuple(ancestors), joins)
+        return cls(tuple(ancestors), joins, {key: i for i, key in enumerate(keys)})
 
 
 def _lowest(bits: int) -> int:
@@ -155,7 +158,7 @@ class StateTracker:
         self._joins = plan.joins
         self._preds = preds
         self._keys = keys
-        self._by_key = {key: i for i, key in enumerate(keys)}
+        self._by_key = plan.by_key
         self.root = store.fork(name="weft.graph")
         self._base_seq = self.root.last_seq
         self.root_view = StateView(self.root)
