@@ -11,71 +11,60 @@ or been skipped). Then:
   nodes in flight, tasks and threads together.
 
 Failures. A node that raises (after its retries) stops the run: nothing new starts,
-running async nodes are cancelled, sync nodes already running in threads finish (their
-results are recorded), then a ``NodeError`` naming the node, its key and the path of ids
-that led to it is raised, with the original exception as ``__cause__``. A per-node
-``timeout`` cancels an async node; a sync node runs on a thread of its own and the run
-stops waiting for it, but Python cannot stop a thread, so that call runs on until it
-returns and its late result is ignored. Cancelling the task that awaits ``arun()``
-cancels the running async nodes and raises ``CancelledError``.
+running async nodes are cancelled, sync nodes queued for a thread are dropped, sync
+nodes already running on threads finish (their results are recorded), then a
+``NodeError`` is raised (``weft.graph.outcome``). A per-node ``timeout`` cancels an
+async node; a sync node runs on a thread of its own and the run stops waiting for it,
+but Python cannot stop a thread, so that call runs on until it returns and its late
+result is ignored. ``Terminate`` starts nothing new and lets every node already
+dispatched finish. Cancelling the task that awaits ``arun()`` cancels the running
+async nodes and raises ``CancelledError``.
 
-Output. ``run()`` returns the sink's result when the graph has one sink, and the list of
-results of the finished sinks in start order (depth-first from each start node in turn)
-when it has several. After
-``Terminate`` the terminating node counts as an end too: a one-sink graph that stopped
-before its sink returns the terminating node's result, and a several-sink graph lists
-it among the ends. A sink that was skipped or aborted gives ``None`` (one sink) or is
-left out (several).
+Settling. A node's result (or its step record, on resume) is checked (stop flag, state
+delta), recorded, and its successors' counts go down; a successor whose predecessors
+have all settled gets its arguments (``weft.graph.modes``) and its view
+(``weft.graph.state``) and becomes ready, or is skipped when none of its predecessors
+contributed. What the run returns, and its errors: ``weft.graph.outcome``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
-import time
 import types
 from collections import deque
 from collections.abc import Coroutine
 from time import perf_counter
 from typing import Any, Final
 
-from weft.errors import GraphError, NodeError, NodeTimeoutError, ValueTypeError
+from weft.errors import GraphError, NodeError, ValueTypeError
 from weft.graph.build import Plan
+from weft.graph.dispatch import Completion, Dispatching
 from weft.graph.loops import run_sync
 from weft.graph.modes import FIRST, NO, Args, WorkGraphStopFlags, pass_many, pass_one
-from weft.graph.node import RetryPolicy
+from weft.graph.outcome import (
+    ABORTED,
+    DONE,
+    FAILED,
+    PENDING,
+    SKIPPED,
+    node_error,
+    output_of,
+    path_to,
+)
 from weft.graph.pool import SyncQueue
 from weft.graph.resume import Recorded, Recorder
 from weft.graph.state import StateTracker, StateView, checked_delta
 from weft.store import MISSING, Store
 
-PENDING: Final = 0
-DONE: Final = 1
-ABORTED: Final = 2
-SKIPPED: Final = 3
-FAILED: Final = 4
-
-DEFAULT_THREADS: Final = 32
-"""Threads for sync nodes of one run when ``max_concurrency`` is None."""
-
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
-_TERMINATE: Final = WorkGraphStopFlags.Terminate
 _FLAGS: Final = WorkGraphStopFlags
 _CORO: Final = types.CoroutineType
 _FAILED_CALL: Final = object()
 
-# A completion: (node, token, ok, value, started, ended, attempts); ok None = never ran.
-_Completion = tuple[int, int, bool | None, Any, float, float, int]
 
-
-class _TimedOut(TimeoutError):
-    """The engine's own timeout of a node, told apart from a TimeoutError the node raised."""
-
-
-class Run:
-    """One run of a plan: its bookkeeping and the async core."""
+class Run(Dispatching):
+    """One run of a plan: its bookkeeping, the async core, and the settling of results."""
 
     def __init__(
         self,
@@ -100,7 +89,7 @@ class Run:
         self.remaining = list(plan.indegree)
         self.ready: deque[int] = deque()
         self.replay: deque[int] = deque()
-        self.done: deque[_Completion] = deque()
+        self.done: deque[Completion] = deque()
         self.running = 0
         self.halted = False
         self.failure: BaseException | None = None
@@ -154,7 +143,7 @@ class Run:
             raise
         if self.failure is not None:
             raise self.failure
-        output = self._output()
+        output = output_of(self.plan, self.status, self.results, self.terminators)
         if self.tracker is not None:
             assert self.store is not None
             self.tracker.commit(self.store)
@@ -191,44 +180,6 @@ class Run:
             elif not self.running:
                 return
             await self._wait()
-
-    async def _wait(self) -> None:
-        if self.done:
-            return
-        assert self.loop is not None, "a run without an event loop never waits"
-        waiter = self.waiter = self.loop.create_future()
-        try:
-            await waiter
-        finally:
-            self.waiter = None
-
-    def _wake(self) -> None:
-        self.signalled = False
-        waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _signal(self) -> None:
-        """From a worker thread: wake the loop once per batch of completions."""
-        if not self.signalled:
-            self.signalled = True
-            loop = self.loop
-            assert loop is not None
-            with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
-                loop.call_soon_threadsafe(self._wake)
-
-    async def _abandon(self) -> None:
-        """Cancelled, or an error escaped the core: stop everything we can stop."""
-        self.halted = True
-        if self.sync is not None:
-            self.sync.cancel()
-        for timer in self.timers.values():
-            timer.cancel()
-        tasks = list(self.tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)
 
     # ----------------------------------------------------------- inline and direct
 
@@ -361,186 +312,6 @@ class Run:
             self._complete(i, value, started)
         else:
             self._fail(i, value, started, attempts)
-
-    async def _attempts(
-        self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> tuple[bool, Any, int]:
-        """Await async node ``i`` with its timeout and retries: ``(ok, value, attempts)``."""
-        fn, retry, timeout = self.plan.fns[i], self.plan.retries[i], self.plan.timeouts[i]
-        attempt = 1
-        while True:
-            try:
-                if timeout is None:
-                    return True, await fn(*args, **kwargs), attempt
-                clock = asyncio.timeout(timeout)
-                try:
-                    async with clock:
-                        return True, await fn(*args, **kwargs), attempt
-                except TimeoutError:
-                    if clock.expired():
-                        raise _TimedOut(timeout) from None
-                    raise
-            except Exception as exc:
-                if (
-                    retry is None
-                    or attempt >= retry.attempts
-                    or not isinstance(exc, retry.retry_on)
-                ):
-                    return False, exc, attempt
-                delay = retry.delay(attempt)
-                attempt += 1
-                if delay:
-                    await asyncio.sleep(delay)
-
-    # -------------------------------------------------------------- dispatching
-
-    def _dispatch(self) -> None:
-        ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
-        assert loop is not None
-        asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
-        copy_context = contextvars.copy_context
-        room = len(ready) if self.limit is None else self.limit - self.running
-        room = min(room, len(ready))
-        self.running += max(room, 0)
-        batch: list[tuple[Any, ...]] = []
-        for _ in range(room):
-            i = ready.popleft()
-            args, kwargs = inputs[i]  # type: ignore[misc]
-            if states[i]:
-                args = (self.views[i], *args)
-            started = 0.0
-            if recorder is not None:
-                recorder.started(i)
-                started = perf_counter()
-            if asyncs[i]:
-                task = loop.create_task(self._attempts(i, args, kwargs))
-                self.tasks[task] = (i, started)
-                task.add_done_callback(self._task_done)
-                continue
-            item = (i, self.tokens[i], args, kwargs, copy_context())
-            timeout = timeouts[i]
-            if timeout is None:
-                batch.append(item)
-            else:
-                self._queue().run_alone(item)
-                self.timers[i] = loop.call_later(
-                    timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
-                )
-        if batch:
-            self._queue().push(batch)
-
-    def _queue(self) -> SyncQueue:
-        if self.sync is None:
-            width = DEFAULT_THREADS if self.limit is None else self.limit
-            self.sync = SyncQueue(width, self._work, self._drop)
-        return self.sync
-
-    def _work(self, item: tuple[Any, ...]) -> None:
-        """On a worker thread: run one sync node (with retries unless it has a timeout)."""
-        i, token, args, kwargs, context = item
-        timed = self.recorder is not None
-        started = perf_counter() if timed else 0.0
-        try:
-            value = context.run(self.plan.fns[i], *args, **kwargs)
-            if value.__class__ is _CORO:
-                value = run_sync(value)
-            self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
-        except Exception as exc:
-            retry = self.plan.retries[i]
-            if retry is None or self.plan.timeouts[i] is not None:  # the loop retries those
-                self.done.append((i, token, False, exc, started, perf_counter(), 1))
-            else:
-                self._work_again(item, retry, exc, started)
-        if not self.signalled:
-            self._signal()
-
-    def _work_again(
-        self, item: tuple[Any, ...], retry: RetryPolicy, exc: Exception, started: float
-    ) -> None:
-        """On a worker thread: the retries of a sync node, sleeping between attempts."""
-        i, token, args, kwargs, context = item
-        attempt = 1
-        while attempt < retry.attempts and isinstance(exc, retry.retry_on):
-            time.sleep(retry.delay(attempt))
-            attempt += 1
-            try:
-                value = context.run(self.plan.fns[i], *args, **kwargs)
-                if value.__class__ is _CORO:
-                    value = run_sync(value)
-            except Exception as again:
-                exc = again
-            else:
-                self.done.append((i, token, True, value, started, perf_counter(), attempt))
-                return
-        self.done.append((i, token, False, exc, started, perf_counter(), attempt))
-
-    def _drop(self, item: tuple[Any, ...]) -> None:
-        self.done.append((item[0], item[1], None, None, 0.0, 0.0, 0))
-        self._signal()
-
-    def _task_done(self, task: asyncio.Task[tuple[bool, Any, int]]) -> None:
-        i, started = self.tasks.pop(task)
-        token = self.tokens[i]
-        ended = perf_counter()
-        if task.cancelled():
-            self.done.append((i, token, None, None, started, ended, 0))
-        elif (exc := task.exception()) is not None:  # a BaseException the node let out
-            self.done.append((i, token, False, exc, started, ended, 1))
-        else:
-            ok, value, attempts = task.result()
-            self.done.append((i, token, ok, value, started, ended, attempts))
-        self._wake()
-
-    def _time_out(self, i: int, token: int, timeout: float, started: float) -> None:
-        self.done.append((i, token, False, _TimedOut(timeout), started, perf_counter(), 1))
-        self._wake()
-
-    def _drain(self) -> None:
-        done, tokens, plan = self.done, self.tokens, self.plan
-        while done:
-            i, token, ok, value, started, ended, attempts = done.popleft()
-            if token != tokens[i]:
-                continue  # a timed-out attempt that came back late
-            tokens[i] = token + 1
-            if self.timers:
-                timer = self.timers.pop(i, None)
-                if timer is not None:
-                    timer.cancel()
-            if ok:
-                self.running -= 1
-                self._complete(i, value, started, ended)
-            elif ok is None:
-                self.running -= 1
-                self.status[i] = SKIPPED
-                if self.recorder is not None:
-                    self.recorder.skipped(i, "cancelled")
-            else:
-                retry = plan.retries[i]
-                if (
-                    plan.timeouts[i] is not None
-                    and not plan.asyncs[i]
-                    and not self.halted
-                    and retry is not None
-                    and self.attempts[i] < retry.attempts
-                    and isinstance(value, retry.retry_on)
-                ):
-                    assert self.loop is not None
-                    self.attempts[i] += 1
-                    self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
-                    continue
-                self.running -= 1
-                self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
-
-    def _again(self, i: int) -> None:
-        """Retry a sync node with a timeout (its running count was kept)."""
-        if self.halted:
-            self.running -= 1
-            self.status[i] = SKIPPED
-            self._wake()
-            return
-        self.running -= 1
-        self.ready.appendleft(i)
-        self._wake()
 
     # -------------------------------------------------------------- settling
 
@@ -683,13 +454,14 @@ class Run:
         if self.recorder is not None:
             self.recorder.failed(i, exc, (ended or perf_counter()) - started)
         if self.failure is None:
-            self._halt_with(self._node_error(i, exc, attempts))
+            self._halt_with(node_error(self.plan, self.status, self.recorder, i, exc, attempts))
 
     def _fail_pass_down(self, p: int, s: int, exc: Exception) -> None:
         keys = self.plan.keys
         error = NodeError(
             f"the pass-down of {keys[p]} into {keys[s]} raised {type(exc).__name__}: {exc} "
-            f"(path: {self._path(p)}); fix the result_pass_down_mode of {keys[p]}"
+            f"(path: {path_to(self.plan, self.status, p)}); fix the result_pass_down_mode "
+            f"of {keys[p]}"
         )
         error.__cause__ = exc
         if self.failure is None:
@@ -711,39 +483,6 @@ class Run:
             for task in self.tasks:
                 task.cancel()
 
-    def _node_error(self, i: int, exc: BaseException, attempts: int) -> NodeError:
-        plan = self.plan
-        key, label = plan.keys[i], plan.labels[i]
-        if isinstance(exc, _TimedOut):
-            what = f"ran past its timeout of {exc.args[0]:g} s"
-            if not plan.asyncs[i]:
-                what += " (its thread keeps running: Python cannot stop a thread)"
-            cls: type[NodeError] = NodeTimeoutError
-        else:
-            what = f"raised {type(exc).__name__}: {exc}"
-            cls = NodeError
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        hint = "the run stopped; nodes already running finished and nothing new started"
-        recorder = self.recorder
-        if recorder is not None and recorder.record:
-            hint += (
-                f". Finished nodes are recorded: run again with run_id={recorder.run_id!r} "
-                "and the same store to resume from here"
-            )
-        error = cls(f"node {key} ({label!r}) {what}{tries} (path: {self._path(i)}); {hint}")
-        error.__cause__ = exc
-        return error
-
-    def _path(self, i: int) -> str:
-        """Ids from a start node to ``i``, through each node's first finished predecessor."""
-        plan, status = self.plan, self.status
-        ids = [plan.labels[i]]
-        while plan.preds[i]:
-            preds = plan.preds[i]
-            i = next((p for p in preds if status[p] == DONE), preds[0])
-            ids.append(plan.labels[i])
-        return " -> ".join(reversed(ids))
-
     # -------------------------------------------------------------- helpers
 
     def _call_args(self, i: int) -> Args:
@@ -757,14 +496,3 @@ class Run:
             return 0.0
         self.recorder.started(i)
         return perf_counter()
-
-    def _output(self) -> Any:
-        sinks, status, results = self.plan.sinks, self.status, self.results
-        if len(sinks) == 1:
-            sink = sinks[0]
-            if status[sink] == DONE:
-                return results[sink]
-            return results[min(self.terminators)] if self.terminators else None
-        ends = {s for s in sinks if status[s] == DONE}
-        ends.update(self.terminators)
-        return [results[i] for i in sorted(ends, key=self.plan.start_rank.__getitem__)]

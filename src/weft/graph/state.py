@@ -43,6 +43,12 @@ class StateView:
     ``view["plan"]`` and ``view.get("plan")`` read kind ``"state"``; ``view.read(kind,
     path)`` reads any kind (``input``, ``shared`` ...). Nothing here writes: a state node
     says what changes by returning a delta.
+
+    >>> store = Store()
+    >>> _ = store.write("state", "topic", "tides")
+    >>> view = StateView(store)
+    >>> view["topic"], view.get("missing", "-"), "topic" in view
+    ('tides', '-', True)
     """
 
     __slots__ = ("_store",)

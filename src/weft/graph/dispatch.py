@@ -1,0 +1,297 @@
+"""Dispatching: async nodes as tasks, sync nodes to threads, and their completions.
+
+``Dispatching`` is the half of a run that deals with concurrency; ``weft.graph.engine.Run``
+is the other half (the core loop and the settling of results) and inherits this one. A
+completion, from a task or a thread, is appended to ``done`` and wakes the loop once per
+batch; ``_drain`` settles the batch on the loop's thread, so results are only ever
+touched by one thread.
+
+A sync node with a ``timeout`` runs on a thread of its own with a loop timer: when the
+timer fires first the node has failed with a timeout and the run stops waiting (its
+thread runs on: Python cannot stop a thread); a result that comes back later is ignored
+(each attempt carries a token). Its retries are scheduled by the loop. Other sync nodes
+retry on their thread, sleeping their backoff there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import time
+import types
+from collections import deque
+from time import perf_counter
+from typing import Any, Final
+
+from weft.graph.build import Plan
+from weft.graph.loops import run_sync
+from weft.graph.modes import Args
+from weft.graph.node import RetryPolicy
+from weft.graph.outcome import SKIPPED, TimedOut
+from weft.graph.pool import SyncQueue
+from weft.graph.resume import Recorder
+from weft.graph.state import StateView
+
+DEFAULT_THREADS: Final = 32
+"""Threads for sync nodes of one run when ``max_concurrency`` is None."""
+
+_CORO: Final = types.CoroutineType
+
+Completion = tuple[int, int, bool | None, Any, float, float, int]
+"""``(node, token, ok, value, started, ended, attempts)``; ``ok`` None: it never ran."""
+
+
+class Dispatching:
+    """Tasks, threads and completions of one run (mixed into ``Run``)."""
+
+    plan: Plan
+    limit: int | None
+    recorder: Recorder | None
+    inputs: list[Args | None]
+    views: list[StateView | None]
+    status: list[int]
+    ready: deque[int]
+    done: deque[Completion]
+    running: int
+    halted: bool
+    tokens: list[int]
+    attempts: list[int]
+    timers: dict[int, asyncio.TimerHandle]
+    tasks: dict[asyncio.Task[tuple[bool, Any, int]], tuple[int, float]]
+    sync: SyncQueue | None
+    loop: asyncio.AbstractEventLoop | None
+    waiter: asyncio.Future[None] | None
+    signalled: bool
+
+    def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
+        raise NotImplementedError
+
+    def _fail(
+        self, i: int, exc: BaseException, started: float, attempts: int = 1, ended: float = 0.0
+    ) -> None:
+        raise NotImplementedError
+
+    # -------------------------------------------------------------- waiting
+
+    async def _wait(self) -> None:
+        if self.done:
+            return
+        assert self.loop is not None, "a run without an event loop never waits"
+        waiter = self.waiter = self.loop.create_future()
+        try:
+            await waiter
+        finally:
+            self.waiter = None
+
+    def _wake(self) -> None:
+        self.signalled = False
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _signal(self) -> None:
+        """From a worker thread: wake the loop once per batch of completions."""
+        if not self.signalled:
+            self.signalled = True
+            loop = self.loop
+            assert loop is not None
+            with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
+                loop.call_soon_threadsafe(self._wake)
+
+    async def _abandon(self) -> None:
+        """Cancelled, or an error escaped the core: stop everything we can stop."""
+        self.halted = True
+        if self.sync is not None:
+            self.sync.cancel()
+        for timer in self.timers.values():
+            timer.cancel()
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    # -------------------------------------------------------------- async nodes
+
+    async def _attempts(
+        self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[bool, Any, int]:
+        """Await async node ``i`` with its timeout and retries: ``(ok, value, attempts)``."""
+        fn, retry, timeout = self.plan.fns[i], self.plan.retries[i], self.plan.timeouts[i]
+        attempt = 1
+        while True:
+            try:
+                if timeout is None:
+                    return True, await fn(*args, **kwargs), attempt
+                clock = asyncio.timeout(timeout)
+                try:
+                    async with clock:
+                        return True, await fn(*args, **kwargs), attempt
+                except TimeoutError:
+                    if clock.expired():
+                        raise TimedOut(timeout) from None
+                    raise
+            except Exception as exc:
+                if (
+                    retry is None
+                    or attempt >= retry.attempts
+                    or not isinstance(exc, retry.retry_on)
+                ):
+                    return False, exc, attempt
+                delay = retry.delay(attempt)
+                attempt += 1
+                if delay:
+                    await asyncio.sleep(delay)
+
+    # -------------------------------------------------------------- dispatching
+
+    def _dispatch(self) -> None:
+        ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
+        assert loop is not None
+        asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
+        copy_context = contextvars.copy_context
+        room = len(ready) if self.limit is None else self.limit - self.running
+        room = min(room, len(ready))
+        self.running += max(room, 0)
+        batch: list[tuple[Any, ...]] = []
+        for _ in range(room):
+            i = ready.popleft()
+            args, kwargs = inputs[i]  # type: ignore[misc]
+            if states[i]:
+                args = (self.views[i], *args)
+            started = 0.0
+            if recorder is not None:
+                recorder.started(i)
+                started = perf_counter()
+            if asyncs[i]:
+                task = loop.create_task(self._attempts(i, args, kwargs))
+                self.tasks[task] = (i, started)
+                task.add_done_callback(self._task_done)
+                continue
+            item = (i, self.tokens[i], args, kwargs, copy_context())
+            timeout = timeouts[i]
+            if timeout is None:
+                batch.append(item)
+            else:
+                self._queue().run_alone(item)
+                self.timers[i] = loop.call_later(
+                    timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
+                )
+        if batch:
+            self._queue().push(batch)
+
+    def _queue(self) -> SyncQueue:
+        if self.sync is None:
+            width = DEFAULT_THREADS if self.limit is None else self.limit
+            self.sync = SyncQueue(width, self._work, self._drop)
+        return self.sync
+
+    def _work(self, item: tuple[Any, ...]) -> None:
+        """On a worker thread: run one sync node (with retries unless it has a timeout)."""
+        i, token, args, kwargs, context = item
+        timed = self.recorder is not None
+        started = perf_counter() if timed else 0.0
+        try:
+            value = context.run(self.plan.fns[i], *args, **kwargs)
+            if value.__class__ is _CORO:
+                value = run_sync(value)
+            self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
+        except Exception as exc:
+            retry = self.plan.retries[i]
+            if retry is None or self.plan.timeouts[i] is not None:  # the loop retries those
+                self.done.append((i, token, False, exc, started, perf_counter(), 1))
+            else:
+                self._work_again(item, retry, exc, started)
+        if not self.signalled:
+            self._signal()
+
+    def _work_again(
+        self, item: tuple[Any, ...], retry: RetryPolicy, exc: Exception, started: float
+    ) -> None:
+        """On a worker thread: the retries of a sync node, sleeping between attempts."""
+        i, token, args, kwargs, context = item
+        attempt = 1
+        while attempt < retry.attempts and isinstance(exc, retry.retry_on):
+            time.sleep(retry.delay(attempt))
+            attempt += 1
+            try:
+                value = context.run(self.plan.fns[i], *args, **kwargs)
+                if value.__class__ is _CORO:
+                    value = run_sync(value)
+            except Exception as again:
+                exc = again
+            else:
+                self.done.append((i, token, True, value, started, perf_counter(), attempt))
+                return
+        self.done.append((i, token, False, exc, started, perf_counter(), attempt))
+
+    def _drop(self, item: tuple[Any, ...]) -> None:
+        self.done.append((item[0], item[1], None, None, 0.0, 0.0, 0))
+        self._signal()
+
+    def _task_done(self, task: asyncio.Task[tuple[bool, Any, int]]) -> None:
+        i, started = self.tasks.pop(task)
+        token = self.tokens[i]
+        ended = perf_counter()
+        if task.cancelled():
+            self.done.append((i, token, None, None, started, ended, 0))
+        elif (exc := task.exception()) is not None:  # a BaseException the node let out
+            self.done.append((i, token, False, exc, started, ended, 1))
+        else:
+            ok, value, attempts = task.result()
+            self.done.append((i, token, ok, value, started, ended, attempts))
+        self._wake()
+
+    def _time_out(self, i: int, token: int, timeout: float, started: float) -> None:
+        self.done.append((i, token, False, TimedOut(timeout), started, perf_counter(), 1))
+        self._wake()
+
+    # -------------------------------------------------------------- completions
+
+    def _drain(self) -> None:
+        done, tokens, plan = self.done, self.tokens, self.plan
+        while done:
+            i, token, ok, value, started, ended, attempts = done.popleft()
+            if token != tokens[i]:
+                continue  # a timed-out attempt that came back late
+            tokens[i] = token + 1
+            if self.timers:
+                timer = self.timers.pop(i, None)
+                if timer is not None:
+                    timer.cancel()
+            if ok:
+                self.running -= 1
+                self._complete(i, value, started, ended)
+            elif ok is None:
+                self.running -= 1
+                self.status[i] = SKIPPED
+                if self.recorder is not None:
+                    self.recorder.skipped(i, "cancelled")
+            else:
+                retry = plan.retries[i]
+                if (
+                    plan.timeouts[i] is not None
+                    and not plan.asyncs[i]
+                    and not self.halted
+                    and retry is not None
+                    and self.attempts[i] < retry.attempts
+                    and isinstance(value, retry.retry_on)
+                ):
+                    assert self.loop is not None
+                    self.attempts[i] += 1
+                    self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
+                    continue
+                self.running -= 1
+                self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
+
+    def _again(self, i: int) -> None:
+        """Retry a sync node with a timeout (its running count was kept)."""
+        if self.halted:
+            self.running -= 1
+            self.status[i] = SKIPPED
+            self._wake()
+            return
+        self.running -= 1
+        self.ready.appendleft(i)
+        self._wake()
