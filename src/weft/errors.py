@@ -193,8 +193,10 @@ class ConflictError(PersistError):
     def __reduce__(self) -> tuple[object, ...]:
         import functools
 
-        fields = {"thread_id": self.thread_id, "expected": self.expected, "actual": self.actual}
-        return (functools.partial(type(self), **fields), self.args)
+        rebuild = functools.partial(
+            type(self), thread_id=self.thread_id, expected=self.expected, actual=self.actual
+        )
+        return (rebuild, self.args)
 
 
 class CorruptRecordError(PersistError, ValueError):

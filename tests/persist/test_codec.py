@@ -1,0 +1,181 @@
+"""Versioned records: every type the store keeps round-trips; anything else is a clear error."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, date, datetime
+
+import pydantic
+import pytest
+from conftest import PG
+
+from weft.errors import CodecError, CorruptRecordError, FutureFormatError
+from weft.persist import Backend, SQLiteBackend
+from weft.persist.codec import (
+    FORMAT_VERSION,
+    decode_event,
+    decode_snapshot,
+    decode_value,
+    encode_event,
+    encode_snapshot,
+    encode_value,
+)
+from weft.persist.snapshot import capture
+from weft.store import DELETE, Event, Store, TypeRegistry
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Note(pydantic.BaseModel):
+    title: str
+    tags: list[str]
+
+
+@pytest.fixture
+def types() -> TypeRegistry:
+    registry = TypeRegistry()
+    registry.register(Point, name="test.Point")
+    registry.register(Note, name="test.Note")
+    return registry
+
+
+def test_every_known_type_round_trips(types: TypeRegistry) -> None:
+    value = {
+        "point": Point(1, 2),
+        "note": Note(title="t", tags=["a"]),
+        "when": datetime(2024, 5, 1, 12, 0, tzinfo=UTC),
+        "day": date(2024, 5, 1),
+        "blob": b"\x00\xff",
+        "big": 2**80,
+        "text": "naïve ☃",
+        "__weft__": "not a tag",
+    }
+    event = Event(7, "write", "state", "x", value, "me", "merge", 12.5, {"title": "T"})
+    text = encode_event(event, types)
+    assert json.loads(text)["v"] == FORMAT_VERSION
+    back = decode_event(text, thread_id="t", step=7, types=types)
+    assert back == event
+    assert isinstance(back.value["point"], Point)
+
+
+def test_an_event_record_holds_only_the_delta(types: TypeRegistry) -> None:
+    record = json.loads(encode_event(Event(1, "write", "state", "m", "hi", None, "append", 1.0)))
+    assert record == {"v": 1, "op": "write", "kind": "state", "path": "m", "time": 1.0,
+                      "value": "hi", "reducer": "append"}  # fmt: skip
+
+
+def test_delete_marker_round_trips() -> None:
+    event = Event(1, "write", "state", "cfg", {"gone": DELETE}, None, "merge", 1.0)
+    assert decode_event(encode_event(event), thread_id="t", step=1).value["gone"] is DELETE
+
+
+def test_an_unknown_type_names_the_tag_the_step_and_how_to_register() -> None:
+    evil = {"__weft__": "os.system", "data": {"cmd": "rm -rf /"}}
+    text = json.dumps(
+        {"v": 1, "op": "write", "kind": "state", "path": "x", "time": 1.0, "value": evil}
+    )
+    with pytest.raises(CodecError, match=r"step 4 of thread 't'.*'os\.system'.*register_type"):
+        decode_event(text, thread_id="t", step=4)
+
+
+def test_a_future_version_names_the_version_found_and_supported() -> None:
+    text = json.dumps({"v": 2, "op": "write", "kind": "state", "path": "x", "time": 1.0})
+    with pytest.raises(
+        FutureFormatError, match=r"step 3 of thread 't' has format version 2.*up to 1"
+    ):
+        decode_event(text, thread_id="t", step=3)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"op": "write"}',
+        '{"v": "1", "op": "write", "kind": "state", "path": "x", "time": 1}',
+        '{"v": 1, "op": "explode", "kind": "state", "path": "x", "time": 1}',
+        '{"v": 1, "op": "write", "kind": "state", "path": "x"}',
+    ],
+)
+def test_a_malformed_record_is_corrupt_naming_thread_and_step(text: str) -> None:
+    with pytest.raises(CorruptRecordError, match=r"step 9 of thread 'chat'"):
+        decode_event(text, thread_id="chat", step=9)
+
+
+def test_snapshots_round_trip_entries_and_reducers(types: TypeRegistry) -> None:
+    store = Store(types=types, reducers={"state:log": __import__("operator").add})
+    store.write("state", "log", [Point(0, 0)], meta={"title": "pts"})
+    store.write("state", "log", [Point(1, 1)])
+    store.write("shared", "n", 3, source="agent")
+    snapshot = capture(store)
+    back = decode_snapshot(encode_snapshot(snapshot, types), thread_id="t", step=3, types=types)
+    assert back == snapshot
+    assert back.reducers == {"state:log": "operator.add"}
+
+
+def test_a_future_snapshot_is_refused() -> None:
+    with pytest.raises(FutureFormatError, match="snapshot at step 5 of thread 't'"):
+        decode_snapshot('{"v": 9, "step": 5}', thread_id="t", step=5)
+
+
+def test_memory_values_are_versioned_records(types: TypeRegistry) -> None:
+    text = encode_value(Point(3, 4), types)
+    assert json.loads(text)["v"] == 1
+    assert decode_value(text, where="x", types=types) == Point(3, 4)
+    with pytest.raises(FutureFormatError, match="entry k"):
+        decode_value('{"v": 5, "value": 1}', where="entry k")
+
+
+# ----------------------------------------------------- bad records inside a database
+
+
+def _poke(backend: Backend, thread: str, step: int, record: str) -> None:
+    """Overwrite one stored event record, as a damaged disk or a hand edit would."""
+    if isinstance(backend, SQLiteBackend):
+        with backend._guard("test") as conn:
+            conn.execute(
+                "UPDATE weft_events SET record = ? WHERE thread_id = ? AND step = ?",
+                (record, thread, step),
+            )
+        return
+    import psycopg
+
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(
+            f'UPDATE "{backend.schema}".events SET record = %s WHERE thread_id = %s AND step = %s',  # type: ignore[attr-defined]
+            (record, thread, step),
+        )
+
+
+@pytest.mark.parametrize("backend_kind", ["sqlite", "postgres"], indirect=True)
+@pytest.mark.parametrize(
+    ("record", "error"),
+    [
+        ("garbage", CorruptRecordError),
+        ('{"v": 3, "op": "write", "kind": "state", "path": "x", "time": 1}', FutureFormatError),
+        ('{"v": 1, "op": "write", "kind": "state", "path": "x", "time": 1, '
+         '"value": {"__weft__": "evil.Type", "data": {}}}', CodecError),
+    ],
+)  # fmt: skip
+def test_a_bad_record_fails_its_thread_alone(
+    backend: Backend, record: str, error: type[Exception]
+) -> None:
+    for thread in ("good", "bad"):
+        backend.append(thread, "r1", 0, [
+            Event(i, "write", "state", f"k{i}", i, None, "replace", 1.0) for i in (1, 2, 3)
+        ])  # fmt: skip
+    _poke(backend, "bad", 2, record)
+    with pytest.raises(error, match=r"step 2 of thread 'bad'"):
+        backend.load("bad")
+    assert backend.load("bad", step=1).to_store().value("state", "k1") == 1  # before it: fine
+    assert backend.load("good").to_store().to_dict() == {
+        "state:k1": 1,
+        "state:k2": 2,
+        "state:k3": 3,
+    }
+    assert len(backend.history("bad", upto=1)) == 1

@@ -1,0 +1,116 @@
+"""The SQLite file: where it goes, how it is opened, and what a damaged one does."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from weft.errors import FutureFormatError, PersistError, StorageError
+from weft.persist import DurableRun, SQLiteBackend
+from weft.store import Event
+
+
+def _fill(path: Path, threads: int = 20, steps: int = 30) -> None:
+    with SQLiteBackend(path) as backend:
+        for t in range(threads):
+            for s in range(1, steps + 1):
+                backend.append(f"t{t}", "r1", s - 1, [
+                    Event(s, "write", "state", f"k{s}", "x" * 200, None, "replace", 1.0)
+                ])  # fmt: skip
+
+
+def test_the_default_file_is_under_dot_weft(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with SQLiteBackend() as backend:
+        assert backend.location == os.path.join(".weft", "weft.db")
+    assert (tmp_path / ".weft" / "weft.db").exists()
+
+
+def test_the_file_is_in_wal_mode_with_normal_sync(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as backend, backend._guard("test") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    with SQLiteBackend(tmp_path / "w.db", synchronous="FULL") as backend, backend._guard("t") as c:
+        assert c.execute("PRAGMA synchronous").fetchone()[0] == 2
+    with pytest.raises(PersistError, match="synchronous='OFF'"):
+        SQLiteBackend(tmp_path / "w.db", synchronous="OFF")  # type: ignore[arg-type]
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error_and_stays_untouched(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database\n" * 200)
+    before = path.read_bytes()
+    with pytest.raises(StorageError, match=rf"{path}.*not a database.*weft changed nothing"):
+        SQLiteBackend(path)
+    assert path.read_bytes() == before
+
+
+def test_a_truncated_file_is_a_clear_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "weft.db"
+    _fill(path)
+    size = path.stat().st_size
+    with path.open("r+b") as f:
+        f.truncate(size // 2)
+    truncated = path.read_bytes()
+
+    def load_everything() -> None:
+        with SQLiteBackend(path) as backend:
+            for info in backend.threads():
+                backend.load(info.thread_id)
+
+    with pytest.raises(StorageError, match=rf"SQLite database {path}.*malformed"):
+        load_everything()
+    assert path.read_bytes()[: len(truncated)] == truncated
+
+
+def test_garbage_over_some_pages_fails_only_what_reads_them(tmp_path: Path) -> None:
+    path = tmp_path / "weft.db"
+    _fill(path, threads=40)
+    with path.open("r+b") as f:  # scribble over pages in the middle of the file
+        f.seek(path.stat().st_size // 2)
+        f.write(os.urandom(8192))
+    loaded, errors = 0, []
+    with SQLiteBackend(path) as backend:
+        for t in range(40):
+            try:
+                backend.load(f"t{t}")
+                loaded += 1
+            except StorageError as exc:
+                errors.append(str(exc))
+    assert loaded > 0 and loaded + len(errors) == 40
+    assert all(str(path) in error for error in errors)
+
+
+def test_a_database_from_a_newer_weft_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "weft.db"
+    SQLiteBackend(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(FutureFormatError, match=r"schema version 99.*up to 1.*Upgrade weft"):
+        SQLiteBackend(path)
+
+
+def test_a_committed_step_is_on_disk_when_append_returns(tmp_path: Path) -> None:
+    path = tmp_path / "weft.db"
+    with SQLiteBackend(path) as backend:
+        run = DurableRun.open(backend, "t")
+        run.store.write("state", "x", 1)
+        # another connection (as another process would) sees it before anything is closed
+        with sqlite3.connect(path) as other:
+            assert other.execute("SELECT count(*) FROM weft_events").fetchone()[0] == 1
+        other.close()
+        run.close()
+
+
+def test_fts5_is_available(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as backend, backend._guard("test") as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "weft_memory_fts" in names
