@@ -1,4 +1,5 @@
-"""AgentMemory (seed 001) over the store, its three LLM tools, and the prompt text about them."""
+"""AgentMemory (seed 001) over the store, its three LLM tools and their prompt text, and
+long-term memory (seed 004): owner-scoped entries, working-memory entries, recall."""
 
 from weft.memory.agent_memory import (
     AgentMemory,
@@ -7,16 +8,43 @@ from weft.memory.agent_memory import (
     MemoryKind,
     memory_keys,
 )
+from weft.memory.long_term import LongTermMemory, Owner
 from weft.memory.prompts import memory_tools_prompt_section, upstream_memory_hint
+from weft.memory.recall import (
+    EmbeddingProvider,
+    HashingEmbedder,
+    RecallHit,
+    RecallResult,
+    SentenceTransformerEmbedder,
+)
 from weft.memory.tools import MemoryTool, MemoryTools, memory_tools
+from weft.memory.working import (
+    EpisodicWorkingMemoryEntry,
+    SemanticWorkingMemoryEntry,
+    WorkingMemoryEntry,
+    format_working_memory_entries,
+    format_working_memory_entry,
+)
 
 __all__ = [
     "AgentMemory",
+    "EmbeddingProvider",
+    "EpisodicWorkingMemoryEntry",
+    "HashingEmbedder",
+    "LongTermMemory",
     "MemoryEntry",
     "MemoryEvent",
     "MemoryKind",
     "MemoryTool",
     "MemoryTools",
+    "Owner",
+    "RecallHit",
+    "RecallResult",
+    "SemanticWorkingMemoryEntry",
+    "SentenceTransformerEmbedder",
+    "WorkingMemoryEntry",
+    "format_working_memory_entries",
+    "format_working_memory_entry",
     "memory_keys",
     "memory_tools",
     "memory_tools_prompt_section",

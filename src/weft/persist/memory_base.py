@@ -38,9 +38,29 @@ _Blobs = list[tuple[str, str, bytes]]
 _WORD: Final = re.compile(r"\w+")
 
 
+_STOPWORDS = (
+    "a about above after again against all am an and any are as at be because been before "
+    "being below between both but by can did do does doing down during each few for from "
+    "further had has have having he her here hers herself him himself his how i if in into "
+    "is it its itself just me more most my myself no nor not now of off on once only or "
+    "other our ours ourselves out over own same she should so some such than that the their "
+    "theirs them themselves then there these they this those through to too under until up "
+    "very was we were what when where which while who whom why will with you your yours "
+    "yourself yourselves"
+)
+STOPWORDS: Final = frozenset(_STOPWORDS.split())
+"""English words a query ignores (PostgreSQL's ``english`` configuration drops the same
+kind), so "my boss" matches on "boss", not on every entry that says "my"."""
+
+
 def tokens(text: str) -> list[str]:
     """The words token recall matches: lower-case runs of letters, digits and ``_``."""
     return _WORD.findall(text.lower())
+
+
+def query_words(text: str) -> list[str]:
+    """The words of a query that recall searches for: ``tokens`` less ``STOPWORDS``."""
+    return [word for word in tokens(text) if word not in STOPWORDS]
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:
@@ -170,8 +190,9 @@ class MemoryBackend(ABC):
 
         SQLite uses FTS5 and ``bm25()``, PostgreSQL ``ts_rank`` over a ``tsvector``, the
         in-memory backend a BM25 in Python; a higher score is a better match. Any word of
-        the query may match (the words are OR-ed); no word at all finds nothing."""
-        words = tokens(query)
+        the query may match (the words are OR-ed; ``STOPWORDS`` are left out); a query of
+        no other word finds nothing."""
+        words = query_words(query)
         if not words or limit <= 0:
             return []
         self._purge(owner, now)
