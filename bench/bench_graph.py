@@ -6,9 +6,11 @@ W2: a start node fans out to N branches (100 and 1,000), each appends one item t
     nodes and the store's ``append`` reducer, LangGraph with an
     ``Annotated[list, operator.add]`` field, the floor with ``list.append`` in a loop.
 
-Each cell is the median of several timed runs (``time.perf_counter_ns``) after a warm-up;
+Each cell is the median of several samples (``time.perf_counter_ns``) after a warm-up;
 the columns of a row are sampled in turn, round after round, so that a machine whose speed
-drifts during the run (a shared VM) slows them alike and the ratios stay meaningful.
+drifts during the run (a shared VM) slows them alike and the ratios stay meaningful. A
+sample of a quick cell averages a few back-to-back runs, as one LangGraph run of the
+same workload is long enough to be warm inside.
 Overhead is (time - floor) per node (W1) or per branch (W2). LangGraph is optional: the
 ``bench`` extra installs it (``pip install weft[bench]``); without it that column is
 skipped with a note.
@@ -204,6 +206,17 @@ def w2_langgraph(n: int) -> Callable[[], Any]:
 # --------------------------------------------------------------------------- table
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     try:
@@ -215,7 +228,7 @@ def main() -> None:
     except ImportError:
         lg_version = None
     print(
-        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"machine: {cpu_model()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
     )
     print(
@@ -236,8 +249,8 @@ def main() -> None:
     for n in FANS:
         cells = {
             "floor": (w2_floor(n), 100 if n < 1000 else 20),
-            "weft": (w2_weft(n), 1),
-            "quiet": (w2_weft(n, events=False), 1),
+            "weft": (w2_weft(n), 5 if n < 1000 else 3),
+            "quiet": (w2_weft(n, events=False), 5 if n < 1000 else 3),
         }
         if lg_columns:
             cells["lg"] = (w2_langgraph(n), 1)
