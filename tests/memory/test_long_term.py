@@ -24,8 +24,14 @@ from weft.memory import (
     format_working_memory_entries,
     format_working_memory_entry,
 )
-from weft.persist import Backend, InMemoryBackend, PostgresBackend, SQLiteBackend, load_store
-from weft.persist.runs import DurableRun
+from weft.persist import (
+    Backend,
+    DurableRun,
+    InMemoryBackend,
+    PostgresBackend,
+    SQLiteBackend,
+    load_store,
+)
 
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Factory
+from persist_helpers import Factory
 
 from weft.errors import ConflictError, PersistError, StepError
 from weft.persist import Backend, Snapshot

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 
 import pydantic
 import pytest
-from conftest import PG
+from persist_helpers import PG
 
 from weft.errors import CodecError, CorruptRecordError, FutureFormatError
 from weft.persist import Backend, SQLiteBackend

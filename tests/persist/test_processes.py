@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import postgres
+from persist_helpers import postgres
 
 from weft.persist import Backend, SQLiteBackend, load_store
 

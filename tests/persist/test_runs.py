@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Factory
+from persist_helpers import Factory
 
 from weft.errors import ConflictError, NodeError, PersistError, StorageError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode

@@ -10,9 +10,10 @@ from weft.persist.codec import FORMAT_VERSION
 from weft.persist.memory import InMemoryBackend
 from weft.persist.memory_base import MemoryBackend, MemoryRecord
 from weft.persist.postgres import PostgresBackend
-from weft.persist.runs import DurableRun, DurableStore, fork_thread, load_store
+from weft.persist.runs import DurableRun, DurableStore
 from weft.persist.snapshot import Snapshot
 from weft.persist.sqlite import SQLiteBackend
+from weft.persist.travel import fork_thread, load_store
 
 __all__ = [
     "FORMAT_VERSION",

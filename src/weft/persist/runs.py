@@ -17,16 +17,8 @@ write, so a node's work is stored when the node finishes, whole or not at all.
 >>> branch.store.value("state", "plan"), run.store.value("state", "plan")
 ('C', 'B')
 
-What is appended, and when:
-
-- writes, deletes and clears: at once, one append each;
-- notes (``started``/``finished`` of graph nodes, which change no entry): with the next
-  append (``notes="lazy"``, the default; ``"eager"`` appends each, ``"off"`` drops them);
-- a WorkGraph's commit of its state deltas at the end of a recorded run: held and
-  appended in one transaction with the run record that marks it completed, so a crash
-  in the middle of the commit never stores half of it (a resumed run commits it once);
-- every ``snapshot_every`` events, a snapshot in the same transaction (the newest
-  ``keep_snapshots`` are kept), so loading replays at most that many events.
+What is appended, and when (notes lazily, a WorkGraph's final state commit whole with
+its completion record, a snapshot every ``snapshot_every`` events): ``weft.persist.feed``.
 
 A failed append (a ``ConflictError`` because another process appended first, a
 ``StorageError``) stops the run from appending: the write that failed, and every later
@@ -43,16 +35,17 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from weft.errors import ConflictError, PersistError
 from weft.persist.base import Backend, LoggedEvent, check_id
-from weft.persist.snapshot import Snapshot, build_store, capture
-from weft.store import Entry, Event, Store
+from weft.persist.feed import Feed, Notes
+from weft.persist.snapshot import build_store
+from weft.persist.travel import fork_thread, load_store, new_id
+from weft.store import Entry, Store
 from weft.store import reducers as _reducers
 
 if TYPE_CHECKING:
@@ -60,7 +53,6 @@ if TYPE_CHECKING:
 
 logger: Final = logging.getLogger("weft.persist")
 T = TypeVar("T")
-Notes = Literal["lazy", "eager", "off"]
 CALLS: Final = "calls/"
 """Path prefix (kind ``step``) of the results of ``call_once``."""
 
@@ -91,7 +83,14 @@ class DurableStore(Store):
 
 
 class DurableRun:
-    """One run appending to one thread of a backend (see the module docstring)."""
+    """One run appending to one thread of a backend (see the module docstring).
+
+    ``run_id`` names this execution (keep it to resume one; a new id by default);
+    ``reducers`` gives the fields' own reducer functions (built-ins are found by name);
+    ``name`` is the store's default ``source``; ``snapshot_every`` events (0: never) a
+    snapshot is stored, and the newest ``keep_snapshots`` are kept; ``notes`` is
+    ``"lazy"``, ``"eager"`` or ``"off"`` (see ``weft.persist.feed``).
+    """
 
     def __init__(
         self,
@@ -113,22 +112,14 @@ class DurableRun:
             )
         self.backend = backend
         self.thread_id = check_id(thread_id, "thread_id")
-        self.run_id = check_id(run_id, "run_id") if run_id is not None else _new_id("run")
+        self.run_id = check_id(run_id, "run_id") if run_id is not None else new_id("run")
         self.snapshot_every = snapshot_every
         self.keep_snapshots = keep_snapshots
-        self.notes = notes
-        self.error: BaseException | None = None
+        self.notes: Notes = notes
         self._reducers = dict(reducers or {})
         self._name = name
         self._lock = threading.RLock()
-        self._pending: list[Event] = []
-        self._holding = False
-        self._merging = 0  # the thread merging a transaction's fork, whose events are stored
-        self._graphs: dict[str, frozenset[str]] = {}
         self._unsubscribe: Callable[[], None] | None = None
-        self._store: DurableStore = DurableStore()
-        self._step = 0
-        self._since_snapshot = 0
         self._load()
 
     @classmethod
@@ -144,10 +135,7 @@ class DurableRun:
         keep_snapshots: int = 2,
         notes: Notes = "lazy",
     ) -> DurableRun:
-        """Load ``thread_id`` (empty if new) and follow its store; the constructor does the
-        same. ``run_id`` names this execution (keep it to resume one: a new id by default);
-        ``reducers`` are the fields' user reducers (built-ins are found by name); ``name``
-        is the store's default ``source``."""
+        """Load ``thread_id`` (empty if new) and follow its store: the constructor."""
         return cls(
             backend,
             thread_id,
@@ -169,11 +157,16 @@ class DurableRun:
     @property
     def step(self) -> int:
         """The thread's last step as this run appended or loaded it."""
-        return self._step
+        return self._feed.step
+
+    @property
+    def error(self) -> BaseException | None:
+        """The failure that stopped this run from appending, or None."""
+        return self._feed.error
 
     def check(self) -> None:
         """Raise the error that stopped this run from appending, if one did."""
-        error = self.error
+        error = self._feed.error
         if error is None:
             return
         if isinstance(error, ConflictError):
@@ -181,7 +174,7 @@ class DurableRun:
                 str(error), thread_id=error.thread_id, expected=error.expected, actual=error.actual
             ) from error
         message = (
-            f"thread {self.thread_id!r} stopped being durable after step {self._step}: "
+            f"thread {self.thread_id!r} stopped being durable after step {self.step}: "
             f"{error}. Call reload() to read the thread again and redo the work"
         )
         cls = type(error) if isinstance(error, PersistError) else PersistError
@@ -191,37 +184,28 @@ class DurableRun:
         """Read the thread again into a new ``store`` (after a conflict, say); pending and
         failed writes of the old store are dropped."""
         with self._lock:
-            if self._unsubscribe is not None:
-                self._unsubscribe()
-            self._store._run = None
-            self._pending = []
-            self._holding = False
-            self.error = None
+            self._detach()
             self._load()
 
     def flush(self) -> None:
         """Append what is pending (lazy notes) now."""
-        with self._lock:
-            if not self._holding:
-                self._flush(snapshot=False)
+        with self._feed.lock:
+            if not self._feed.holding:
+                self._feed.flush(snapshot=False)
 
     def close(self) -> None:
         """Flush and stop following the store (the backend stays open)."""
         with self._lock:
-            if self._holding:
+            dropped = self._feed.drop_held()
+            if dropped:
                 logger.warning(
                     "thread %r: a graph's state commit never completed; its %d held events "
                     "are not stored (a resumed run commits them once)",
                     self.thread_id,
-                    len(self._pending),
+                    dropped,
                 )
-                self._pending = []
-                self._holding = False
-            if self.error is None:
-                self._flush(snapshot=False)
-            if self._unsubscribe is not None:
-                self._unsubscribe()
-                self._unsubscribe = None
+            self.flush()
+            self._detach()
 
     def __enter__(self) -> DurableRun:
         return self
@@ -235,7 +219,7 @@ class DurableRun:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<DurableRun thread={self.thread_id!r} run={self.run_id!r} step={self._step}>"
+        return f"<DurableRun thread={self.thread_id!r} run={self.run_id!r} step={self.step}>"
 
     # ------------------------------------------------------------- running
 
@@ -243,7 +227,9 @@ class DurableRun:
         self, graph: WorkGraph, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> Any:
         """Run ``graph`` on this store, recording each node as it finishes; running it
-        again with the same run id (after a crash, in a new process) skips recorded nodes."""
+        again with the same run id (after a crash, in a new process) skips recorded
+        nodes. ``run_id`` defaults to this run's id. If the graph fails inside its final
+        state commit, ``store`` is reloaded (the half commit was never stored)."""
         self.check()
         try:
             return graph.run(*args, run_id=run_id or self.run_id, store=self._store, **kwargs)
@@ -274,8 +260,7 @@ class DurableRun:
         recorded = self._recorded(key)
         if recorded is not None:
             return recorded.value["result"]
-        result = fn(*args, **kwargs)
-        return self._record(key, result)
+        return self._record(key, fn(*args, **kwargs))
 
     async def acall_once(
         self, key: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
@@ -284,8 +269,7 @@ class DurableRun:
         recorded = self._recorded(key)
         if recorded is not None:
             return recorded.value["result"]
-        result = await fn(*args, **kwargs)
-        return self._record(key, result)
+        return self._record(key, await fn(*args, **kwargs))
 
     @contextmanager
     def transaction(self) -> Iterator[Store]:
@@ -295,30 +279,20 @@ class DurableRun:
         meanwhile."""
         self.check()
         self.flush()
+        feed = self._feed
         base = self._store.last_seq
         fork = self._store.fork(name=self._store.name)
         yield fork
         events = fork.events(since=base)
         if not events:
             return
-        with self._lock:
-            snapshot = None
-            if self.snapshot_every and self._since_snapshot + len(events) >= self.snapshot_every:
-                snapshot = capture(fork)
-            self._step = self.backend.append(
-                self.thread_id,
-                self.run_id,
-                self._step,
-                events,
-                snapshot=snapshot,
-                keep_snapshots=self.keep_snapshots,
-            )
-            self._since_snapshot = 0 if snapshot else self._since_snapshot + len(events)
-        self._merging = threading.get_ident()
-        try:  # outside the lock: the merge takes the store's lock, then the subscriber ours
+        with feed.lock:
+            feed.append(events, feed.snapshot_of(fork, len(events)))
+        feed.merging = threading.get_ident()
+        try:  # outside the lock: the merge takes the store's lock, then the feed's
             self._store.merge([fork])
         finally:
-            self._merging = 0
+            feed.merging = 0
 
     # --------------------------------------------------------- time travel
 
@@ -341,7 +315,7 @@ class DurableRun:
         return fork_thread(
             self.backend,
             self.thread_id,
-            step=self._step if step is None else step,
+            step=self.step if step is None else step,
             values=values,
             thread_id=thread_id,
             run_id=run_id,
@@ -366,102 +340,33 @@ class DurableRun:
             store_class=DurableStore,
         )
         assert isinstance(store, DurableStore)
-        self._step = checkpoint.step
-        since = checkpoint.snapshot.step if checkpoint.snapshot is not None else 0
-        self._since_snapshot = checkpoint.step - since
-        self._graphs = {}
-        for entry in store.entries(kind="step"):
-            self._track(entry.path, entry.value)
+        since = checkpoint.step - (checkpoint.snapshot.step if checkpoint.snapshot else 0)
+        self._feed = Feed(
+            self.backend,
+            self.thread_id,
+            self.run_id,
+            store,
+            step=checkpoint.step,
+            since_snapshot=since,
+            snapshot_every=self.snapshot_every,
+            keep_snapshots=self.keep_snapshots,
+            notes=self.notes,
+        )
         store._run = self
         self._store = store
-        self._unsubscribe = store.subscribe(self._on_event)
+        self._unsubscribe = store.subscribe(self._feed)
 
-    def _on_event(self, event: Event) -> None:
-        with self._lock:
-            if self._merging == threading.get_ident():  # appended by transaction() already
-                if event.op == "write" and event.kind == "step":
-                    self._track(event.path, event.value)
-                return
-            if self.error is not None:
-                return
-            op = event.op
-            if op == "note":
-                if self.notes == "off":
-                    return
-                self._pending.append(event)
-                if self.notes == "eager" and not self._holding:
-                    self._flush(snapshot=True)
-                return
-            if op == "write" and event.kind == "step" and self._track(event.path, event.value):
-                self._pending.append(event)
-                self._holding = False
-                self._flush(snapshot=True)
-                return
-            if self._holding or (
-                op == "write"
-                and event.kind == "state"
-                and any(event.source in keys for keys in self._graphs.values())
-            ):
-                self._holding = True  # a graph's commit: appended with its completion
-                self._pending.append(event)
-                return
-            self._pending.append(event)
-            self._flush(snapshot=True)
-
-    def _track(self, path: str, value: Any) -> bool:
-        """Follow WorkGraph run records; True when ``value`` marks a run as ended."""
-        if "/" in path or not isinstance(value, dict):
-            return False
-        graph, status = value.get("graph"), value.get("status")
-        if not isinstance(graph, list) or not isinstance(status, str):
-            return False
-        if status == "running":
-            self._graphs[path] = frozenset(k for k in graph if isinstance(k, str))
-            return False
-        return self._graphs.pop(path, None) is not None or self._holding
-
-    def _flush(self, *, snapshot: bool) -> None:
-        batch = self._pending
-        if not batch or self.error is not None:
-            return
-        self._pending = []
-        taken: Snapshot | None = None
-        if (
-            snapshot
-            and self.snapshot_every
-            and self._since_snapshot + len(batch) >= self.snapshot_every
-            and batch[-1].seq == self._store.last_seq
-        ):
-            taken = capture(self._store)
-        try:
-            self._step = self.backend.append(
-                self.thread_id,
-                self.run_id,
-                self._step,
-                batch,
-                snapshot=taken,
-                keep_snapshots=self.keep_snapshots,
-            )
-        except Exception as exc:
-            self.error = exc
-            logger.error(
-                "thread %r, run %r: appending steps %d-%d failed, so the run stopped appending: %s",
-                self.thread_id,
-                self.run_id,
-                batch[0].seq,
-                batch[-1].seq,
-                exc,
-            )
-            return
-        self._since_snapshot = 0 if taken is not None else self._since_snapshot + len(batch)
+    def _detach(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._store._run = None
 
     def _abandon_commit(self) -> None:
-        with self._lock:
-            if not self._holding:
-                return
-        # the graph failed inside its commit: the store holds half a commit that is not
-        # stored; read the thread again so the two agree (a resumed run commits it once)
-        self.reload()
+        if self._feed.drop_held():
+            # the graph failed inside its commit: the store holds half a commit that was
+            # never stored; read the thread again so that the two agree
+            self.reload()
 
     def _recorded(self, key: str) -> Entry | None:
         self.check()
@@ -475,51 +380,3 @@ class DurableRun:
         )
         self.check()
         return entry.value["result"]
-
-
-def load_store(
-    backend: Backend,
-    thread_id: str,
-    *,
-    step: int | None = None,
-    reducers: Mapping[str, _reducers.Reducer] | None = None,
-    name: str | None = None,
-) -> Store:
-    """A new (not durable) store holding ``thread_id`` as of ``step`` (default: its end)."""
-    checkpoint = backend.load(thread_id, step=step)
-    return checkpoint.to_store(reducers=reducers, types=backend.types, name=name)
-
-
-def fork_thread(
-    backend: Backend,
-    source_thread: str,
-    *,
-    step: int,
-    values: Mapping[str, Any] | None = None,
-    thread_id: str | None = None,
-    run_id: str | None = None,
-    reducers: Mapping[str, _reducers.Reducer] | None = None,
-) -> DurableRun:
-    """Start a new thread from ``source_thread`` at ``step`` and open a run on it.
-
-    The new thread begins with a snapshot of the source at that step (so it does not
-    depend on the source's later pruning or deletion) and records where it came from
-    (``ThreadInfo.parent_thread``/``parent_step``); ``values`` (``{"kind:path": value}``)
-    are then written over it in one transaction, replacing what was there. The source
-    thread's history is never changed."""
-    store = load_store(backend, source_thread, step=step, reducers=reducers)
-    taken = capture(store)
-    snapshot = Snapshot(step=step, entries=taken.entries, reducers=taken.reducers)
-    new_id = thread_id if thread_id is not None else _new_id(f"{source_thread}~fork")
-    backend.create_thread(new_id, snapshot, parent=(source_thread, step))
-    run = DurableRun(backend, new_id, run_id=run_id, reducers=reducers)
-    if values:
-        with run.transaction() as fork:
-            for key, value in values.items():
-                kind, _, path = key.partition(":")
-                fork.write(kind, path, value, source="weft.fork", replace=True)
-    return run
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
