@@ -112,3 +112,19 @@ def test_events_false_writes_no_notes() -> None:
     WorkGraph([[lambda: 1]]).run(store=store, events=False)
     assert seen == []
     assert store.events() == []
+
+
+def test_no_notes_when_nobody_observes_the_store() -> None:
+    store = Store()
+    WorkGraph([[lambda: 1]]).run(store=store, run_id="quiet")
+    assert [e.op for e in store.events()] == ["write", "write", "write"]  # records only
+
+
+def test_notes_start_when_a_subscriber_arrives() -> None:
+    store = Store()
+    graph = WorkGraph([[lambda: 1]])
+    graph.run(store=store, run_id="before")
+    seen = listen(store)
+    graph.run(store=store, run_id="after")
+    assert {e["run_id"] for e in seen} == {"after"}
+    assert [e["event"] for e in seen] == ["started", "finished"]

@@ -19,7 +19,9 @@ type (register it with ``weft.store.register_type``). Results come back frozen (
 dicts and lists); a tuple result comes back a tuple.
 
 Events go to observers through ``Store.note`` (kind ``"step"``, same paths), only when a
-store is given, so a run without one pays nothing for them::
+store is given and someone observes it (``Store.observed``: a subscriber such as a live UI
+or a durable backend's feed), so a run nobody watches pays nothing for them. The step
+records above are written either way: resume needs them, observers do not::
 
     {"event": "started" | "finished" | "failed" | "skipped", "node": key, "id": label,
      "run_id": ..., "duration_ms": ..., "flag": ..., "error": ..., "reason": ...}
@@ -156,6 +158,8 @@ class Recorder:
     # ---------------------------------------------------------------- events
 
     def _note(self, i: int, event: dict[str, Any]) -> None:
+        if not self.store.observed:
+            return
         key = self._keys[i]
         event["node"] = key
         event["id"] = self._labels[i]

@@ -237,6 +237,11 @@ class Store:
             inherited = [e for e in self._parent.events(since) if e.seq <= self._fork_seq]
             return inherited + own
 
+    @property
+    def observed(self) -> bool:
+        """Whether anyone subscribes: events meant only for observers can be skipped if not."""
+        return bool(self._subscribers)
+
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Call ``fn(event)`` for every later event; returns a function that unsubscribes.
 
