@@ -8,10 +8,12 @@ from datetime import UTC, date, datetime
 
 import pydantic
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from persist_helpers import PG
 
 from weft.errors import CodecError, CorruptRecordError, FutureFormatError
-from weft.persist import Backend, SQLiteBackend
+from weft.persist import Backend, SQLiteBackend, codec
 from weft.persist.codec import (
     FORMAT_VERSION,
     decode_event,
@@ -22,7 +24,7 @@ from weft.persist.codec import (
     encode_value,
 )
 from weft.persist.snapshot import capture
-from weft.store import DELETE, Event, Store, TypeRegistry
+from weft.store import DELETE, Event, Store, TypeRegistry, freeze
 
 
 @dataclasses.dataclass
@@ -179,3 +181,38 @@ def test_a_bad_record_fails_its_thread_alone(
         "state:k3": 3,
     }
     assert len(backend.history("bad", upto=1)) == 1
+
+
+# ------------------------------------------------- the fast path writes the same JSON
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.binary(max_size=6),
+    st.datetimes(timezones=st.just(UTC)),
+    st.sampled_from(["__weft__", '"__weft__"']),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "b", "__weft__", "data"]), inner, max_size=3),
+    ),
+    max_leaves=12,
+)
+
+
+@given(values)
+@settings(max_examples=300, deadline=None)
+def test_any_stored_value_round_trips_and_both_encoders_agree(value: object) -> None:
+    frozen = freeze(value)
+    event = Event(3, "write", "state", "x", frozen, "s", "replace", 1.5, None)
+    fast = encode_event(event)
+    assert decode_event(fast, thread_id="t", step=3) == event
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "_orjson", None)
+        slow = encode_event(event)
+    assert json.loads(fast) == json.loads(slow)

@@ -3,8 +3,10 @@
 This is where ``DurableRun`` decides what is appended, and when:
 
 - writes, deletes and clears: at once, one append (one transaction) each;
-- notes (a graph node ``started``/``finished``; they change no entry): with the next
-  append (``"lazy"``, the default), each on its own (``"eager"``), or never (``"off"``);
+- notes (a graph node ``started``/``finished``, with its duration; they change no entry):
+  never (``"off"``, the default: they are telemetry, not state, and writing them costs
+  a third of a node's append), with the next append (``"lazy"``: an audit of timings at
+  little cost), or each on its own (``"eager"``: a live feed for another process);
 - a WorkGraph's commit of its state deltas at the end of a recorded run: held, then
   appended in one transaction with the run record that marks the run completed, so a
   crash inside the commit never stores half of it (the resumed run commits it once).

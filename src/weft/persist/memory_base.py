@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from weft.errors import PersistError
 from weft.persist.codec import decode_value, encode_value
-from weft.store import TypeRegistry, registry
+from weft.store import TypeRegistry, freeze, registry
 
 MemoryRow = tuple[str, str, str, str, float, float, float | None]
 """(namespace, key, record, text, created_at, updated_at, expires_at) as a backend stores it."""
@@ -133,9 +133,10 @@ class MemoryBackend(ABC):
         dropped, since the text may have changed."""
         for name, what in ((owner, "owner"), (namespace, "namespace"), (key, "key")):
             check_name(name, what)
-        record = encode_value(value, self.types)
-        created = self._put_row(owner, namespace, key, record, text, expires_at, now)
         where = _where(owner, namespace, key)
+        # the store's rules for a value: a frozen copy, tuples as lists, no NaN, known types
+        record = encode_value(freeze(value, where=where, types=self.types), self.types)
+        created = self._put_row(owner, namespace, key, record, text, expires_at, now)
         return MemoryRecord(
             owner=owner,
             namespace=namespace,

@@ -1,6 +1,8 @@
 """weft's own database schema, as numbered migrations (never edited once released).
 
-SQLite keeps the applied number in ``PRAGMA user_version``; PostgreSQL in the table
+SQLite keeps the applied number in ``PRAGMA user_version``; its threads table has no
+``last_step``: a thread's last step is its newest event's (or its ``first_step``), read
+inside the write transaction, so an append touches the events table only; PostgreSQL in the table
 ``<schema>.schema_migrations`` (one row per applied migration), inside one schema
 (``weft`` by default). A database whose number is higher than the newest migration here
 was made by a newer weft: opening it is a ``FutureFormatError``, and nothing is changed.
@@ -15,10 +17,8 @@ SQLITE: Final[tuple[str, ...]] = (
     """
     CREATE TABLE weft_threads (
         thread_id TEXT PRIMARY KEY,
-        last_step INTEGER NOT NULL,
         first_step INTEGER NOT NULL DEFAULT 0,
         created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
         parent_thread TEXT,
         parent_step INTEGER
     );

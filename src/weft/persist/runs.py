@@ -17,8 +17,9 @@ write, so a node's work is stored when the node finishes, whole or not at all.
 >>> branch.store.value("state", "plan"), run.store.value("state", "plan")
 ('C', 'B')
 
-What is appended, and when (notes lazily, a WorkGraph's final state commit whole with
-its completion record, a snapshot every ``snapshot_every`` events): ``weft.persist.feed``.
+What is appended, and when (writes at once; notes of graph nodes not at all unless asked;
+a WorkGraph's final state commit whole with its completion record; a snapshot every
+``snapshot_every`` events): ``weft.persist.feed``.
 
 A failed append (a ``ConflictError`` because another process appended first, a
 ``StorageError``) stops the run from appending: the write that failed, and every later
@@ -102,7 +103,7 @@ class DurableRun:
         name: str | None = None,
         snapshot_every: int = 1000,
         keep_snapshots: int = 2,
-        notes: Notes = "lazy",
+        notes: Notes = "off",
     ) -> None:
         if notes not in ("lazy", "eager", "off"):
             raise PersistError(f"notes={notes!r}: expected 'lazy', 'eager' or 'off'")
@@ -133,7 +134,7 @@ class DurableRun:
         name: str | None = None,
         snapshot_every: int = 1000,
         keep_snapshots: int = 2,
-        notes: Notes = "lazy",
+        notes: Notes = "off",
     ) -> DurableRun:
         """Load ``thread_id`` (empty if new) and follow its store: the constructor."""
         return cls(

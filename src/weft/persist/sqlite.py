@@ -45,8 +45,17 @@ from weft.store import TypeRegistry, registry
 
 DEFAULT_PATH: Final = Path(".weft") / "weft.db"
 
-_THREAD_COLUMNS: Final = (
-    "thread_id, last_step, first_step, created_at, updated_at, parent_thread, parent_step"
+_THREAD_SELECT: Final = (
+    "SELECT t.thread_id, coalesce(max(t.first_step, (SELECT max(step) FROM weft_events AS e "
+    "WHERE e.thread_id = t.thread_id)), t.first_step), t.first_step, t.created_at, "
+    "coalesce((SELECT json_extract(record, '$.time') FROM weft_events AS e "
+    "WHERE e.thread_id = t.thread_id ORDER BY step DESC LIMIT 1), t.created_at), "
+    "t.parent_thread, t.parent_step FROM weft_threads AS t"
+)
+_INSERT: Final = "INSERT INTO weft_events (thread_id, step, run_id, record) VALUES (?, ?, ?, ?)"
+_LAST_STEP: Final = (
+    "SELECT (SELECT max(step) FROM weft_events WHERE thread_id = ?1), "
+    "(SELECT first_step FROM weft_threads WHERE thread_id = ?1)"
 )
 
 
@@ -172,48 +181,51 @@ class SQLiteBackend(Backend):
         keep_snapshots: int,
         now: float,
     ) -> None:
-        last = rows[-1][0]
-        with self._transaction(f"appending to thread {thread_id!r}") as conn:
-            moved = conn.execute(
-                "UPDATE weft_threads SET last_step = ?, updated_at = ? "
-                "WHERE thread_id = ? AND last_step = ?",
-                (last, now, thread_id, expected),
-            ).rowcount
-            if not moved:
-                row = conn.execute(
-                    "SELECT last_step FROM weft_threads WHERE thread_id = ?", (thread_id,)
-                ).fetchone()
-                if row is not None or expected != 0:
-                    raise conflict(thread_id, expected, 0 if row is None else row[0])
-                conn.execute(
-                    "INSERT INTO weft_threads (thread_id, last_step, first_step, created_at, "
-                    "updated_at) VALUES (?, ?, 0, ?, ?)",
-                    (thread_id, last, now, now),
-                )
-            if len(rows) == 1:
-                step, run, record = rows[0]
-                conn.execute(
-                    "INSERT INTO weft_events (thread_id, step, run_id, record) VALUES (?, ?, ?, ?)",
-                    (thread_id, step, run, record),
-                )
-            else:
-                conn.executemany(
-                    "INSERT INTO weft_events (thread_id, step, run_id, record) VALUES (?, ?, ?, ?)",
-                    [(thread_id, step, run, record) for step, run, record in rows],
-                )
-            if snapshot is not None:
-                conn.execute(
-                    "INSERT OR REPLACE INTO weft_snapshots (thread_id, step, record) "
-                    "VALUES (?, ?, ?)",
-                    (thread_id, snapshot[0], snapshot[1]),
-                )
-                conn.execute(
-                    "DELETE FROM weft_snapshots WHERE thread_id = ?1 "
-                    "AND step > (SELECT first_step FROM weft_threads WHERE thread_id = ?1) "
-                    "AND step NOT IN (SELECT step FROM weft_snapshots WHERE thread_id = ?1 "
-                    "ORDER BY step DESC LIMIT ?2)",
-                    (thread_id, keep_snapshots),
-                )
+        # the hot path of every durable run: no context managers, one read, the inserts
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")  # the write lock: nobody appends meanwhile
+                try:
+                    last_event, first = conn.execute(_LAST_STEP, (thread_id,)).fetchone()
+                    actual = 0 if first is None else max(first, last_event or 0)
+                    if actual != expected:
+                        raise conflict(thread_id, expected, actual)
+                    if first is None:
+                        conn.execute(
+                            "INSERT INTO weft_threads (thread_id, first_step, created_at) "
+                            "VALUES (?, 0, ?)",
+                            (thread_id, now),
+                        )
+                    if len(rows) == 1:
+                        conn.execute(_INSERT, (thread_id, *rows[0]))
+                    else:
+                        conn.executemany(_INSERT, [(thread_id, *row) for row in rows])
+                    if snapshot is not None:
+                        self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise self._error(f"appending to thread {thread_id!r}", exc) from exc
+
+    @staticmethod
+    def _store_snapshot(
+        conn: sqlite3.Connection, thread_id: str, snapshot: SnapshotRow, keep: int
+    ) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO weft_snapshots (thread_id, step, record) VALUES (?, ?, ?)",
+            (thread_id, snapshot[0], snapshot[1]),
+        )
+        conn.execute(
+            "DELETE FROM weft_snapshots WHERE thread_id = ?1 "
+            "AND step > (SELECT first_step FROM weft_threads WHERE thread_id = ?1) "
+            "AND step NOT IN (SELECT step FROM weft_snapshots WHERE thread_id = ?1 "
+            "ORDER BY step DESC LIMIT ?2)",
+            (thread_id, keep),
+        )
 
     def _load_rows(
         self, thread_id: str, step: int | None
@@ -250,9 +262,7 @@ class SQLiteBackend(Backend):
 
     def _thread_infos(self) -> list[ThreadInfo]:
         with self._guard("listing threads") as conn:
-            rows = conn.execute(
-                f"SELECT {_THREAD_COLUMNS} FROM weft_threads ORDER BY thread_id"
-            ).fetchall()
+            rows = conn.execute(f"{_THREAD_SELECT} ORDER BY t.thread_id").fetchall()
         return [_thread(row) for row in rows]
 
     def _run_infos(self, thread_id: str) -> list[RunInfo]:
@@ -283,12 +293,11 @@ class SQLiteBackend(Backend):
             if known is not None:
                 raise exists(thread_id, known.last_step)
             conn.execute(
-                f"INSERT INTO weft_threads ({_THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO weft_threads (thread_id, first_step, created_at, parent_thread, "
+                "parent_step) VALUES (?, ?, ?, ?, ?)",
                 (
                     thread_id,
                     snapshot[0],
-                    snapshot[0],
-                    now,
                     now,
                     None if parent is None else parent[0],
                     None if parent is None else parent[1],
@@ -320,9 +329,7 @@ class SQLiteBackend(Backend):
 
     @staticmethod
     def _info(conn: sqlite3.Connection, thread_id: str) -> ThreadInfo | None:
-        row = conn.execute(
-            f"SELECT {_THREAD_COLUMNS} FROM weft_threads WHERE thread_id = ?", (thread_id,)
-        ).fetchone()
+        row = conn.execute(f"{_THREAD_SELECT} WHERE t.thread_id = ?", (thread_id,)).fetchone()
         return None if row is None else _thread(row)
 
 

@@ -1,0 +1,337 @@
+"""Durable runs: weft's event log against LangGraph's SqliteSaver, side by side in one run.
+
+    .venv/bin/python bench/bench_persist.py [--quick]
+
+W3  a checkpointed 200-node chain: time per node, every node's output durable when the
+    node finishes (weft: its record is committed before the next node starts;
+    LangGraph: durability="sync", a checkpoint per step).
+W4  a state whose message list grows by one ~100-byte message per step, 1,000 and
+    10,000 steps: per-step time of the first and the last 100 steps (medians), and the
+    database bytes at the end. weft is measured two ways: a store write per step (the
+    checkpoint itself), and a one-node WorkGraph turn per step (the graph's records
+    included, like LangGraph's invoke per step).
+
+Both run on SQLite files in one temporary folder, each at its default
+``synchronous`` and at the other level too, since that setting (an fsync per commit or
+not) dominates a commit's cost: weft defaults to NORMAL (durable against a process
+crash), SQLite and so SqliteSaver to FULL (durable against power loss as well).
+Needs the bench extra: pip install -e '.[bench]' (langgraph, langgraph-checkpoint-sqlite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import operator
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+from weft.persist import DurableRun, SQLiteBackend
+from weft.store import reducers
+
+LG_BUDGET_S = 180.0
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def message(i: int) -> dict[str, str]:
+    """A message whose JSON is about 100 bytes."""
+    text = f"message {i}: " + "lorem ipsum dolor sit amet " * 3
+    return {"role": "assistant" if i % 2 else "user", "content": text[:70]}
+
+
+MESSAGE_BYTES = len(json.dumps(message(1), separators=(",", ":")))
+
+
+def db_bytes(path: Path) -> int:
+    """The file and its WAL and journal, if any (read after the connection closed)."""
+    return sum(
+        os.path.getsize(p)
+        for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal"))
+        if p.exists()
+    )
+
+
+@dataclass
+class Growth:
+    first: float  # median seconds per step, first 100 steps
+    last: float  # median seconds per step, last 100 steps
+    mean_last: float
+    size: int
+    total: float
+    load: float  # seconds to open the thread again at the end
+
+    @property
+    def ratio(self) -> float:
+        return self.last / self.first
+
+
+def timed_steps(n: int, step: Callable[[int], Any]) -> list[float]:
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        step(i)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def growth(times: list[float], size: int, load: float) -> Growth:
+    return Growth(
+        first=statistics.median(times[:100]),
+        last=statistics.median(times[-100:]),
+        mean_last=statistics.fmean(times[-100:]),
+        size=size,
+        total=sum(times),
+        load=load,
+    )
+
+
+# ------------------------------------------------------------------------- weft
+
+
+def weft_chain(n: int) -> WorkGraph:
+    nodes = [WorkGraphNode(lambda x: x + 1, ResultPassDownMode.ResultAsFirstArg, id=f"n{i}")
+             for i in range(n)]  # fmt: skip
+    for a, b in zip(nodes, nodes[1:], strict=False):
+        a.add_next(b)
+    return WorkGraph(start_nodes=[nodes[0]])
+
+
+def weft_w3(folder: Path, synchronous: str, reps: int) -> float:
+    graph = weft_chain(200)
+    per_node = []
+    for rep in range(reps):
+        path = folder / f"weft-w3-{synchronous}-{rep}.db"
+        with SQLiteBackend(path, synchronous=synchronous) as backend:  # type: ignore[arg-type]
+            run = DurableRun.open(backend, "chain", run_id="job")
+            start = time.perf_counter()
+            assert run.run_graph(graph, 0) == 200
+            per_node.append((time.perf_counter() - start) / 200)
+            run.close()
+    return statistics.median(per_node)
+
+
+def weft_w3_floor(reps: int) -> float:
+    """The same chain with no store at all: the engine's own cost."""
+    graph = weft_chain(200)
+    per_node = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        graph.run(0)
+        per_node.append((time.perf_counter() - start) / 200)
+    return statistics.median(per_node)
+
+
+def weft_w4_store(folder: Path, n: int, synchronous: str = "NORMAL") -> Growth:
+    path = folder / f"weft-w4-store-{n}-{synchronous}.db"
+    reducer = {"state:messages": reducers.append}
+    with SQLiteBackend(path, synchronous=synchronous) as backend:  # type: ignore[arg-type]
+        run = DurableRun.open(backend, "chat", reducers=reducer)
+        run.store.declare("state", "messages", reducers.append)
+        write = run.store.write
+        times = timed_steps(n, lambda i: write("state", "messages", message(i)))
+        run.close()
+    start = time.perf_counter()
+    with SQLiteBackend(path) as backend:
+        again = DurableRun.open(backend, "chat", reducers=reducer)
+        assert len(again.store.value("state", "messages")) == n
+        load = time.perf_counter() - start
+        again.close()
+    return growth(times, db_bytes(path), load)
+
+
+def weft_w4_graph(folder: Path, n: int) -> Growth:
+    path = folder / f"weft-w4-graph-{n}.db"
+    reducer = {"state:messages": reducers.append}
+    holder: dict[str, Any] = {}
+
+    def respond(view: Any) -> dict[str, Any]:
+        return {"messages": holder["message"]}
+
+    graph = WorkGraph(start_nodes=[WorkGraphNode(respond, id="respond", state=True)])
+    with SQLiteBackend(path) as backend:
+        run = DurableRun.open(backend, "chat", reducers=reducer)
+        run.store.declare("state", "messages", reducers.append)
+
+        def turn(i: int) -> None:
+            holder["message"] = message(i)
+            run.run_graph(graph, run_id=f"turn-{i}")
+
+        times = timed_steps(n, turn)
+        run.close()
+    start = time.perf_counter()
+    with SQLiteBackend(path) as backend:
+        again = DurableRun.open(backend, "chat", reducers=reducer)
+        assert len(again.store.value("state", "messages")) == n
+        load = time.perf_counter() - start
+        again.close()
+    return growth(times, db_bytes(path), load)
+
+
+# -------------------------------------------------------------------- LangGraph
+
+
+class ChainState(TypedDict):
+    x: int
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[dict[str, str]], operator.add]
+
+
+def lg_saver(path: Path, synchronous: str) -> tuple[Any, sqlite3.Connection]:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    saver.setup()
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    return saver, conn
+
+
+def lg_w3(folder: Path, synchronous: str, reps: int) -> float:
+    from langgraph.graph import END, START, StateGraph
+
+    builder = StateGraph(ChainState)
+    for i in range(200):
+        builder.add_node(f"n{i}", lambda s: {"x": s["x"] + 1})
+    builder.add_edge(START, "n0")
+    for i in range(199):
+        builder.add_edge(f"n{i}", f"n{i + 1}")
+    builder.add_edge("n199", END)
+    per_node = []
+    for rep in range(reps):
+        saver, conn = lg_saver(folder / f"lg-w3-{synchronous}-{rep}.db", synchronous)
+        graph = builder.compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "chain"}, "recursion_limit": 1000}
+        start = time.perf_counter()
+        assert graph.invoke({"x": 0}, config, durability="sync")["x"] == 200
+        per_node.append((time.perf_counter() - start) / 200)
+        conn.close()
+    return statistics.median(per_node)
+
+
+def lg_w4(folder: Path, n: int) -> Growth:
+    from langgraph.graph import END, START, StateGraph
+
+    builder = StateGraph(ChatState)
+    builder.add_node("respond", lambda s: None)
+    builder.add_edge(START, "respond")
+    builder.add_edge("respond", END)
+    path = folder / f"lg-w4-{n}.db"
+    saver, conn = lg_saver(path, "FULL")
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "chat"}}
+    times = timed_steps(
+        n, lambda i: graph.invoke({"messages": [message(i)]}, config, durability="sync")
+    )
+    conn.close()
+    start = time.perf_counter()
+    saver, conn = lg_saver(path, "FULL")
+    state = builder.compile(checkpointer=saver).get_state(config)
+    assert len(state.values["messages"]) == n
+    load = time.perf_counter() - start
+    conn.close()
+    return growth(times, db_bytes(path), load)
+
+
+def lg_projection(small: Growth, n_small: int, n: int) -> tuple[float, float]:
+    """Seconds and bytes for ``n`` steps, from the ``n_small`` run: per-step time grows
+    linearly in the step (the list it stores grows), bytes quadratically."""
+    slope = (small.last - small.first) / max(n_small - 100, 1)
+    seconds = n * small.first + slope * n * n / 2
+    return seconds, small.size * (n / n_small) ** 2
+
+
+# ------------------------------------------------------------------------ main
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.0f} us"
+
+
+def mb(size: float) -> str:
+    return f"{size / 1e6:,.2f} MB"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions, no 10,000")
+    args = parser.parse_args()
+    reps = 3 if args.quick else 5
+    sizes = [1_000] if args.quick else [1_000, 10_000]
+    try:
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    except ImportError:
+        sys.exit("needs the bench extra: pip install -e '.[bench]' (langgraph-checkpoint-sqlite)")
+    gc.collect()
+    with tempfile.TemporaryDirectory(prefix="weft-bench-") as tmp:
+        folder = Path(tmp)
+        print(f"# W3: a checkpointed 200-node chain, time per node (median of {reps} runs)\n")
+        floor = weft_w3_floor(reps)
+        rows = []
+        for sync in ("NORMAL", "FULL"):
+            w, lg = weft_w3(folder, sync, reps), lg_w3(folder, sync, reps)
+            rows.append((sync, w, lg))
+        print("| synchronous | weft (SQLite) | LangGraph SqliteSaver | weft / LangGraph |")
+        print("|---|---:|---:|---:|")
+        for sync, w, lg in rows:
+            print(f"| {sync} | {us(w)} | {us(lg)} | 1/{lg / w:,.0f} |")
+        print(f"\nweft with no store (the engine alone): {us(floor)} per node. Defaults: weft "
+              "NORMAL, SqliteSaver FULL (SQLite's default).\n")  # fmt: skip
+
+        print("# W4: a message list growing by one ~100-byte message per step\n")
+        print("| run | steps | first 100 | last 100 | last/first | last 100 mean | DB size "
+              "| DB bytes per message byte | reload |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        results: dict[tuple[str, int], Growth] = {}
+        for n in sizes:
+            runs: list[tuple[str, Callable[[], Growth | None]]] = [
+                ("weft, a store write per step", lambda n=n: weft_w4_store(folder, n)),
+                ("weft, a store write per step, FULL",
+                 lambda n=n: weft_w4_store(folder, n, "FULL")),
+                ("weft, a WorkGraph turn per step", lambda n=n: weft_w4_graph(folder, n)),
+            ]  # fmt: skip
+            lg_note = ""
+            if n == sizes[0]:
+                runs.append(("LangGraph SqliteSaver (FULL)", lambda n=n: lg_w4(folder, n)))
+            else:
+                seconds, size = lg_projection(results[("LangGraph SqliteSaver (FULL)", sizes[0])],
+                                              sizes[0], n)  # fmt: skip
+                if seconds < LG_BUDGET_S:
+                    runs.append(("LangGraph SqliteSaver (FULL)", lambda n=n: lg_w4(folder, n)))
+                else:
+                    lg_note = (f"LangGraph at {n:,} steps skipped: projected from its "
+                               f"{sizes[0]:,}-step run to take {seconds / 60:,.0f} min and "
+                               f"{mb(size)} (over the {LG_BUDGET_S / 60:.0f}-minute budget)")  # fmt: skip
+            for name, fn in runs:
+                g = fn()
+                assert g is not None
+                results[(name, n)] = g
+                print(f"| {name} | {n:,} | {us(g.first)} | {us(g.last)} | {g.ratio:.2f}x "
+                      f"| {us(g.mean_last)} | {mb(g.size)} | {g.size / (n * MESSAGE_BYTES):.2f} "
+                      f"| {g.load * 1e3:,.1f} ms |")  # fmt: skip
+            if lg_note:
+                print(f"\n{lg_note}\n")
+        lg = results[("LangGraph SqliteSaver (FULL)", sizes[0])]
+        print(f"\nMessage: {MESSAGE_BYTES} bytes of JSON. Ratios at {sizes[0]:,} steps, LangGraph "
+              "/ weft:")  # fmt: skip
+        for name in ("weft, a store write per step", "weft, a WorkGraph turn per step"):
+            g = results[(name, sizes[0])]
+            print(f"- {name}: DB {lg.size / g.size:,.0f}x smaller; last-100 step "
+                  f"{lg.last / g.last:,.0f}x faster")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
