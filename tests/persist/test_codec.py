@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from persist_helpers import PG
 
 from weft.errors import CodecError, CorruptRecordError, FutureFormatError
-from weft.persist import Backend, SQLiteBackend, codec
+from weft.persist import Backend, DurableRun, SQLiteBackend, codec
 from weft.persist.codec import (
     FORMAT_VERSION,
     decode_event,
@@ -216,3 +216,39 @@ def test_any_stored_value_round_trips_and_both_encoders_agree(value: object) -> 
         patch.setattr(codec, "_orjson", None)
         slow = encode_event(event)
     assert json.loads(fast) == json.loads(slow)
+
+
+def _poke_snapshot(backend: Backend, thread: str, record: str) -> None:
+    if isinstance(backend, SQLiteBackend):
+        with backend._guard("test") as conn:
+            conn.execute(
+                "UPDATE weft_snapshots SET record = ? WHERE thread_id = ?", (record, thread)
+            )
+        return
+    import psycopg
+
+    with psycopg.connect(PG, autocommit=True) as conn:
+        schema = backend.schema  # type: ignore[attr-defined]
+        conn.execute(
+            f'UPDATE "{schema}".snapshots SET record = %s WHERE thread_id = %s', (record, thread)
+        )
+
+
+@pytest.mark.parametrize("backend_kind", ["sqlite", "postgres"], indirect=True)
+def test_a_corrupt_snapshot_is_rebuilt_from_the_log(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    with DurableRun.open(backend, "t", snapshot_every=5) as run:
+        for i in range(12):
+            run.store.write("state", f"k{i}", i)
+        whole = run.store.to_dict()
+    assert backend.load("t").snapshot is not None
+    _poke_snapshot(backend, "t", "{torn")
+    checkpoint = backend.load("t")
+    assert checkpoint.snapshot is None and len(checkpoint.events) == 12
+    assert checkpoint.to_store().to_dict() == whole
+    assert "loading thread 't' from its events instead" in caplog.text
+    backend.prune("t", keep_last=2)  # now the snapshot is the only base: no way around it
+    _poke_snapshot(backend, "t", "{torn")
+    with pytest.raises(CorruptRecordError, match="snapshot at step 10 of thread 't'"):
+        backend.load("t")

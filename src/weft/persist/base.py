@@ -22,19 +22,23 @@ once, so the three backends behave alike and are tested by one suite.
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from weft.errors import ConflictError, CorruptRecordError, PersistError, StepError
+from weft.persist._gc import paused
 from weft.persist.codec import decode_event, decode_snapshot, encode_event, encode_snapshot
 from weft.persist.memory_base import MemoryBackend
 from weft.persist.snapshot import Snapshot, build_store, capture
 from weft.store import Event, Store, TypeRegistry, registry
 from weft.store import reducers as _reducers
+
+logger: Final = logging.getLogger("weft.persist")
 
 EventRow = tuple[int, str, str]
 """(step, run_id, record) as a backend stores one event."""
@@ -94,7 +98,10 @@ class Checkpoint:
         name: str | None = None,
     ) -> Store:
         """The store as of ``step`` (see ``weft.persist.snapshot.build_store``)."""
-        return build_store(self.snapshot, self.events, reducers=reducers, types=types, name=name)
+        with paused():
+            return build_store(
+                self.snapshot, self.events, reducers=reducers, types=types, name=name
+            )
 
 
 def check_id(value: object, what: str) -> str:
@@ -149,7 +156,7 @@ class Backend(ABC):
         events: Sequence[Event],
         *,
         snapshot: Snapshot | None = None,
-        keep_snapshots: int = 2,
+        keep_snapshots: int = 1,
     ) -> int:
         """Append ``events`` (steps after ``expected_last_step``) atomically; returns the new
         last step. ``snapshot`` (at the last of these steps) is stored in the same
@@ -175,7 +182,8 @@ class Backend(ABC):
                     f"a snapshot appended with steps up to {last} is at step {snapshot.step}; "
                     "a snapshot goes with the batch that ends at its step"
                 )
-            snapshot_row = (snapshot.step, encode_snapshot(snapshot, self.types))
+            with paused():
+                snapshot_row = (snapshot.step, encode_snapshot(snapshot, self.types))
         self._append_rows(
             thread_id,
             run_id,
@@ -190,6 +198,10 @@ class Backend(ABC):
     def load(self, thread_id: str, *, step: int | None = None) -> Checkpoint:
         """The thread as of ``step`` (default: its last step); an unknown thread is empty."""
         check_id(thread_id, "thread_id")
+        with paused():
+            return self._load(thread_id, step)
+
+    def _load(self, thread_id: str, step: int | None) -> Checkpoint:
         info, snapshot_row, rows = self._load_rows(thread_id, step)
         if info is None:
             if step:
@@ -199,9 +211,16 @@ class Backend(ABC):
         self._check_step(info, target)
         snapshot = None
         if snapshot_row is not None:
-            snapshot = decode_snapshot(
-                snapshot_row[1], thread_id=thread_id, step=snapshot_row[0], types=self.types
-            )
+            try:
+                snapshot = decode_snapshot(
+                    snapshot_row[1], thread_id=thread_id, step=snapshot_row[0], types=self.types
+                )
+            except CorruptRecordError as exc:
+                if info.first_step > 0:
+                    raise  # a pruned or forked thread has nothing older to rebuild from
+                # a snapshot is a cache over the log: rebuild from the events instead
+                logger.warning("%s; loading thread %r from its events instead", exc, thread_id)
+                rows = self._event_rows(thread_id, 0, target)
         elif info.first_step > 0:
             raise CorruptRecordError(
                 f"thread {thread_id!r} starts at step {info.first_step} (pruned or forked) but "

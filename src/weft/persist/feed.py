@@ -116,7 +116,7 @@ class Feed:
         self.pending = []
         taken = None
         if snapshot and self._due(len(batch)) and batch[-1].seq == self.store.last_seq:
-            taken = capture(self.store)
+            taken = capture(self.store)  # encoded by append, with the collector paused
         try:
             self.append(batch, taken)
         except Exception as exc:

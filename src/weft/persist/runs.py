@@ -42,6 +42,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from weft.errors import ConflictError, PersistError
+from weft.persist._gc import paused
 from weft.persist.base import Backend, LoggedEvent, check_id
 from weft.persist.feed import Feed, Notes
 from weft.persist.snapshot import build_store
@@ -102,7 +103,7 @@ class DurableRun:
         reducers: Mapping[str, _reducers.Reducer] | None = None,
         name: str | None = None,
         snapshot_every: int = 1000,
-        keep_snapshots: int = 2,
+        keep_snapshots: int = 1,
         notes: Notes = "off",
     ) -> None:
         if notes not in ("lazy", "eager", "off"):
@@ -133,7 +134,7 @@ class DurableRun:
         reducers: Mapping[str, _reducers.Reducer] | None = None,
         name: str | None = None,
         snapshot_every: int = 1000,
-        keep_snapshots: int = 2,
+        keep_snapshots: int = 1,
         notes: Notes = "off",
     ) -> DurableRun:
         """Load ``thread_id`` (empty if new) and follow its store: the constructor."""
@@ -332,14 +333,15 @@ class DurableRun:
 
     def _load(self) -> None:
         checkpoint = self.backend.load(self.thread_id)
-        store = build_store(
-            checkpoint.snapshot,
-            checkpoint.events,
-            reducers=self._reducers,
-            types=self.backend.types,
-            name=self._name,
-            store_class=DurableStore,
-        )
+        with paused():
+            store = build_store(
+                checkpoint.snapshot,
+                checkpoint.events,
+                reducers=self._reducers,
+                types=self.backend.types,
+                name=self._name,
+                store_class=DurableStore,
+            )
         assert isinstance(store, DurableStore)
         since = checkpoint.step - (checkpoint.snapshot.step if checkpoint.snapshot else 0)
         self._feed = Feed(
