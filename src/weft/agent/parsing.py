@@ -191,7 +191,7 @@ def _xml_action(element: Element, where: str) -> AgentAction:
     if args_element is not None and args_element.raw.strip():
         raw = args_element.raw.strip()
         if raw.startswith("{"):
-            args = _json_object(raw, f"the <Args> of {where} ({action_type})")
+            args = _json_object(args_element.text, f"the <Args> of {where} ({action_type})")
         else:
             pairs = simple_children(raw)
             if pairs is None:
