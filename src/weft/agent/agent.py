@@ -193,7 +193,8 @@ class Agent:
     @property
     def states(self) -> AgentStates:
         """Every iteration's state item, oldest first (a branch's inherited ones first)."""
-        stored = self._store.value("state", self.states_path, _EMPTY)
+        entry = self._store.get("state", self.states_path)
+        stored = _EMPTY if entry is None else entry.value
         source, items = self._cache
         if stored is not source:
             if len(stored) >= len(items):
@@ -202,6 +203,14 @@ class Agent:
                 items = tuple(map(AgentStateItem.from_dict, stored))
             self._cache = (stored, items)
         return self._inherited + items if self._inherited else AgentStates(items)
+
+    def _append_state(self, item: AgentStateItem, response_record: Any) -> None:
+        """Write the state item; keep the states cache without converting it back."""
+        record = item.to_dict(response_record)
+        source, items = self._cache
+        entry = self._store.write("state", self.states_path, record, source=self.name)
+        if source is not None and len(entry.value) == len(items) + 1:
+            self._cache = (entry.value, (*items, item))
 
     def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
         """A copy of this agent working on ``store`` under ``name``: cheap, and sharing
@@ -288,10 +297,11 @@ class Agent:
             )
             prompt = self.construct_reasoner_input(inputs)
             prompt, raw, response = await self._reason(prompt, iteration)
+            plan = freeze(response.to_dict(), where=f"response of agent {self.name!r}")
             self._store.write(
                 "state",
                 self.current_path,
-                {"iteration": iteration, "response": response.to_dict()},
+                {"iteration": iteration, "response": plan},
                 source=self.name,
             )
             step = IterationContext(
@@ -317,7 +327,7 @@ class Agent:
                 response=response,
                 action_results=results,
             )
-            self._store.write("state", self.states_path, item.to_dict(), source=self.name)
+            self._append_state(item, plan)
             run_states.append(item)
             if ran:
                 feedback = results

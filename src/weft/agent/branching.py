@@ -75,11 +75,23 @@ class _Ended:
 
 
 async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any:
-    """Run ``groups`` as a WorkGraph; returns the last group's outcome (the feedback)."""
-    graph = build_action_graph(groups, step)
+    """Run ``groups``; returns the last group's outcome (the feedback).
+
+    Groups with branches run as a WorkGraph (``build_action_graph``). A plain sequence
+    (every group a single action) runs the very same node functions one after another:
+    the engine would run that chain inline too, and only add the cost of building and
+    scheduling a graph.
+    """
     start = Flow(FrozenList([plain_results(step.action_results)]), step.action_results)
-    flow: Flow = await graph.arun(start)
-    return flow.last
+    if all(len(group) == 1 for group in groups):
+        flow = start
+        for g, (action,) in enumerate(groups):
+            out = _sequential(action, g, step)(flow)
+            flow = await out if inspect.isawaitable(out) else out
+        return flow.last
+    graph = build_action_graph(groups, step)
+    done: Flow = await graph.arun(start)
+    return done.last
 
 
 def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:

@@ -58,7 +58,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
-from weft.agent.xmlish import Element, XMLProblem, scan, simple_children
+from weft.agent.xmlish import Element, Scanner, XMLProblem, simple_children
 
 
 class ResponseProblem(ValueError):
@@ -87,6 +87,7 @@ TEXTS: Final = frozenset(
         "ProblemGraph",
     }
 )
+_SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
 
@@ -122,7 +123,7 @@ def parse_structured_response(
 
 def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     try:
-        root = scan(text, containers=CONTAINERS, texts=TEXTS)
+        root = _SCANNER.scan(text)
     except XMLProblem as problem:
         raise ResponseProblem(str(problem)) from None
     top = root.find("StructuredResponse")

@@ -212,7 +212,9 @@ class AgentStateItem:
     response: AgentResponse
     action_results: Any = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, response_record: Any = None) -> dict[str, Any]:
+        """The record stored for this state (``response_record``: the response's dict,
+        when the caller has it already)."""
         return {
             "iteration": self.iteration,
             "new_task": self.new_task,
@@ -222,7 +224,7 @@ class AgentStateItem:
             "user_input": self.user_input,
             "reasoner_input": self.reasoner_input,
             "raw_response": self.raw_response,
-            "response": self.response.to_dict(),
+            "response": self.response.to_dict() if response_record is None else response_record,
             "action_results": to_plain_record(self.action_results),
         }
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Final
 
-_TAG: Final = re.compile(r"<(/?)([A-Za-z][\w.-]*)(?:\s[^<>]*?)?\s*(/?)>")
 _FORBIDDEN: Final = re.compile(r"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
@@ -28,15 +26,17 @@ class XMLProblem(ValueError):
     """The reply's known tags do not nest; the message says where and how."""
 
 
-@dataclass(slots=True)
 class Element:
     """A known tag found in the reply: its children (containers) or its text (text tags)."""
 
-    tag: str
-    """The tag's name as the reader knows it (canonical spelling)."""
-    children: list[Element] = field(default_factory=list)
-    raw: str = ""
-    """The verbatim inner text of a text tag (entities not yet decoded)."""
+    __slots__ = ("children", "raw", "tag")
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        """The tag's name as the reader knows it (canonical spelling)."""
+        self.children: list[Element] = []
+        self.raw = ""
+        """The verbatim inner text of a text tag (entities not yet decoded)."""
 
     @property
     def text(self) -> str:
@@ -66,59 +66,85 @@ def unescape(text: str) -> str:
     return html.unescape(text) if "&" in text else text
 
 
-def scan(text: str, *, containers: frozenset[str], texts: frozenset[str]) -> Element:
-    """Read the known tags of ``text`` into a tree under a root ``Element("")``.
+class Scanner:
+    """Reads the known tags of a reply into a tree; built once per set of tags.
 
     ``containers`` and ``texts`` are canonical tag names; a tag matches them in any case.
-    Raises ``XMLProblem`` naming the tag and what is wrong (an unclosed tag, a closing
-    tag that closes nothing, a DTD).
     """
-    forbidden = _FORBIDDEN.search(text)
-    if forbidden:
-        raise XMLProblem(
-            f"the reply declares <!{forbidden.group(1).upper()}>; DTDs and entity "
-            "declarations are not accepted, write the elements directly"
+
+    __slots__ = ("_canon", "_tag", "_texts")
+
+    def __init__(self, *, containers: frozenset[str], texts: frozenset[str]) -> None:
+        names = sorted((*containers, *texts), key=len, reverse=True)
+        self._canon = {name.lower(): name for name in names}
+        self._texts = frozenset(texts)
+        alternatives = "|".join(re.escape(name) for name in names)
+        self._tag = re.compile(
+            rf"<(/?)({alternatives})(?![\w.-])(?:\s[^<>]*?)?\s*(/?)>", re.IGNORECASE
         )
-    canon = {name.lower(): name for name in (*containers, *texts)}
-    root = Element("")
-    stack = [root]
-    position = 0
-    while True:
-        match = _TAG.search(text, position)
-        if match is None:
-            break
-        position = match.end()
-        closing, name, self_closing = match.group(1), match.group(2), match.group(3)
-        tag = canon.get(name.lower())
-        if tag is None:
-            continue
-        if tag in texts:
-            if closing:
-                raise XMLProblem(f"</{name}> closes a <{tag}> that was never opened")
-            element = Element(tag)
-            stack[-1].children.append(element)
-            if self_closing:
-                continue
-            end = re.compile(rf"</{re.escape(name)}\s*>", re.IGNORECASE).search(text, position)
-            if end is None:
-                raise XMLProblem(f"<{tag}> is opened but never closed; add </{tag}>")
-            element.raw = text[position : end.start()]
-            position = end.end()
-        elif closing:
-            open_tags = [e.tag for e in stack[1:]]
-            if tag not in open_tags:
-                raise XMLProblem(f"</{name}> closes a <{tag}> that was never opened")
-            if stack[-1].tag != tag:
-                raise XMLProblem(f"<{stack[-1].tag}> is not closed before </{tag}>")
-            stack.pop()
-        else:
-            element = Element(tag)
-            stack[-1].children.append(element)
-            if not self_closing:
-                stack.append(element)
-    if len(stack) > 1:
-        raise XMLProblem(f"<{stack[-1].tag}> is opened but never closed; add </{stack[-1].tag}>")
-    return root
+
+    def scan(self, text: str) -> Element:
+        """The tree of known tags under a root ``Element("")``; ``XMLProblem`` naming the
+        tag and what is wrong (an unclosed tag, a closing tag that closes nothing, a DTD)."""
+        if "<!" in text:
+            forbidden = _FORBIDDEN.search(text)
+            if forbidden:
+                raise XMLProblem(
+                    f"the reply declares <!{forbidden.group(1).upper()}>; DTDs and entity "
+                    "declarations are not accepted, write the elements directly"
+                )
+        canon, texts, search = self._canon, self._texts, self._tag.search
+        lower: str | None = None
+        root = Element("")
+        stack = [root]
+        position = 0
+        while True:
+            match = search(text, position)
+            if match is None:
+                break
+            position = match.end()
+            closing, name, self_closing = match.groups()
+            tag = canon[name.lower()]
+            if tag in texts:
+                if closing:
+                    raise XMLProblem(f"</{name}> closes a <{tag}> that was never opened")
+                element = Element(tag)
+                stack[-1].children.append(element)
+                if self_closing:
+                    continue
+                end = text.find(f"</{name}>", position)
+                if end < 0:
+                    if lower is None:
+                        lower = text.lower()
+                    found = _CLOSE.search(lower, position)
+                    while found is not None and found.group(1) != tag.lower():
+                        found = _CLOSE.search(lower, found.end())
+                    if found is None:
+                        raise XMLProblem(f"<{tag}> is opened but never closed; add </{tag}>")
+                    end, after = found.start(), found.end()
+                else:
+                    after = end + len(name) + 3
+                element.raw = text[position:end]
+                position = after
+            elif closing:
+                if stack[-1].tag != tag:
+                    if not any(e.tag == tag for e in stack[1:]):
+                        raise XMLProblem(f"</{name}> closes a <{tag}> that was never opened")
+                    raise XMLProblem(f"<{stack[-1].tag}> is not closed before </{tag}>")
+                stack.pop()
+            else:
+                element = Element(tag)
+                stack[-1].children.append(element)
+                if not self_closing:
+                    stack.append(element)
+        if len(stack) > 1:
+            raise XMLProblem(
+                f"<{stack[-1].tag}> is opened but never closed; add </{stack[-1].tag}>"
+            )
+        return root
+
+
+_CLOSE: Final = re.compile(r"</([a-z][\w.-]*)\s*>")
 
 
 _ANY_ELEMENT: Final = re.compile(r"<([A-Za-z_][\w.-]*)(?:\s[^<>]*?)?>(.*?)</\1\s*>", re.DOTALL)
