@@ -4,13 +4,22 @@ Each scene is a function of a ``DemoRun``, so later work can add scenes (a
 WorkGraph, a fork and merge, a checkpoint) by appending to ``SCENES``. The
 "agents" here are scripted: their tool calls are the raw JSON-string arguments
 a model would send, run through the real memory tools.
+
+Scenes 6 and 7 add a planning agent on the same store: a scripted planner splits an
+invoice into three sub-tasks with dependencies, real local tools read
+``examples/data/`` and compute, and attachments carry the results between sub-tasks.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from rich.console import Console
@@ -21,6 +30,10 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from weft.agent import PromptBasedActionAgent, PromptBasedActionPlanningAgent
+from weft.agent.types import render_value
+from weft.graph import WorkGraph
+from weft.llm import ScriptedReasoner
 from weft.memory import (
     AgentMemory,
     MemoryEvent,
@@ -30,7 +43,7 @@ from weft.memory import (
     memory_tools_prompt_section,
     upstream_memory_hint,
 )
-from weft.store import Store, value_bytes
+from weft.store import Event, Store, value_bytes
 
 
 @dataclass(slots=True, kw_only=True)
@@ -41,6 +54,8 @@ class DemoRun:
     memory: AgentMemory
     feed: list[MemoryEvent] = field(default_factory=list)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    """What later scenes keep for the ones after them (the planner's run, say)."""
 
     def agent_tools(self, agent: str) -> MemoryTools:
         """The memory tools as one agent gets them: its writes are recorded as its own."""
@@ -185,12 +200,196 @@ def scene_table(run: DemoRun) -> None:
     )
 
 
+# ------------------------------------------------------------ the planning agent
+
+ORDERS_CSV: Final = """item,quantity,unit_price
+coffee,3,2.50
+bagel,2,1.75
+juice,1,3.20
+"""
+DISCOUNTS_JSON: Final = '{"coffee": 0.10, "juice": 0.25}\n'
+"""The sample data of ``examples/data/``, used when the demo runs outside a checkout."""
+
+INVOICE_PLAN: Final = """<StructuredResponse>
+  <InstantResponse>I will read the orders and the discounts, then compute.</InstantResponse>
+  <TaskStatus>Ongoing</TaskStatus>
+  <Problems>
+    <Problem>
+      <Request>Read the file orders.csv</Request><ProblemID>READ_ORDERS</ProblemID>
+    </Problem>
+    <Problem>
+      <Request>Read the file discounts.json</Request><ProblemID>READ_DISCOUNTS</ProblemID>
+    </Problem>
+    <Problem>
+      <Request>Compute the invoice total</Request><ProblemID>COMPUTE_TOTAL</ProblemID>
+    </Problem>
+  </Problems>
+  <ProblemGraph>
+    READ_ORDERS, READ_DISCOUNTS -> COMPUTE_TOTAL
+  </ProblemGraph>
+</StructuredResponse>"""
+
+
+def data_dir() -> Path:
+    """``examples/data`` of this checkout, or a temporary copy of the sample data."""
+    for base in (Path(__file__).resolve().parents[3], Path.cwd()):
+        candidate = base / "examples" / "data"
+        if (candidate / "orders.csv").is_file() and (candidate / "discounts.json").is_file():
+            return candidate
+    folder = Path(tempfile.mkdtemp(prefix="weft-demo-"))
+    (folder / "orders.csv").write_text(ORDERS_CSV)
+    (folder / "discounts.json").write_text(DISCOUNTS_JSON)
+    return folder
+
+
+def invoice_tools(run: DemoRun, folder: Path) -> dict[str, Callable[..., Any]]:
+    """The real tools of the worker agents: read a data file, compute the invoice."""
+
+    def read_file(path: str) -> dict[str, Any]:
+        file = (folder / path).resolve()
+        if file.parent != folder.resolve():
+            raise PermissionError(f"{path} is outside {folder}")
+        text = file.read_text()
+        run.console.print(f"    [green]tool[/] read_file({path!r}) -> {len(text)} characters")
+        return {"path": path, "text": text}
+
+    def compute_total(attachments: Any) -> dict[str, Any]:
+        files = {}
+        for attachment in attachments:
+            content = attachment.content.get("action_results") or {}
+            files[content.get("path")] = content.get("text", "")
+        rows = list(csv.DictReader(io.StringIO(files["orders.csv"])))
+        discounts = json.loads(files["discounts.json"])
+        lines = []
+        for row in rows:
+            gross = int(row["quantity"]) * float(row["unit_price"])
+            net = round(gross * (1 - discounts.get(row["item"], 0.0)), 2)
+            lines.append({"item": row["item"], "gross": round(gross, 2), "net": net})
+        total = round(sum(line["net"] for line in lines), 2)
+        names = ", ".join(attachment.id for attachment in attachments)
+        run.console.print(f"    [green]tool[/] compute_total(attachments: {names}) -> {total}")
+        return {"lines": lines, "total": total}
+
+    return {"read_file": read_file, "compute_total": compute_total}
+
+
+def _worker_reply(prompt: str) -> str:
+    """The scripted worker: one tool call for its request, then report what it got."""
+    if "<ActionResults>" in prompt:
+        return (
+            "<StructuredResponse><InstantResponse>Done.</InstantResponse>"
+            "<TaskStatus>Completed</TaskStatus></StructuredResponse>"
+        )
+    request = prompt.rsplit("User: ", 1)[-1]
+    if "total" in request:
+        action = "<ActionType>compute_total</ActionType>"
+    else:
+        name = re.findall(r"[\w.]+\.(?:csv|json)", request)[0]
+        action = f'<ActionType>read_file</ActionType><Args>{{"path": "{name}"}}</Args>'
+    return (
+        "<StructuredResponse><TaskStatus>Ongoing</TaskStatus><NextActions><Action>"
+        f"{action}</Action></NextActions></StructuredResponse>"
+    )
+
+
+def _planner_reply(prompt: str) -> str:
+    """The scripted planner: plan first; once the results are back, report the total."""
+    found = re.search(r"&quot;total&quot;: ([\d.]+)|\"total\": ([\d.]+)", prompt)
+    if found is None:
+        return INVOICE_PLAN
+    total = found.group(1) or found.group(2)
+    return (
+        f"<StructuredResponse><InstantResponse>The invoice total is {total}."
+        "</InstantResponse><TaskStatus>Completed</TaskStatus></StructuredResponse>"
+    )
+
+
+def _agent_feed(run: DemoRun, event: Event) -> None:
+    if not event.path.startswith("agent/") or event.op != "write":
+        return
+    if event.path.count("/") > 2 and not event.path.endswith("/actions"):
+        return  # a sub-task agent's bookkeeping: only its actions are shown
+    value = event.value
+    what = f"iteration {value.get('iteration')}" if isinstance(value, dict) else ""
+    if event.path.endswith("/actions"):
+        action = value["action"]
+        what = f"{action['type']} {action.get('id') or ''}".strip()
+    run.console.print(
+        f"  [magenta]◆ store {event.reducer}[/] state:{escape(event.path)} "
+        f"({escape(what)}) by {escape(event.source or '')}"
+    )
+
+
+def _show_plan(run: DemoRun, event: Event) -> None:
+    if event.path != "agent/planner/current" or event.op != "write":
+        return
+    response = event.value["response"]
+    paths = response.get("problem_graph")
+    if not paths:
+        return
+    for problem in response["problems"]:
+        run.console.print(f"  [bold]{problem['id']}[/]: {escape(problem['args']['request'])}")
+    drawing = WorkGraph([list(path) for path in paths]).to_mermaid("LR")
+    run.console.print(Panel(drawing, title="the plan as a WorkGraph (mermaid)", expand=False))
+
+
+def scene_plan_and_run(run: DemoRun) -> None:
+    """A planning agent splits the task, the sub-tasks run with real tools, attachments flow."""
+    run.console.print(Rule("6. A planning agent plans three sub-tasks and runs them"))
+    folder = data_dir()
+    store = run.memory.store
+    worker = PromptBasedActionAgent(
+        ScriptedReasoner(_worker_reply),
+        template="{attachments}\n{action_result}\n{conversation}",
+        actor=invoice_tools(run, folder),
+        name="worker",
+        store=store,
+    )
+    planner = PromptBasedActionPlanningAgent(
+        ScriptedReasoner(_planner_reply), solver=worker, name="planner", store=store
+    )
+
+    def watch(event: Event) -> None:
+        _show_plan(run, event)
+        _agent_feed(run, event)
+
+    unsubscribe = store.subscribe(watch)
+    try:
+        result = planner.run(f"Compute the invoice from the files in {folder.name}/")
+    finally:
+        unsubscribe()
+    run.extras["planner"] = result
+    sinks = result.states[0].action_results
+    for solved in sinks if isinstance(sinks, list) else [sinks]:
+        run.console.print(f"  {solved.id} gave: {escape(render_value(solved.result))}")
+    run.console.print(f"  [bold cyan]planner[/] says: {escape(result.instant_response or '')}")
+
+
+def scene_planner_store(run: DemoRun) -> None:
+    """What the planner and its workers left in the store."""
+    run.console.print(Rule("7. The agents' state in the store"))
+    table = Table("key", "reducer", "items", "bytes")
+    for entry in run.memory.store.entries(key_prefix="state:agent/"):
+        items = len(entry.value) if isinstance(entry.value, list) else 1
+        table.add_row(
+            escape(entry.key),
+            run.memory.store.reducer_of(entry.kind, entry.path),
+            str(items),
+            str(value_bytes(entry.value)),
+        )
+    run.console.print(table)
+    store = run.memory.store
+    run.console.print(f"  one store: {len(store)} entries, {store.last_seq} events in the log")
+
+
 SCENES: Final[list[Scene]] = [
     scene_inputs,
     scene_steps,
     scene_publish,
     scene_downstream,
     scene_table,
+    scene_plan_and_run,
+    scene_planner_store,
 ]
 
 
