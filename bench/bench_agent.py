@@ -26,8 +26,8 @@ from weft.agent import (
     PromptBasedActionPlanningAgent,
     parse_structured_response,
 )
-from weft.agent.agent import IterationContext
 from weft.agent.branching import build_action_graph
+from weft.agent.context import IterationContext
 from weft.llm import ScriptedReasoner
 
 ONE_ACTION = (

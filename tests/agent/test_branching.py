@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from weft.agent import Agent, AgentResult, PromptBasedActionAgent
-from weft.agent.agent import IterationContext
 from weft.agent.branching import build_action_graph
+from weft.agent.context import IterationContext
 from weft.agent.parsing import parse_structured_response
 from weft.errors import ScriptExhaustedError
 from weft.llm import ScriptedReasoner

@@ -1,6 +1,7 @@
 """The agent layer: the loop of seeds 000/002, prompt-based agents, and the planning agent."""
 
-from weft.agent.agent import Agent, AgentInputs, IterationContext, default_summarizer
+from weft.agent.agent import Agent
+from weft.agent.context import AgentInputs, IterationContext, default_summarizer
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.planning import (
     ProblemPlan,

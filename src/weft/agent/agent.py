@@ -38,16 +38,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Coroutine, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from collections.abc import Iterable
+from typing import Any, Final
 
 from weft.agent.actors import ActorSpec, ActorTable
+from weft.agent.context import (
+    AgentInputs,
+    IterationContext,
+    NextActions,
+    Summarizer,
+    default_summarizer,
+    run_sync,
+)
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompting import action_results_xml, attachments_string, value_string
 from weft.agent.types import (
-    ActionGroups,
     AgentAction,
     AgentAttachment,
     AgentResponse,
@@ -65,40 +70,6 @@ from weft.store import FrozenList, Store, freeze, reducers
 _NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)*")
 _COMPLETED: Final = AgentTaskStatusFlags.Completed
 _EMPTY: Final = FrozenList()
-T = TypeVar("T")
-
-Summarizer = Callable[..., Any]
-NextActions = ActionGroups | Callable[..., Any]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentInputs:
-    """Everything one iteration's reasoner input is built from."""
-
-    iteration: int
-    user_input: Any
-    user_profile: Any
-    context: Any
-    action_results: Any
-    attachments: tuple[AgentAttachment, ...]
-    states: AgentStates
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IterationContext:
-    """What the work of one iteration may use: passed to ``create_next_actions``."""
-
-    agent: Agent
-    iteration: int
-    action_results: Any
-    attachments: tuple[AgentAttachment, ...]
-    user_profile: Any = None
-    context: Any = None
-
-
-def default_summarizer(*branch_results: AgentResult) -> list[Any]:
-    """Merge a parallel group: every branch's ``action_results``, in the actions' order."""
-    return [result.action_results for result in branch_results]
 
 
 class Agent:
@@ -234,7 +205,7 @@ class Agent:
 
     def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult:
         """The blocking form of :meth:`arun` (same arguments)."""
-        return _run_sync(self.arun(user_input, **kwargs))
+        return run_sync(self.arun(user_input, **kwargs))
 
     __call__ = run
 
@@ -484,14 +455,3 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} states={len(self.states)}>"
-
-
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run the async core from sync code (on a helper thread inside a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="weft-agent-sync") as pool:
-        done: T = pool.submit(asyncio.run, coro).result()
-        return done

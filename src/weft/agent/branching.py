@@ -41,7 +41,8 @@ from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.store import FrozenList
 
 if TYPE_CHECKING:
-    from weft.agent.agent import Agent, IterationContext
+    from weft.agent.agent import Agent
+    from weft.agent.context import IterationContext
 
 _FIRST = ResultPassDownMode.ResultAsFirstArg
 

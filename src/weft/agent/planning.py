@@ -23,7 +23,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from weft.agent.actors import ActorTable, failed, finish, run_actor
-from weft.agent.agent import Agent, IterationContext, NextActions
+from weft.agent.agent import Agent
+from weft.agent.context import IterationContext, NextActions
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompt_agents import ACTION_FORMAT, PromptBasedActionAgent
 from weft.agent.types import AgentAction, AgentResponse
@@ -168,9 +169,9 @@ class ProblemPlan:
 
     def __call__(self) -> Any:
         """The blocking form of :meth:`arun`."""
-        from weft.agent.agent import _run_sync
+        from weft.agent.context import run_sync
 
-        return _run_sync(self.arun())
+        return run_sync(self.arun())
 
     async def arun(self) -> Any:
         output = await self.graph.arun()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from weft.agent.agent import Agent, AgentInputs
+from weft.agent.agent import Agent
+from weft.agent.context import AgentInputs
 from weft.agent.parsing import ResponseProblem
 from weft.agent.prompting import (
     action_memory_string,
