@@ -21,11 +21,13 @@ it through a ``previous_action_results`` parameter.
 named ``<agent>/<iteration>.<group>.<index>``, working on ``store.fork()`` (O(1), no
 deep copy), with no states when ``branching_agent_start_as_new`` (else the parent's
 states, an immutable tuple). The copy runs the action, then continues its own loop fed
-with that action's result, until it completes. Branches run concurrently and never see
-each other's writes. When all are done, the summarizer node merges the forks into the
-parent's store **in action order** (never completion order) and calls
-``summarizer(*branch_results)`` with the branches' ``AgentResult`` s in action order; the
-default returns the list of every branch's ``action_results``.
+with that action's result, until it completes (within the agent's ``max_iterations``;
+its ``AgentResult.action_results`` is the action's result if it asks for nothing more).
+Branches run concurrently and never see each other's writes. When all are done, the
+summarizer node merges the forks into the parent's store **in action order** (never
+completion order) and calls ``summarizer(*branch_results)`` with the branches'
+``AgentResult`` s in action order; the default returns the list of every branch's
+``action_results``.
 """
 
 from __future__ import annotations

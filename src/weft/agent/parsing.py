@@ -88,6 +88,7 @@ TEXTS: Final = frozenset(
     }
 )
 _SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS)
+_WRAPPER: Final = re.compile(r"<structuredresponse", re.IGNORECASE)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
 
@@ -106,10 +107,12 @@ def parse_structured_response(
             "the reply is empty; answer with a <StructuredResponse> element (or a JSON object)"
         )
     body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced and not re.search(r"<StructuredResponse", body, re.IGNORECASE):
-        body = fenced.group(1).strip()
-    if body.startswith("{") and not re.search(r"<StructuredResponse", body, re.IGNORECASE):
+    xml = _WRAPPER.search(body) is not None
+    if not xml and body.startswith("```"):
+        fenced = _FENCE.match(body)
+        if fenced:
+            body = fenced.group(1).strip()
+    if not xml and body.startswith("{"):
         response, graph = _from_json(body)
     else:
         response, graph = _from_xml(body)
