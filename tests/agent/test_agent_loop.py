@@ -263,3 +263,29 @@ def test_a_non_reasoner_fails_when_built() -> None:
 def test_user_input_must_be_storable() -> None:
     with pytest.raises(Exception, match="user_input of agent 'agent'"):
         Agent(ScriptedReasoner([done()])).run(object())
+
+
+class GraphAgent(Agent):
+    """An agent whose next actions are a prebuilt WorkGraph or a plain callable."""
+
+    def __init__(self, reasoner: Any, work: Any) -> None:
+        super().__init__(reasoner)
+        self.work = work
+
+    def create_next_actions(self, response: AgentResponse, context: Any) -> Any:
+        return self.work if response.task_status is not response.task_status.Completed else ()
+
+
+def test_callable_next_actions_run_as_they_are() -> None:
+    from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+
+    first = WorkGraphNode(lambda: 20, ResultPassDownMode.ResultAsFirstArg)
+    first.add_next(WorkGraphNode(lambda x: x + 22))
+    reasoner = ScriptedReasoner([json.dumps({"task_status": "Ongoing"}), done()])
+    assert GraphAgent(reasoner, WorkGraph(start_nodes=[first])).run("x").action_results == 42
+
+    async def plain() -> str:
+        return "from a coroutine function"
+
+    reasoner = ScriptedReasoner([json.dumps({"task_status": "Ongoing"}), done()])
+    assert GraphAgent(reasoner, plain).run("x").action_results == "from a coroutine function"
