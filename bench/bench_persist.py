@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import operator
 import os
@@ -103,7 +104,7 @@ def growth(times: list[float], size: int, load: float) -> Growth:
 def weft_chain(n: int) -> WorkGraph:
     nodes = [WorkGraphNode(lambda x: x + 1, ResultPassDownMode.ResultAsFirstArg, id=f"n{i}")
              for i in range(n)]  # fmt: skip
-    for a, b in zip(nodes, nodes[1:], strict=False):
+    for a, b in itertools.pairwise(nodes):
         a.add_next(b)
     return WorkGraph(start_nodes=[nodes[0]])
 
