@@ -36,7 +36,7 @@ def main(
 
 @app.command()
 def demo() -> None:
-    """Walk a scripted research workflow through AgentMemory and its three LLM tools."""
+    """Walk scripted agents through one store: memory and its tools, then a planning agent."""
     from weft.cli.demo import run_demo
 
     run_demo()
