@@ -209,6 +209,12 @@ def test_a_failed_append_is_raised_by_the_write_that_needed_it(tmp_path: Any) ->
     assert isinstance(run.error, StorageError)
     with pytest.raises(StorageError):
         run.check()
+    with pytest.raises(StorageError):
+        run.store.delete("state", "x")
+    branch = run.store.fork()
+    branch.write("state", "y", 1)  # a fork is not durable itself: its merge is
+    with pytest.raises(StorageError):
+        run.store.merge([branch])
 
 
 def test_options_are_checked(backend: Backend) -> None:

@@ -16,7 +16,7 @@ This is where ``DurableRun`` decides what is appended, and when:
 
 The first failed append (a ``ConflictError``, a ``StorageError``) is kept in ``error``
 and stops the feed: the store swallows a subscriber's exception, so ``DurableStore``
-re-raises it from the write that failed.
+re-raises it from the write, delete, clear, note or merge that failed.
 """
 
 from __future__ import annotations
@@ -121,7 +121,8 @@ class Feed:
             self.append(batch, taken)
         except Exception as exc:
             self.error = exc
-            logger.error(
+            # DurableStore raises it to the code that wrote; the log is for post-mortems
+            logger.info(
                 "thread %r, run %r: appending steps %d-%d failed, so the run stopped appending: %s",
                 self.thread_id,
                 self.run_id,

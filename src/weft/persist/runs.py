@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -47,7 +47,7 @@ from weft.persist.base import Backend, LoggedEvent, check_id
 from weft.persist.feed import Feed, Notes
 from weft.persist.snapshot import build_store
 from weft.persist.travel import fork_thread, load_store, new_id
-from weft.store import Entry, Store
+from weft.store import Entry, Event, Store
 from weft.store import reducers as _reducers
 
 if TYPE_CHECKING:
@@ -60,28 +60,40 @@ CALLS: Final = "calls/"
 
 
 class DurableStore(Store):
-    """The store of a ``DurableRun``: a ``Store`` whose writes raise once the run has
-    failed to append (the store itself swallows a subscriber's error)."""
+    """The store of a ``DurableRun``: a ``Store`` whose changes raise once the run has
+    failed to append (the store itself swallows a subscriber's error), so the code that
+    wrote learns that its write is not durable."""
 
     _run: DurableRun | None = None
 
     def write(self, *args: Any, **kwargs: Any) -> Entry:
         entry = super().write(*args, **kwargs)
-        if self._run is not None and self._run.error is not None:
-            self._run.check()
+        self._check()
         return entry
 
     def delete(self, *args: Any, **kwargs: Any) -> bool:
         done = super().delete(*args, **kwargs)
-        if self._run is not None and self._run.error is not None:
-            self._run.check()
+        self._check()
         return done
 
     def clear(self, *args: Any, **kwargs: Any) -> int:
         gone = super().clear(*args, **kwargs)
-        if self._run is not None and self._run.error is not None:
-            self._run.check()
+        self._check()
         return gone
+
+    def note(self, *args: Any, **kwargs: Any) -> Event:
+        event = super().note(*args, **kwargs)
+        self._check()
+        return event
+
+    def merge(self, children: Iterable[Store]) -> None:
+        super().merge(children)
+        self._check()
+
+    def _check(self) -> None:
+        run = self._run
+        if run is not None and run.error is not None:
+            run.check()
 
 
 class DurableRun:
