@@ -8,6 +8,10 @@
     │   ├── MissingEntryError      a read of a key that holds nothing
     │   ├── MergeConflictError     two branches wrote one last-write-wins field
     │   └── CodecError             JSON that cannot be decoded into values
+    ├── RefError                   references (†kind.path) and _outputPath expressions
+    │   ├── ReferenceSyntaxError   text that does not parse (found before anything runs)
+    │   ├── UnresolvedReferenceError  a reference to nothing in the store (at run time)
+    │   └── OutputPathError        a value an output path cannot take (at run time)
     ├── MemoryKeyError             an AgentMemory key with no memory namespace, or the wrong kind
     ├── ModelError                 a model (reasoner or chat model) could not answer
     │   ├── ModelConfigError       an adapter configured wrong: found before any request
@@ -20,6 +24,10 @@
     ├── AgentError                 the agent layer
     │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
     │   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
+    ├── PlanError                  plans of tool calls, and the step/task/team executors
+    │   ├── PlanValidationError    a plan wired wrong, every problem listed (build time)
+    │   ├── PlanRunError           a call that failed while a plan ran (run time)
+    │   └── ExecutorError          a step, task or team that could not go on (run time)
     └── PersistError               a durable backend (event log or long-term memory)
         ├── ConflictError          another writer appended to the thread first
         ├── CorruptRecordError     a stored record that cannot be read
@@ -70,6 +78,57 @@ class MergeConflictError(StoreError):
 
 class CodecError(StoreError, ValueError):
     """Stored JSON that cannot be turned back into values."""
+
+
+class RefError(WeftError):
+    """References (``†kind.path``, ``$ref:kind.path``) and ``_outputPath`` expressions."""
+
+
+class ReferenceSyntaxError(RefError, ValueError):
+    """A reference or output path whose text does not parse; ``text`` is that text and
+    ``position`` the 0-based offset where parsing stopped (``None`` when not one place)."""
+
+    def __init__(self, message: str, *, text: str = "", position: int | None = None) -> None:
+        super().__init__(message)
+        self.text = text
+        self.position = position
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        return (functools.partial(type(self), text=self.text, position=self.position), self.args)
+
+
+class UnresolvedReferenceError(RefError, LookupError):
+    """A reference that names nothing in the store. ``reference`` is its text, ``deepest``
+    the deepest part that exists (``None``: not even the entry), ``keys`` what is there."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reference: str = "",
+        deepest: str | None = None,
+        keys: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reference = reference
+        self.deepest = deepest
+        self.keys = keys
+
+    def __str__(self) -> str:  # LookupError would not quote it, but be explicit
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        fields = {"reference": self.reference, "deepest": self.deepest, "keys": self.keys}
+        return (functools.partial(type(self), **fields), self.args)
+
+
+class OutputPathError(RefError):
+    """A tool result an output path cannot take: no alternative accepts it, a method that
+    does not fit the value or the field's declared reducer, a target that is not a dict."""
 
 
 class MemoryKeyError(WeftError, ValueError):
@@ -171,6 +230,49 @@ class AgentResponseError(AgentError):
             type(self), raw=self.raw, problem=self.problem, agent=self.agent
         )
         return (rebuild, self.args)
+
+
+class PlanError(WeftError):
+    """Plans of tool calls (``weft.refs.Plan``) and the executors of ``weft.plan``."""
+
+
+class PlanValidationError(PlanError, ValueError):
+    """A plan wired wrong, found before anything ran. ``problems`` lists every problem
+    (each names the call or task and the fix); the message shows them all."""
+
+    def __init__(self, message: str, *, problems: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        return (functools.partial(type(self), problems=self.problems), self.args)
+
+
+class PlanRunError(PlanError):
+    """A call of a plan failed while the plan ran (its tool raised, a reference did not
+    resolve, its output path refused the result). ``call`` names it (id), ``tool`` its
+    tool, ``index`` its place in the plan; the original error is ``__cause__``."""
+
+    def __init__(
+        self, message: str, *, call: str = "", tool: str = "", index: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.call = call
+        self.tool = tool
+        self.index = index
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        fields = {"call": self.call, "tool": self.tool, "index": self.index}
+        return (functools.partial(type(self), **fields), self.args)
+
+
+class ExecutorError(PlanError):
+    """A step, task or team executor that could not go on (a step that never finished,
+    a model that failed); the message names the step or task."""
 
 
 class PersistError(WeftError):
