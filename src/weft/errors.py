@@ -122,8 +122,10 @@ class UnresolvedReferenceError(RefError, LookupError):
     def __reduce__(self) -> tuple[object, ...]:
         import functools
 
-        fields = {"reference": self.reference, "deepest": self.deepest, "keys": self.keys}
-        return (functools.partial(type(self), **fields), self.args)
+        rebuild = functools.partial(
+            type(self), reference=self.reference, deepest=self.deepest, keys=self.keys
+        )
+        return (rebuild, self.args)
 
 
 class OutputPathError(RefError):
@@ -266,8 +268,8 @@ class PlanRunError(PlanError):
     def __reduce__(self) -> tuple[object, ...]:
         import functools
 
-        fields = {"call": self.call, "tool": self.tool, "index": self.index}
-        return (functools.partial(type(self), **fields), self.args)
+        rebuild = functools.partial(type(self), call=self.call, tool=self.tool, index=self.index)
+        return (rebuild, self.args)
 
 
 class ExecutorError(PlanError):
