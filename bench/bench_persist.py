@@ -110,18 +110,14 @@ def weft_chain(n: int) -> WorkGraph:
     return WorkGraph(start_nodes=[nodes[0]])
 
 
-def weft_w3(folder: Path, synchronous: str, reps: int) -> float:
-    graph = weft_chain(200)
-    per_node = []
-    for rep in range(reps):
-        path = folder / f"weft-w3-{synchronous}-{rep}.db"
-        with SQLiteBackend(path, synchronous=synchronous) as backend:  # type: ignore[arg-type]
-            run = DurableRun.open(backend, "chain", run_id="job")
-            start = time.perf_counter()
-            assert run.run_graph(graph, 0) == 200
-            per_node.append((time.perf_counter() - start) / 200)
-            run.close()
-    return statistics.median(per_node)
+def weft_w3(graph: WorkGraph, path: Path, synchronous: str) -> float:
+    with SQLiteBackend(path, synchronous=synchronous) as backend:  # type: ignore[arg-type]
+        run = DurableRun.open(backend, "chain", run_id="job")
+        start = time.perf_counter()
+        assert run.run_graph(graph, 0) == 200
+        per_node = (time.perf_counter() - start) / 200
+        run.close()
+    return per_node
 
 
 def weft_w3_floor(reps: int) -> float:
@@ -210,7 +206,7 @@ def lg_saver(path: Path, synchronous: str) -> tuple[Any, sqlite3.Connection]:
     return saver, conn
 
 
-def lg_w3(folder: Path, synchronous: str, reps: int) -> float:
+def lg_chain() -> Any:
     from langgraph.graph import END, START, StateGraph
 
     builder = StateGraph(ChainState)
@@ -220,16 +216,18 @@ def lg_w3(folder: Path, synchronous: str, reps: int) -> float:
     for i in range(199):
         builder.add_edge(f"n{i}", f"n{i + 1}")
     builder.add_edge("n199", END)
-    per_node = []
-    for rep in range(reps):
-        saver, conn = lg_saver(folder / f"lg-w3-{synchronous}-{rep}.db", synchronous)
-        graph = builder.compile(checkpointer=saver)
-        config = {"configurable": {"thread_id": "chain"}, "recursion_limit": 1000}
-        start = time.perf_counter()
-        assert graph.invoke({"x": 0}, config, durability="sync")["x"] == 200
-        per_node.append((time.perf_counter() - start) / 200)
-        conn.close()
-    return statistics.median(per_node)
+    return builder
+
+
+def lg_w3(builder: Any, path: Path, synchronous: str) -> float:
+    saver, conn = lg_saver(path, synchronous)
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "chain"}, "recursion_limit": 1000}
+    start = time.perf_counter()
+    assert graph.invoke({"x": 0}, config, durability="sync")["x"] == 200
+    per_node = (time.perf_counter() - start) / 200
+    conn.close()
+    return per_node
 
 
 def lg_w4(folder: Path, n: int) -> Growth:
@@ -268,7 +266,7 @@ def lg_projection(small: Growth, n_small: int, n: int) -> tuple[float, float]:
 
 
 def us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.0f} us"
+    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-5 else f"{seconds * 1e6:,.0f} us"
 
 
 def mb(size: float) -> str:
@@ -282,7 +280,7 @@ def main() -> None:
         "--langgraph-10k", action="store_true", help="run LangGraph at 10,000 steps (~14 GB)"
     )
     args = parser.parse_args()
-    reps = 3 if args.quick else 5
+    reps = 3 if args.quick else 9
     sizes = [1_000] if args.quick else [1_000, 10_000]
     try:
         import langgraph.checkpoint.sqlite  # noqa: F401
@@ -291,18 +289,25 @@ def main() -> None:
     gc.collect()
     with tempfile.TemporaryDirectory(prefix="weft-bench-") as tmp:
         folder = Path(tmp)
-        print(f"# W3: a checkpointed 200-node chain, time per node (median of {reps} runs)\n")
+        print(f"# W3: a checkpointed 200-node chain, time per node (median of {reps} runs each, "
+              "alternating)\n")  # fmt: skip
         floor = weft_w3_floor(reps)
         rows = []
+        chain, builder = weft_chain(200), lg_chain()
         for sync in ("NORMAL", "FULL"):
-            w, lg = weft_w3(folder, sync, reps), lg_w3(folder, sync, reps)
-            rows.append((sync, w, lg))
+            ours, theirs = [], []
+            for rep in range(reps):  # alternate, so both see the same machine
+                ours.append(weft_w3(chain, folder / f"weft-w3-{sync}-{rep}.db", sync))
+                theirs.append(lg_w3(builder, folder / f"lg-w3-{sync}-{rep}.db", sync))
+            rows.append((sync, statistics.median(ours), statistics.median(theirs)))
         print("| synchronous | weft (SQLite) | LangGraph SqliteSaver | weft / LangGraph |")
         print("|---|---:|---:|---:|")
         for sync, w, lg in rows:
             print(f"| {sync} | {us(w)} | {us(lg)} | 1/{lg / w:,.0f} |")
-        print(f"\nweft with no store (the engine alone): {us(floor)} per node. Defaults: weft "
-              "NORMAL, SqliteSaver FULL (SQLite's default).\n")  # fmt: skip
+        default = rows[1][2] / rows[0][1]
+        print(f"\nEach at its default (weft NORMAL, SqliteSaver FULL, SQLite's default): weft "
+              f"1/{default:,.0f} of LangGraph. The engine alone, no store: {us(floor)} per "
+              "node.\n")  # fmt: skip
 
         print("# W4: a message list growing by one ~100-byte message per step\n")
         print("| run | steps | first 100 | last 100 | last/first | last 100 mean | DB size "
