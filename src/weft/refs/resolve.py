@@ -1,0 +1,403 @@
+"""Resolving references against a scope: a store, a layered instance view, or plain data.
+
+``resolve(value, scope)`` walks a JSON-like value (dicts, lists, strings; dict keys are
+never references) and returns it with every reference replaced by what it names (see
+``weft.refs.parse`` for the grammar). A reference that names nothing is an
+``UnresolvedReferenceError`` naming the reference, the deepest part that does exist and
+the keys found there; never a silent ``None``.
+
+A *scope* is where references are read: anything with ``lookup(kind, field)`` (the value,
+or ``MISSING``) and ``fields(kind)`` (the field names, for error messages and for a
+whole-kind reference). ``Store``, ``Mapping`` (``{"state": {...}, "input": {...}}``) and
+``Scope`` objects are accepted everywhere a scope is.
+
+For speed, a value is *compiled* once (``compile_value``): literal parts are kept as they
+are and only the places that hold references are visited when it is resolved again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+
+from weft.errors import UnresolvedReferenceError
+from weft.refs.parse import Expression, Reference, parse_value_string
+from weft.store import MISSING, FrozenDict, FrozenList, Store, freeze
+
+_SHOWN_KEYS: Final = 20
+
+
+@runtime_checkable
+class Scope(Protocol):
+    """Where references are read from."""
+
+    def lookup(self, kind: str, field: str) -> Any:
+        """The value of the entry ``kind:field``, or ``MISSING``."""
+        ...
+
+    def fields(self, kind: str) -> list[str]:
+        """The fields of ``kind`` that hold a value, in key order."""
+        ...
+
+
+class StoreScope:
+    """A store as a scope: ``†state.user`` reads the entry ``state:user``."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def lookup(self, kind: str, field: str) -> Any:
+        entry = self.store.get(kind, field)
+        return MISSING if entry is None else entry.value
+
+    def fields(self, kind: str) -> list[str]:
+        return [entry.path for entry in self.store.entries(key_prefix=f"{kind}:")]
+
+    def __repr__(self) -> str:
+        return f"StoreScope({self.store!r})"
+
+
+class LayeredScope:
+    """An instance's view: what its own fork wrote, over the parent scope as it is now.
+
+    A fork is a snapshot of its parent; reading it alone would miss what global calls
+    wrote to the parent after the fork was made. So a field the fork wrote itself (an
+    entry newer than ``base_seq``, the fork's starting point) is read from the fork, and
+    every other field from the parent: targeted values override global ones.
+    """
+
+    __slots__ = ("base_seq", "own", "parent")
+
+    def __init__(self, own: Store, parent: Scope, *, base_seq: int | None = None) -> None:
+        self.own = own
+        self.parent = parent
+        self.base_seq = own.last_seq if base_seq is None else base_seq
+
+    def lookup(self, kind: str, field: str) -> Any:
+        entry = self.own.get(kind, field)
+        if entry is not None and entry.seq > self.base_seq:
+            return entry.value
+        return self.parent.lookup(kind, field)
+
+    def fields(self, kind: str) -> list[str]:
+        own = [
+            entry.path
+            for entry in self.own.entries(key_prefix=f"{kind}:")
+            if entry.seq > self.base_seq
+        ]
+        return sorted({*self.parent.fields(kind), *own})
+
+    def __repr__(self) -> str:
+        return f"LayeredScope({self.own!r} over {self.parent!r})"
+
+
+class MappingScope:
+    """Plain data as a scope: ``{"state": {"user": {...}}, "input": {...}}``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self.data = data
+
+    def lookup(self, kind: str, field: str) -> Any:
+        fields = self.data.get(kind)
+        if not isinstance(fields, Mapping):
+            return MISSING
+        return fields.get(field, MISSING)
+
+    def fields(self, kind: str) -> list[str]:
+        fields = self.data.get(kind)
+        return sorted(map(str, fields)) if isinstance(fields, Mapping) else []
+
+
+class ChainScope:
+    """Several scopes read in turn: the first that holds a field gives it."""
+
+    __slots__ = ("scopes",)
+
+    def __init__(self, *scopes: Scope) -> None:
+        self.scopes = scopes
+
+    def lookup(self, kind: str, field: str) -> Any:
+        for scope in self.scopes:
+            value = scope.lookup(kind, field)
+            if value is not MISSING:
+                return value
+        return MISSING
+
+    def fields(self, kind: str) -> list[str]:
+        return sorted({name for scope in self.scopes for name in scope.fields(kind)})
+
+
+ScopeLike: TypeAlias = Scope | Store | Mapping[str, Any]
+
+
+def as_scope(scope: ScopeLike) -> Scope:
+    """A ``Store``, a mapping of kinds or a ``Scope``, as a ``Scope``."""
+    if isinstance(scope, Store):
+        return StoreScope(scope)
+    if isinstance(scope, Scope) and not isinstance(scope, Mapping):
+        return scope
+    if isinstance(scope, Mapping):
+        return MappingScope(scope)
+    raise TypeError(
+        f"a scope is a Store, a mapping {{kind: {{field: value}}}} or a weft.refs.Scope, "
+        f"not a {type(scope).__name__}"
+    )
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def read(ref: Reference, scope: Scope) -> Any:
+    """The value ``ref`` names in ``scope``, or ``UnresolvedReferenceError``."""
+    if ref.field is None:
+        fields = scope.fields(ref.kind)
+        return FrozenDict({name: scope.lookup(ref.kind, name) for name in fields})
+    value = scope.lookup(ref.kind, ref.field)
+    if value is MISSING:
+        raise _unresolved(ref, 0, MISSING, scope)
+    depth = 1
+    for step in ref.path:
+        if type(step) is int:
+            if isinstance(value, list):
+                try:
+                    value = value[step]
+                except IndexError:
+                    raise _unresolved(ref, depth, value, scope) from None
+            else:
+                raise _unresolved(ref, depth, value, scope)
+        elif isinstance(value, dict):
+            found = value.get(step, MISSING)
+            if found is MISSING:
+                raise _unresolved(ref, depth, value, scope)
+            value = found
+        else:
+            raise _unresolved(ref, depth, value, scope)
+        depth += 1
+    return value
+
+
+def read_expression(expr: Expression, scope: Scope) -> Any:
+    """The first ``||`` group whose references all resolve: one value for a lone
+    reference, the list of values for an ``&&`` group."""
+    failures: list[UnresolvedReferenceError] = []
+    for group in expr.alternatives:
+        try:
+            if len(group) == 1:
+                return read(group[0], scope)
+            return FrozenList([read(ref, scope) for ref in group])
+        except UnresolvedReferenceError as exc:
+            failures.append(exc)
+    if len(failures) == 1:
+        raise failures[0]
+    first = failures[0]
+    raise UnresolvedReferenceError(
+        f"none of the alternatives of {expr.text} resolves: "
+        + "; ".join(str(exc) for exc in failures),
+        reference=expr.text,
+        deepest=first.deepest,
+        keys=first.keys,
+    ) from first
+
+
+def _unresolved(ref: Reference, depth: int, found: Any, scope: Scope) -> UnresolvedReferenceError:
+    """The error for ``ref`` failing at step ``depth`` (0: the entry itself is missing)."""
+    if depth == 0:
+        fields = scope.fields(ref.kind)
+        shown = ", ".join(fields[:_SHOWN_KEYS]) + (", ..." if len(fields) > _SHOWN_KEYS else "")
+        there = f"{ref.kind} holds: {shown}" if fields else f"there are no {ref.kind} entries"
+        return UnresolvedReferenceError(
+            f"{ref.text}: nothing is stored at {ref.kind}:{ref.field}; {there}. Check the "
+            f"name, or let a call write it first (an _outputPath of †{ref.kind}.{ref.field})",
+            reference=ref.text,
+            deepest=None,
+            keys=tuple(fields),
+        )
+    deepest = ref.prefix(depth).text
+    step = ref.steps[depth]
+    keys: tuple[str, ...] = ()
+    if isinstance(found, dict):
+        keys = tuple(map(str, found))
+        shown = ", ".join(keys[:_SHOWN_KEYS]) + (", ..." if len(keys) > _SHOWN_KEYS else "")
+        if type(step) is int:
+            problem = f"{deepest} is an object, not a list, so it has no item [{step}]"
+        else:
+            problem = f"{deepest} has no key {step!r}"
+        detail = f"its keys are: {shown}" if keys else "it is an empty object"
+    elif isinstance(found, list):
+        n = len(found)
+        if type(step) is int:
+            items = f"{n} item{'s' if n != 1 else ''}"
+            problem = f"{deepest} is a list of {items}, so [{step}] is out of range"
+        else:
+            problem = f"{deepest} is a list, not an object, so it has no key {step!r}"
+        detail = f"its indices are 0..{n - 1} (or -{n}..-1)" if n else "it is empty"
+    else:
+        problem = f"{deepest} is a {_json_type(found)}, so there is nothing inside it to read"
+        detail = "references read only into objects (.key) and lists ([index])"
+    return UnresolvedReferenceError(
+        f"{ref.text}: {problem}; {detail}",
+        reference=ref.text,
+        deepest=deepest,
+        keys=keys,
+    )
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+# ------------------------------------------------------------------ compiling
+
+
+class Compiled:
+    """A value with its references found once; ``resolve(scope)`` fills them in."""
+
+    __slots__ = ()
+
+    references: tuple[Reference, ...] = ()
+    reads: tuple[Expression, ...] = ()
+    """What resolving reads: whole-value expressions, and each embedded reference alone."""
+
+    def resolve(self, scope: Scope) -> Any:
+        raise NotImplementedError
+
+
+class _Const(Compiled):
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def resolve(self, scope: Scope) -> Any:
+        return self.value
+
+
+class _Expr(Compiled):
+    __slots__ = ("expr", "reads", "references")
+
+    def __init__(self, expr: Expression) -> None:
+        self.expr = expr
+        self.references = expr.references
+        self.reads = (expr,)
+
+    def resolve(self, scope: Scope) -> Any:
+        group = self.expr.alternatives
+        if len(group) == 1 and len(group[0]) == 1:
+            return read(group[0][0], scope)
+        return read_expression(self.expr, scope)
+
+
+class _Text(Compiled):
+    __slots__ = ("parts", "reads", "references")
+
+    def __init__(self, parts: tuple[str | Reference, ...]) -> None:
+        self.parts = parts
+        self.references = tuple(p for p in parts if isinstance(p, Reference))
+        self.reads = tuple(Expression(((ref,),)) for ref in self.references)
+
+    def resolve(self, scope: Scope) -> str:
+        out = []
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+            else:
+                value = read(part, scope)
+                out.append(value if isinstance(value, str) else _json_text(value))
+        return "".join(out)
+
+
+class _Dict(Compiled):
+    __slots__ = ("const", "dynamic", "reads", "references")
+
+    def __init__(self, const: dict[str, Any], dynamic: list[tuple[str, Compiled]]) -> None:
+        self.const = const
+        self.dynamic = dynamic
+        self.references = tuple(r for _, c in dynamic for r in c.references)
+        self.reads = tuple(e for _, c in dynamic for e in c.reads)
+
+    def resolve(self, scope: Scope) -> Any:
+        out = dict(self.const)
+        for key, compiled in self.dynamic:
+            out[key] = compiled.resolve(scope)
+        return FrozenDict(out)
+
+
+class _List(Compiled):
+    __slots__ = ("items", "reads", "references")
+
+    def __init__(self, items: list[Compiled]) -> None:
+        self.items = items
+        self.references = tuple(r for c in items for r in c.references)
+        self.reads = tuple(e for c in items for e in c.reads)
+
+    def resolve(self, scope: Scope) -> Any:
+        return FrozenList([item.resolve(scope) for item in self.items])
+
+
+def compile_value(value: Any) -> Compiled:
+    """Find the references in ``value`` once (syntax errors are raised here, before
+    anything runs); literal parts are frozen and shared by every resolution."""
+    if isinstance(value, str):
+        meaning = parse_value_string(value)
+        if isinstance(meaning, str):
+            return _Const(meaning)
+        if isinstance(meaning, Expression):
+            return _Expr(meaning)
+        return _Text(meaning)
+    if isinstance(value, dict):
+        const: dict[str, Any] = {}
+        dynamic: list[tuple[str, Compiled]] = []
+        for key, item in value.items():
+            compiled = compile_value(item)
+            if isinstance(compiled, _Const):
+                const[key] = compiled.value
+            else:
+                const[key] = None  # a placeholder keeps the key's place in the order
+                dynamic.append((key, compiled))
+        if not dynamic:
+            return _Const(freeze(const, where="a call's arguments"))
+        return _Dict(freeze(const, where="a call's arguments"), dynamic)
+    if isinstance(value, (list, tuple)):
+        items = [compile_value(item) for item in value]
+        if all(isinstance(item, _Const) for item in items):
+            return _Const(FrozenList(item.resolve(MappingScope({})) for item in items))
+        return _List(items)
+    return _Const(freeze(value, where="a call's arguments"))
+
+
+def resolve(value: Any, scope: ScopeLike) -> Any:
+    """``value`` with every reference replaced by what it names in ``scope``.
+
+    >>> resolve({"userId": "†state.currentUser.id", "note": "for ††{x}"},
+    ...         {"state": {"currentUser": {"id": 42}}})
+    {'userId': 42, 'note': 'for †{x}'}
+
+    A whole-string reference keeps the value's type; a reference inside longer text is
+    interpolated (strings as they are, other values as JSON). Results are read-only.
+    """
+    return compile_value(value).resolve(as_scope(scope))
+
+
+def references_in(value: Any) -> tuple[Reference, ...]:
+    """Every reference in ``value`` (syntax errors raised), in document order."""
+    return compile_value(value).references
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return str(value)
