@@ -172,3 +172,16 @@ def test_one_name_cannot_register_two_types() -> None:
     registry.register(Finding, name="X")
     with pytest.raises(ValueTypeError, match="already registered"):
         registry.register(Source, name="X")
+
+
+@dataclasses.dataclass(frozen=True)
+class Tagged:
+    tags: tuple[str, ...]
+
+
+def test_a_registered_object_with_a_tuple_field_encodes() -> None:
+    types = TypeRegistry()
+    types.register(Tagged, name="Tagged")
+    store = Store(types=types)
+    store.write("state", "t", Tagged(tags=("a", "b")))
+    assert '"tags":["a","b"]' in dumps(store.value("state", "t"), types)

@@ -31,7 +31,7 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
     if isinstance(value, dict):
         body = {key: to_jsonable(item, types) for key, item in value.items()}
         return {TAG: "dict", "data": body} if TAG in value else body
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # tuples inside registered objects: JSON arrays
         return [to_jsonable(item, types) for item in value]
     if value is DELETE:
         return {TAG: "delete"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NamedTuple
 
+from weft.store._log import read
+
 Kind = Literal["input", "state", "step", "task", "shared"]
 KINDS: Final[tuple[str, ...]] = ("input", "state", "step", "task", "shared")
 
@@ -19,20 +21,31 @@ def make_key(kind: str, path: str) -> str:
     return f"{kind}:{path}"
 
 
-class Entry(NamedTuple):
-    """What one key holds: its frozen value and who wrote it when.
-
-    A named tuple (immutable and cheap to build: one is made per write).
-    """
-
+class _EntryFields(NamedTuple):
     kind: str
     path: str
-    value: Any
+    stored: Any
     source: str | None
     created_at: float
     updated_at: float
     seq: int
     meta: Mapping[str, Any] | None = None
+
+
+class Entry(_EntryFields):
+    """What one key holds: its frozen value and who wrote it when.
+
+    A named tuple (immutable and cheap to build: one is made per write). ``value``
+    is what readers see; ``stored`` is how the store holds it, which for a list
+    grown by ``append``/``extend`` is an ``AppendLog`` turned into the list on the
+    first read (so appends stay O(1) however long the list grows).
+    """
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> Any:
+        return read(self.stored)
 
     @property
     def key(self) -> str:

@@ -34,6 +34,7 @@ from weft.errors import (
 )
 from weft.store import reducers as _reducers
 from weft.store._index import SortedKeys
+from weft.store._log import AppendLog
 from weft.store.events import KINDS, Entry, Event, Op, make_key
 from weft.store.values import MISSING, TypeRegistry, freeze, registry
 
@@ -41,6 +42,8 @@ logger: Final = logging.getLogger("weft.store")
 
 Subscriber = Callable[[Event], object]
 _KIND_SET: Final = frozenset(KINDS)
+_GROWS: Final = frozenset({"append", "extend", "operator.add"})
+"""Reducers whose list results are kept as an ``AppendLog`` (O(1) per write)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +365,9 @@ class Store:
         old = self._data.get(key)
         if declared.fn is _reducers.replace or (old is None and not declared.frozen_output):
             new = update  # user reducers are first called once there is a current value
+        elif declared.name in _GROWS and self._can_grow(old, declared.name, update):
+            items = (update,) if declared.name == "append" else tuple(update)
+            new = AppendLog.grow(None if old is None else old.stored, items)
         else:
             current = MISSING if old is None else old.value
             try:
@@ -376,7 +382,7 @@ class Store:
         entry = Entry(
             kind=kind,
             path=path,
-            value=new,
+            stored=new,
             source=source,
             created_at=at if old is None else old.created_at,
             updated_at=at,
@@ -388,6 +394,14 @@ class Store:
         self._data = self._data.set(key, entry)
         self._notify(event)
         return entry
+
+    @staticmethod
+    def _can_grow(old: Entry | None, reducer: str, update: Any) -> bool:
+        """Whether a write can be an O(1) append to an ``AppendLog`` (else the reducer runs)."""
+        current = None if old is None else old.stored
+        if current is not None and not isinstance(current, (list, AppendLog)):
+            return False
+        return reducer == "append" or isinstance(update, list)
 
     def _apply_delete(
         self, key: str, kind: str, path: str, source: str | None, at: float, seq: int | None = None
