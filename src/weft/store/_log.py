@@ -52,9 +52,9 @@ class AppendLog:
         while type(node) is AppendLog and node._list is None:
             tails.append(node._tail)
             node = node._base
-        base = node._list if type(node) is AppendLog else node
+        base = node._list if isinstance(node, AppendLog) else node
         built = FrozenList()
-        if base:
+        if base is not None:
             list.extend(built, base[:])  # a slice is an exact list: copied in C
         for tail in reversed(tails):
             list.extend(built, tail)
