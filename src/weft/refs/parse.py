@@ -212,10 +212,10 @@ def format_steps(steps: tuple[Step, ...]) -> str:
     for step in steps:
         if type(step) is int:
             out.append(f"[{step}]")
-        elif isinstance(step, str) and _PLAIN_NAME.match(step):
-            out.append("." + step)
+        elif _PLAIN_NAME.match(str(step)):
+            out.append(f".{step}")
         else:
-            quoted = step.replace("\\", "\\\\").replace('"', '\\"')
+            quoted = str(step).replace("\\", "\\\\").replace('"', '\\"')
             out.append(f'["{quoted}"]')
     return "".join(out)
 

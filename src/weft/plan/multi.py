@@ -1,0 +1,284 @@
+"""``MultiModeAgent``: one entry point that runs an objective in one of three modes.
+
+- ``"loop"``: the agent loop of ``weft.agent`` (``Agent``) with the model as its
+  reasoner; its actions are the memory tools and the caller's tools, and the objective
+  comes with the memory-tools section and the keys of the inputs. Its output is written
+  as ``task:<name>``.
+- ``"plan"``: a ``TaskPlan`` on the ``ParallelTaskExecutor``: the one given, or one the
+  model writes first through a ``submit_plan`` tool (checked; a plan with problems is
+  sent back with them, up to ``max_iterations`` tries).
+- ``"team"``: a ``TeamExecutor`` of ``team`` members on a board holding the plan's tasks
+  (or the objective as one task).
+
+Memory behaves the same in all three: one ``AgentMemory``, inputs as ``input:<name>``,
+results as ``task:<id>``, the three memory tools offered to every model, upstream
+values read through ``memory_read``, never pasted into prompts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from weft.agent import Agent, AgentResult
+from weft.errors import ExecutorError, ModelError, PlanValidationError
+from weft.llm import ChatMessage, ChatModel
+from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
+from weft.plan._sync import run_sync
+from weft.plan.parallel import ParallelTaskExecutor, PlanReport
+from weft.plan.prompts import planner_system_prompt
+from weft.plan.team import TeamExecutor, TeamMember, TeamReport
+from weft.plan.tools import LocalTool, ToolBox, error
+from weft.plan.types import TaskPlan
+from weft.refs import Tool
+
+Mode = Literal["loop", "plan", "team"]
+MODES: tuple[Mode, ...] = ("loop", "plan", "team")
+
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string"},
+        "tasks": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string"},
+                    "title": {"type": "string"},
+                    "description": {"type": "string"},
+                    "depends_on": {"type": "array", "items": {"type": "string"}},
+                    "steps": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "id": {"type": "string"},
+                                "instructions": {"type": "string"},
+                                "depends_on": {"type": "array", "items": {"type": "string"}},
+                                "output_schema": {"type": "object"},
+                            },
+                            "required": ["id", "instructions"],
+                        },
+                    },
+                },
+                "required": ["id", "steps"],
+            },
+        },
+    },
+    "required": ["tasks"],
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeResult:
+    """What a run produced: its mode, whether it succeeded, the result (``task:<name>``
+    in loop mode, the last task's result in plan mode, the completed board tasks'
+    results in team mode), the mode's own report, and the plan it ran (plan mode)."""
+
+    mode: Mode
+    ok: bool
+    result: Any
+    report: AgentResult | PlanReport | TeamReport
+    plan: TaskPlan | None = None
+
+
+class MultiModeAgent:
+    """Run ``objective`` in ``mode`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        objective: str,
+        model: ChatModel,
+        mode: Mode = "loop",
+        memory: AgentMemory | None = None,
+        tools: Iterable[Tool] = (),
+        inputs: Mapping[str, Any] | None = None,
+        plan: TaskPlan | None = None,
+        team: Sequence[TeamMember] = (),
+        system_prompt: str | None = None,
+        max_iterations: int = 10,
+        max_concurrency: int | None = 4,
+    ) -> None:
+        if mode not in MODES:
+            raise ExecutorError(f"mode={mode!r}; the modes are {', '.join(MODES)}")
+        if mode == "team" and not team:
+            raise ExecutorError("team mode needs team=[TeamMember(...), ...]")
+        self.name = name
+        self.objective = objective
+        self.model = model
+        self.mode: Mode = mode
+        self.memory = memory if memory is not None else AgentMemory()
+        self.tools = tuple(tools)
+        self.inputs = dict(inputs or {})
+        self.plan = plan
+        self.team = tuple(team)
+        self.system_prompt = system_prompt
+        self.max_iterations = max_iterations
+        self.max_concurrency = max_concurrency
+        self.result: ModeResult | None = None
+
+    def execute(self) -> ModeResult:
+        """The blocking form of ``aexecute``."""
+        return run_sync(self.aexecute())
+
+    async def aexecute(self) -> ModeResult:
+        for key, value in self.inputs.items():
+            self.memory.set(memory_keys.input(key), value, source="caller", title=key)
+        if self.mode == "loop":
+            result = await self._loop()
+        elif self.mode == "plan":
+            result = await self._plan()
+        else:
+            result = await self._team()
+        self.result = result
+        return result
+
+    def get_results(self) -> Any:
+        """The last run's result (None before a run)."""
+        return None if self.result is None else self.result.result
+
+    # -------------------------------------------------------------------- loop
+
+    async def _loop(self) -> ModeResult:
+        tools = memory_tools(self.memory, source=self.name)
+        actor: dict[str, Any] = {}
+        for memory_tool in tools:
+            actor[memory_tool.name] = _memory_actor(memory_tool)
+        for tool in self.tools:
+            if tool.fn is not None:
+                actor[tool.name] = tool.fn
+        agent = Agent(
+            self.model,
+            actor=actor,
+            store=self.memory.store,
+            name=self.name,
+            max_iterations=self.max_iterations,
+        )
+        outcome = await agent.arun(self._loop_input([*tools, *self.tools]))
+        self.memory.set(
+            memory_keys.task(self.name),
+            outcome.output,
+            source=self.name,
+            title=self.objective[:200],
+        )
+        return ModeResult(
+            mode="loop",
+            ok=outcome.stop_reason == "completed",
+            result=self.memory.get_value(memory_keys.task(self.name)),
+            report=outcome,
+        )
+
+    def _loop_input(self, tools: Sequence[Any]) -> str:
+        actions = "\n".join(
+            f"- {t.name}: {t.description} Arguments (JSON Schema): {json.dumps(dict(t.parameters))}"
+            for t in tools
+        )
+        keys = "\n".join(f"- {memory_keys.input(key)}" for key in self.inputs)
+        parts = [
+            self.system_prompt or "",
+            f"# Objective\n{self.objective}",
+            memory_tools_prompt_section(),
+            f"# Actions (the action type is the tool's name; args are its arguments)\n{actions}",
+        ]
+        if keys:
+            parts.append(
+                f"# Required upstream memory (call `memory_read` with these keys):\n{keys}"
+            )
+        return "\n\n".join(part for part in parts if part)
+
+    # -------------------------------------------------------------------- plan
+
+    async def _plan(self) -> ModeResult:
+        plan = self.plan if self.plan is not None else await self._make_plan()
+        executor = ParallelTaskExecutor(
+            plan,
+            model=self.model,
+            memory=self.memory,
+            tools=self.tools,
+            system_prompt=self.system_prompt,
+            max_concurrency=self.max_concurrency,
+        )
+        report = await executor.aexecute()
+        return ModeResult(
+            mode="plan",
+            ok=report.ok,
+            result=executor.get_final_result(),
+            report=report,
+            plan=plan,
+        )
+
+    async def _make_plan(self) -> TaskPlan:
+        """Ask the model for a plan through ``submit_plan``, sending problems back."""
+        made: list[TaskPlan] = []
+
+        def submit(arguments: dict[str, Any]) -> dict[str, Any]:
+            try:
+                made.append(TaskPlan.from_dict(arguments))
+            except PlanValidationError as exc:
+                return error(f"the plan has problems: {'; '.join(map(str, exc.problems))}")
+            return {"ok": True, "tasks": [t.id for t in made[-1].tasks]}
+
+        toolbox = ToolBox(
+            self.memory,
+            source=f"{self.name}/planner",
+            local=[
+                LocalTool(
+                    name="submit_plan",
+                    description="Submit the plan: tasks, each with steps and dependencies.",
+                    parameters=PLAN_SCHEMA,
+                    handler=submit,
+                )
+            ],
+        )
+        messages = [
+            ChatMessage.system(planner_system_prompt(preamble=self.system_prompt)),
+            ChatMessage.user(f"# Objective\n{self.objective}"),
+        ]
+        for _ in range(self.max_iterations):
+            try:
+                reply = await self.model.achat(messages, tools=toolbox.specs())
+            except ModelError as exc:
+                raise ExecutorError(f"{self.name}: the planner's model failed: {exc}") from exc
+            messages.append(reply.to_message())
+            if not reply.tool_calls:
+                messages.append(ChatMessage.user("Submit the plan with the `submit_plan` tool."))
+            for call in reply.tool_calls:
+                result = await toolbox.call(call)
+                if made:
+                    return made[-1]
+                messages.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
+        raise ExecutorError(
+            f"{self.name}: the model did not submit a valid plan in {self.max_iterations} "
+            "calls; pass plan=TaskPlan(...) or raise max_iterations"
+        )
+
+    # -------------------------------------------------------------------- team
+
+    async def _team(self) -> ModeResult:
+        executor = TeamExecutor(
+            self.objective,
+            members=self.team,
+            memory=self.memory,
+            tasks=self.plan.tasks if self.plan is not None else (),
+            tools=self.tools,
+            system_prompt=self.system_prompt,
+            max_rounds=self.max_iterations,
+        )
+        report = await executor.aexecute()
+        results = {key: self.memory.get_value(memory_keys.task(key)) for key in report.completed}
+        return ModeResult(mode="team", ok=report.ok, result=results, report=report)
+
+
+def _memory_actor(tool: Any) -> Any:
+    def act(**arguments: Any) -> Any:
+        return tool(arguments)
+
+    act.__name__ = tool.name
+    return act

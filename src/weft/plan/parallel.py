@@ -1,0 +1,171 @@
+"""``ParallelTaskExecutor``: a ``TaskPlan``'s tasks as a DAG, on one AgentMemory.
+
+It owns no private results: everything is in memory.
+
+- Start: the caller's ``inputs`` are written as ``input:<name>``.
+- Each task runs as a ``TaskExecutor`` as soon as the tasks it depends on completed,
+  ``max_concurrency`` at once; its steps are told the keys ``task:<dep>`` of those
+  tasks (never their values).
+- After a task completed: the idempotent task write. ``task:<id>`` is set only if it
+  is not there yet, from ``step:<last step id>`` (a finishing step normally wrote it).
+- A failed task blocks every task that depends on it; the report says which failed,
+  why (its steps' failures) and what each blocked task waited for. Cycles and unknown
+  dependencies are refused when the ``TaskPlan`` is built.
+- Resume: a task whose ``task:<id>`` is already in memory (say, memory loaded from a
+  durable store after a crash) is skipped, so running the plan again continues it.
+
+``get_final_result()`` is ``task:<last task listed>``, ``get_task_result(id)`` one
+task's, ``get_all_results()`` every task result in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from weft.llm import ChatModel
+from weft.memory import AgentMemory, memory_keys
+from weft.plan._sync import run_sync
+from weft.plan.dag import DagReport, run_dag
+from weft.plan.task import TaskExecutor, TaskResult
+from weft.plan.types import TaskPlan
+from weft.refs import Tool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanReport:
+    """What a task plan's run did: the tasks' report (completed, failed with why,
+    blocked with what they waited for, skipped as done before) and each run task's
+    ``TaskResult``."""
+
+    report: DagReport
+    tasks: Mapping[str, TaskResult] = field(default_factory=dict)
+    final_result: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok
+
+    @property
+    def completed(self) -> tuple[str, ...]:
+        return self.report.completed
+
+    @property
+    def failed(self) -> Mapping[str, str]:
+        return self.report.failed
+
+    @property
+    def blocked(self) -> Mapping[str, str]:
+        return self.report.blocked
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        return self.report.skipped
+
+
+class ParallelTaskExecutor:
+    """Run a ``TaskPlan`` with ``model`` on ``memory`` (see the module docstring).
+
+    >>> from weft.llm import ScriptedChatModel
+    >>> from weft.plan import Step, Task
+    >>> plan = TaskPlan(tasks=[Task(id="a", steps=[Step(id="s", instructions="Do a.")])])
+    >>> done = ScriptedChatModel([ScriptedChatModel.tool_call("finish_step", {"result": 1})])
+    >>> executor = ParallelTaskExecutor(plan, model=done)
+    >>> executor.execute().ok, executor.get_final_result()
+    (True, 1)
+    """
+
+    def __init__(
+        self,
+        plan: TaskPlan,
+        *,
+        model: ChatModel,
+        memory: AgentMemory | None = None,
+        tools: Iterable[Tool] = (),
+        inputs: Mapping[str, Any] | None = None,
+        system_prompt: str | None = None,
+        max_concurrency: int | None = 4,
+        max_iterations: int = 20,
+        max_token_budget: int | None = None,
+        resume: bool = True,
+    ) -> None:
+        self.plan = plan
+        self.model = model
+        self.memory = memory if memory is not None else AgentMemory()
+        self.tools = tuple(tools)
+        self.inputs = dict(inputs or {})
+        self.system_prompt = system_prompt
+        self.max_concurrency = max_concurrency
+        self.max_iterations = max_iterations
+        self.max_token_budget = max_token_budget
+        self.resume = resume
+        self._results: dict[str, TaskResult] = {}
+
+    def execute(self) -> PlanReport:
+        """The blocking form of ``aexecute``."""
+        return run_sync(self.aexecute())
+
+    async def aexecute(self) -> PlanReport:
+        """Run every task not done yet; report what happened."""
+        for name, value in self.inputs.items():
+            self.memory.set(memory_keys.input(name), value, source="caller", title=name)
+        tasks = self.plan.tasks
+        done = (
+            [t.id for t in tasks if self.memory.has(memory_keys.task(t.id))] if self.resume else []
+        )
+        report = await run_dag(
+            [t.id for t in tasks],
+            {t.id: t.depends_on for t in tasks},
+            self._run_task,
+            done=done,
+            max_concurrency=self.max_concurrency,
+        )
+        return PlanReport(
+            report=report, tasks=dict(self._results), final_result=self.get_final_result()
+        )
+
+    async def _run_task(self, task_id: str) -> str | None:
+        task = self.plan.task(task_id)
+        executor = TaskExecutor(
+            task,
+            model=self.model,
+            memory=self.memory,
+            tools=self.tools,
+            upstream_memory_keys=[memory_keys.task(dep) for dep in task.depends_on],
+            system_prompt=self.system_prompt,
+            max_iterations=self.max_iterations,
+            max_token_budget=self.max_token_budget,
+        )
+        result = await executor.aexecute()
+        self._results[task_id] = result
+        if not result.report.ok:
+            return result.report.summary()
+        key = memory_keys.task(task_id)
+        if not self.memory.has(key):  # the idempotent task write
+            last = memory_keys.step(task.steps[-1].id)
+            self.memory.set(
+                key,
+                self.memory.get_value(last),
+                source=task_id,
+                title=task.label,
+                description=task.description or None,
+            )
+        return None
+
+    # ------------------------------------------------------------------ results
+
+    def get_final_result(self) -> Any:
+        """The result of the last task listed (None until it completed)."""
+        return self.memory.get_value(memory_keys.task(self.plan.tasks[-1].id))
+
+    def get_task_result(self, task_id: str) -> Any:
+        """The result of one task (None until it completed)."""
+        return self.memory.get_value(memory_keys.task(task_id))
+
+    def get_all_results(self) -> dict[str, Any]:
+        """Every task result in memory, by task id, oldest write first."""
+        return {
+            entry.key.removeprefix("task:"): entry.value
+            for entry in self.memory.list(kind="task_result")
+        }

@@ -1,0 +1,279 @@
+"""``StepExecutor``: one step as a tool-calling loop over a chat model, on AgentMemory.
+
+The contract of seed 001:
+
+- the system prompt is the default execution prompt with its memory-tools section; a
+  caller's ``system_prompt`` is a preamble before it, never a replacement;
+- the user message holds the step's instructions and names the declared upstream keys
+  (``step:<dep>`` for each ``depends_on``, plus ``upstream_memory_keys``) without their
+  values: the model pulls values with ``memory_read``;
+- the three memory tools are always attached (their writes recorded as the step's),
+  with the caller's tools and ``finish_step``;
+- ``finish_step`` validates ``result`` against the step's JSON Schema (an invalid one is
+  returned to the model as an error, so it can fix it) and writes ``step:<id>``, and
+  ``task:<task id>`` when the step finishes its task;
+- once the replies' tokens pass 90% of ``max_token_budget``, only ``finish_step`` is
+  offered (the conclusion stage);
+- after ``max_iterations`` model calls without a valid ``finish_step``, ``step:<id>``
+  gets ``{"error": ...}`` and the step fails; so does a model that raises.
+
+>>> from weft.llm import ScriptedChatModel
+>>> from weft.memory import AgentMemory
+>>> memory = AgentMemory()
+>>> model = ScriptedChatModel([ScriptedChatModel.tool_call("finish_step", {"result": 42})])
+>>> result = StepExecutor(Step(id="answer", instructions="Answer."), model=model,
+...                       memory=memory).execute()
+>>> result.ok, memory.get_value("step:answer")
+(True, 42)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from weft.errors import ModelError
+from weft.llm import ChatMessage, ChatModel, ToolCall, Usage
+from weft.memory import AgentMemory, memory_keys
+from weft.plan._sync import run_sync
+from weft.plan.prompts import (
+    CONCLUSION_NOTE,
+    FINISH_STEP,
+    NO_TEXT_ENDING,
+    execution_system_prompt,
+    step_user_message,
+)
+from weft.plan.tools import LocalTool, ToolBox, error
+from weft.plan.types import Step
+from weft.refs import Tool
+from weft.refs.schemas import schema_problems
+from weft.store import MISSING
+
+logger: Final = logging.getLogger("weft.plan")
+CONCLUSION_SHARE: Final = 0.9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepResult:
+    """How a step ended: ``ok``, its result (``{"error": ...}`` when it failed), the
+    number of model calls, the tokens they cost, and the whole conversation."""
+
+    step_id: str
+    ok: bool
+    result: Any
+    error: str | None
+    iterations: int
+    usage: Usage | None
+    messages: tuple[ChatMessage, ...]
+    task_result: bool = False
+
+
+class StepExecutor:
+    """Run one ``Step`` with ``model`` on ``memory`` (see the module docstring).
+
+    ``task_id`` with ``finish_task=True`` makes the step write ``task:<task_id>`` too;
+    ``task`` is ``(title, description)`` of its task, shown to the model; ``item`` is
+    the work item of a process step.
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        *,
+        model: ChatModel,
+        memory: AgentMemory,
+        tools: Iterable[Tool] = (),
+        system_prompt: str | None = None,
+        upstream_memory_keys: Sequence[str] = (),
+        task_id: str | None = None,
+        task: tuple[str, str] | None = None,
+        finish_task: bool = False,
+        item: Any = MISSING,
+        max_iterations: int = 20,
+        max_token_budget: int | None = None,
+    ) -> None:
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations={max_iterations}; a step needs at least one call")
+        if finish_task and task_id is None:
+            raise ValueError(f"step {step.id!r}: finish_task=True needs the task_id to write")
+        self.step = step
+        self.model = model
+        self.memory = memory
+        self.task_id = task_id
+        self.task = task
+        self.finish_task = finish_task
+        self.item = item
+        self.max_iterations = max_iterations
+        self.max_token_budget = max_token_budget
+        self.upstream_keys = [
+            *(memory_keys.step(dep) for dep in step.depends_on if dep != step.process_from),
+            *upstream_memory_keys,
+        ]
+        self.system_prompt = execution_system_prompt(
+            preamble=system_prompt, finish_task=finish_task
+        )
+        self.tools = ToolBox(
+            memory,
+            source=step.id,
+            tools=tools,
+            allowed=step.tools,
+            local=[self._finish_tool()],
+        )
+
+    def _finish_tool(self) -> LocalTool:
+        schema = dict(self.step.output_schema) if self.step.output_schema is not None else {}
+        return LocalTool(
+            name=FINISH_STEP,
+            description=(
+                f"Finish the step {self.step.label!r} and report its result. Call it once the "
+                "step is done; the result must match the schema of `result`."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"result": schema or {"description": "The step's result."}},
+                "required": ["result"],
+            },
+            handler=lambda arguments: arguments,  # answered by the loop itself
+        )
+
+    def user_message(self) -> str:
+        """The first user message (instructions and upstream keys, never their values)."""
+        return step_user_message(
+            title=self.step.label,
+            instructions=self.step.instructions,
+            upstream_keys=self.upstream_keys,
+            memory=self.memory,
+            task=self.task,
+            item=None if self.item is MISSING else self.item,
+            has_item=self.item is not MISSING,
+            output_schema=self.step.output_schema,
+        )
+
+    def execute(self) -> StepResult:
+        """The blocking form of ``aexecute``."""
+        return run_sync(self.aexecute())
+
+    async def aexecute(self) -> StepResult:
+        """Run the loop until ``finish_step`` succeeds or the iterations run out."""
+        messages = [ChatMessage.system(self.system_prompt), ChatMessage.user(self.user_message())]
+        usage: Usage | None = None
+        spent = 0
+        concluding = False
+        for iteration in range(1, self.max_iterations + 1):
+            if not concluding and self._over_budget(spent):
+                concluding = True
+                messages.append(ChatMessage.user(CONCLUSION_NOTE))
+            offered = self.tools.specs(only=[FINISH_STEP] if concluding else None)
+            try:
+                reply = await self.model.achat(messages, tools=offered)
+            except ModelError as exc:
+                problem = f"the model failed on call {iteration}: {exc}"
+                return self._failed(problem, iteration, usage, messages)
+            if reply.usage is not None:
+                usage = reply.usage if usage is None else usage + reply.usage
+                spent += _tokens(reply.usage)
+            messages.append(reply.to_message())
+            if not reply.tool_calls:
+                messages.append(ChatMessage.user(NO_TEXT_ENDING))
+                continue
+            for call in reply.tool_calls:
+                if call.name == FINISH_STEP:
+                    done = self._finish(call, iteration, usage, messages)
+                    if done is not None:
+                        return done
+                    continue
+                if concluding:
+                    result = error(f"only {FINISH_STEP} is available now: {CONCLUSION_NOTE}")
+                else:
+                    result = await self.tools.call(call)
+                messages.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
+        problem = (
+            f"step {self.step.id!r} did not call {FINISH_STEP} with a valid result within "
+            f"{self.max_iterations} model calls"
+        )
+        return self._failed(problem, self.max_iterations, usage, messages)
+
+    def _over_budget(self, spent: int) -> bool:
+        budget = self.max_token_budget
+        return budget is not None and spent >= CONCLUSION_SHARE * budget
+
+    def _finish(
+        self, call: ToolCall, iteration: int, usage: Usage | None, messages: list[ChatMessage]
+    ) -> StepResult | None:
+        """Take a ``finish_step`` call: the step's result, or None (the error was sent)."""
+        arguments = dict(call.arguments)
+        if call.parse_error is not None:
+            problem = f'{call.parse_error}; call {FINISH_STEP} with {{"result": ...}}'
+        elif "result" not in arguments:
+            problem = f"{FINISH_STEP} needs the argument 'result' holding the step's result"
+        elif self.step.output_schema is not None and (
+            found := schema_problems(self.step.output_schema, arguments["result"])
+        ):
+            problem = (
+                f"the result does not match the step's JSON Schema: {'; '.join(found)}. "
+                f"Call {FINISH_STEP} again with a corrected result"
+            )
+        else:
+            return self._succeeded(arguments["result"], iteration, usage, messages)
+        messages.append(ChatMessage.tool(error(problem), tool_call_id=call.id, name=call.name))
+        return None
+
+    def _succeeded(
+        self, result: Any, iteration: int, usage: Usage | None, messages: list[ChatMessage]
+    ) -> StepResult:
+        step = self.step
+        description = " ".join(step.instructions.split())[:200]
+        self.memory.set(
+            memory_keys.step(step.id),
+            result,
+            source=step.id,
+            title=step.label,
+            description=description or None,
+        )
+        wrote_task = False
+        if self.finish_task and self.task_id is not None:
+            title, task_description = self.task or (self.task_id, "")
+            self.memory.set(
+                memory_keys.task(self.task_id),
+                result,
+                source=self.task_id,
+                title=title or self.task_id,
+                description=task_description or None,
+            )
+            wrote_task = True
+        return StepResult(
+            step_id=step.id,
+            ok=True,
+            result=self.memory.get_value(memory_keys.step(step.id)),
+            error=None,
+            iterations=iteration,
+            usage=usage,
+            messages=tuple(messages),
+            task_result=wrote_task,
+        )
+
+    def _failed(
+        self, problem: str, iterations: int, usage: Usage | None, messages: list[ChatMessage]
+    ) -> StepResult:
+        logger.info("step %s failed: %s", self.step.id, problem)
+        record = {"error": problem}
+        self.memory.set(
+            memory_keys.step(self.step.id), record, source=self.step.id, title=self.step.label
+        )
+        return StepResult(
+            step_id=self.step.id,
+            ok=False,
+            result=record,
+            error=problem,
+            iterations=iterations,
+            usage=usage,
+            messages=tuple(messages),
+        )
+
+
+def _tokens(usage: Usage) -> int:
+    if usage.total_tokens is not None:
+        return usage.total_tokens
+    return (usage.input_tokens or 0) + (usage.output_tokens or 0)

@@ -1,0 +1,302 @@
+"""``TeamExecutor``: several agents on a shared task board and message bus, one memory.
+
+Each member is a chat model with a name and a role. The team works in rounds: in each
+round every member takes a turn (concurrently), a tool-calling conversation that goes
+on until the member answers in plain text or ``max_turn_iterations`` model calls pass;
+its conversation carries over from round to round. A turn opens with the board (ids,
+titles, statuses, never results) and the member's new messages.
+
+Every member has the team tools (``board_list``, ``board_add_task``, ``board_claim``,
+``board_complete``, ``board_fail``, ``send_message``, ``read_messages``), the memory
+tools (their writes recorded as the member's) and the caller's tools. The executor
+subscribes to the board: a ``task_completed`` event mirrors the task's result into
+memory as ``task:<id>``, so teammates read each other's results with ``memory_read``.
+
+The run ends when every board task is completed or failed, after ``max_rounds``, or
+after a round in which no member called any tool (nothing can change any more: no
+hang). With no tasks given, the board starts with one task, the objective.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from weft.errors import ExecutorError, ModelError
+from weft.llm import ChatMessage, ChatModel
+from weft.memory import AgentMemory, memory_keys
+from weft.plan._sync import run_sync
+from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
+from weft.plan.prompts import team_system_prompt
+from weft.plan.tools import LocalTool, ToolBox
+from weft.plan.types import Task
+from weft.refs import Tool
+
+_STRING: Final = {"type": "string", "minLength": 1}
+StopReason = Literal["finished", "idle", "max_rounds"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TeamMember:
+    """One agent of a team: its name, its model, its role, and the caller tools it may
+    use (``None``: all of them)."""
+
+    name: str
+    model: ChatModel
+    role: str = ""
+    tools: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TeamReport:
+    """How the team's run ended: the board's tasks by status, the rounds played, why it
+    stopped, and every message sent."""
+
+    completed: tuple[str, ...]
+    failed: Mapping[str, str]
+    unfinished: tuple[str, ...]
+    rounds: int
+    stop_reason: StopReason
+    messages: tuple[TeamMessage, ...] = ()
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.unfinished and not self.errors
+
+
+class TeamExecutor:
+    """Run ``members`` on ``objective`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        objective: str,
+        *,
+        members: Sequence[TeamMember],
+        memory: AgentMemory | None = None,
+        board: TaskBoard | None = None,
+        tasks: Iterable[Task | BoardTask] = (),
+        tools: Iterable[Tool] = (),
+        inputs: Mapping[str, Any] | None = None,
+        system_prompt: str | None = None,
+        max_rounds: int = 10,
+        max_turn_iterations: int = 8,
+    ) -> None:
+        names = [m.name for m in members]
+        if not members or len(set(names)) != len(names):
+            raise ExecutorError(
+                f"a team needs at least one member and distinct names, got {names!r}"
+            )
+        self.objective = objective
+        self.members = tuple(members)
+        self.memory = memory if memory is not None else AgentMemory()
+        self.board = board if board is not None else TaskBoard()
+        for task in tasks:
+            if isinstance(task, Task):
+                self.board.add(task.id, task.label, task.description, depends_on=task.depends_on)
+            else:
+                self.board.add(task.id, task.title, task.description, depends_on=task.depends_on)
+        self.bus = MessageBus()
+        for member in self.members:
+            self.bus.register(member.name)
+        self.tools = tuple(tools)
+        self.inputs = dict(inputs or {})
+        self.system_prompt = system_prompt
+        self.max_rounds = max_rounds
+        self.max_turn_iterations = max_turn_iterations
+        self._conversations: dict[str, list[ChatMessage]] = {}
+        self._errors: dict[str, str] = {}
+
+    def execute(self) -> TeamReport:
+        """The blocking form of ``aexecute``."""
+        return run_sync(self.aexecute())
+
+    async def aexecute(self) -> TeamReport:
+        for name, value in self.inputs.items():
+            self.memory.set(memory_keys.input(name), value, source="caller", title=name)
+        if not len(self.board):
+            self.board.add("objective", self.objective)
+        unsubscribe = self.board.on_event(self._mirror)
+        rounds = 0
+        stop: StopReason = "max_rounds"
+        try:
+            while rounds < self.max_rounds:
+                if self.board.finished:
+                    stop = "finished"
+                    break
+                rounds += 1
+                acted = await asyncio.gather(*(self._turn(m, rounds) for m in self.members))
+                if not any(acted):
+                    stop = "finished" if self.board.finished else "idle"
+                    break
+            else:
+                if self.board.finished:
+                    stop = "finished"
+        finally:
+            unsubscribe()
+        return TeamReport(
+            completed=tuple(t.id for t in self.board.list("completed")),
+            failed={t.id: t.error or "" for t in self.board.list("failed")},
+            unfinished=tuple(t.id for t in self.board.list() if t.status in ("open", "claimed")),
+            rounds=rounds,
+            stop_reason=stop,
+            messages=self.bus.history,
+            errors=dict(self._errors),
+        )
+
+    def _mirror(self, event: BoardEvent) -> None:
+        """A completed board task becomes ``task:<id>`` in memory."""
+        if event.type != "task_completed":
+            return
+        task = self.board.get(event.task_id)
+        if task is None:
+            return
+        self.memory.set(
+            memory_keys.task(task.id),
+            task.result,
+            source=task.id,
+            title=task.title,
+            description=task.description or None,
+        )
+
+    async def _turn(self, member: TeamMember, round_number: int) -> bool:
+        """One turn of ``member``; whether it called any tool."""
+        if member.name in self._errors:
+            return False
+        toolbox = ToolBox(
+            self.memory,
+            source=member.name,
+            tools=self.tools,
+            allowed=member.tools,
+            local=self._team_tools(member.name),
+        )
+        conversation = self._conversations.setdefault(
+            member.name,
+            [
+                ChatMessage.system(
+                    team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
+                )
+            ],
+        )
+        conversation.append(ChatMessage.user(self._briefing(member.name, round_number)))
+        acted = False
+        for _ in range(self.max_turn_iterations):
+            try:
+                reply = await member.model.achat(conversation, tools=toolbox.specs())
+            except ModelError as exc:
+                self._errors[member.name] = f"{type(exc).__name__}: {exc}"
+                return acted
+            conversation.append(reply.to_message())
+            if not reply.tool_calls:
+                break
+            acted = True
+            for call in reply.tool_calls:
+                result = await toolbox.call(call)
+                conversation.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
+        return acted
+
+    def _briefing(self, name: str, round_number: int) -> str:
+        board = [task.summary() for task in self.board.list()]
+        inbox = [{"from": m.sender, "content": m.content} for m in self.bus.receive(name)]
+        parts = [
+            f"# Objective\n{self.objective}",
+            f"# Round {round_number}: the task board\n{json.dumps(board, ensure_ascii=False)}",
+        ]
+        if inbox:
+            parts.append(f"# New messages\n{json.dumps(inbox, ensure_ascii=False)}")
+        return "\n\n".join(parts)
+
+    def _team_tools(self, agent: str) -> list[LocalTool]:
+        board, bus = self.board, self.bus
+
+        def listing(_: dict[str, Any]) -> dict[str, Any]:
+            return {"ok": True, "tasks": [t.summary() for t in board.list()]}
+
+        def add(args: dict[str, Any]) -> dict[str, Any]:
+            task = board.add(
+                args["id"],
+                args["title"],
+                args.get("description", ""),
+                depends_on=args.get("depends_on", ()),
+                agent=agent,
+            )
+            return {"ok": True, "task": task.summary()}
+
+        def claim(args: dict[str, Any]) -> dict[str, Any]:
+            return {"ok": True, "task": board.claim(args["task_id"], agent).summary()}
+
+        def complete(args: dict[str, Any]) -> dict[str, Any]:
+            task = board.complete(args["task_id"], agent, args["result"])
+            return {"ok": True, "task": task.summary()}
+
+        def fail(args: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "ok": True,
+                "task": board.fail(args["task_id"], agent, args["reason"]).summary(),
+            }
+
+        def send(args: dict[str, Any]) -> dict[str, Any]:
+            message = bus.send(agent, args["to"], args["content"])
+            return {"ok": True, "seq": message.seq}
+
+        def read(_: dict[str, Any]) -> dict[str, Any]:
+            messages = [{"from": m.sender, "content": m.content} for m in bus.receive(agent)]
+            return {"ok": True, "messages": messages}
+
+        task_id = {"task_id": _STRING}
+        return [
+            LocalTool(name="board_list", description="List the board's tasks.", handler=listing),
+            LocalTool(
+                name="board_add_task",
+                description="Add a task to the board for anyone to claim.",
+                parameters=_object(
+                    {
+                        "id": _STRING,
+                        "title": _STRING,
+                        "description": {"type": "string"},
+                        "depends_on": {"type": "array", "items": _STRING},
+                    },
+                    ["id", "title"],
+                ),
+                handler=add,
+            ),
+            LocalTool(
+                name="board_claim",
+                description="Claim an open task before working on it.",
+                parameters=_object(task_id, ["task_id"]),
+                handler=claim,
+            ),
+            LocalTool(
+                name="board_complete",
+                description="Complete a task you claimed, with its result (any JSON).",
+                parameters=_object({**task_id, "result": {}}, ["task_id", "result"]),
+                handler=complete,
+            ),
+            LocalTool(
+                name="board_fail",
+                description="Give up a task you claimed, saying why.",
+                parameters=_object({**task_id, "reason": _STRING}, ["task_id", "reason"]),
+                handler=fail,
+            ),
+            LocalTool(
+                name="send_message",
+                description="Send a message to a teammate by name, or to '*' for everyone.",
+                parameters=_object({"to": _STRING, "content": _STRING}, ["to", "content"]),
+                handler=send,
+            ),
+            LocalTool(
+                name="read_messages", description="Fetch your unread messages.", handler=read
+            ),
+        ]
+
+
+def _object(properties: Mapping[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": required,
+        "additionalProperties": False,
+    }

@@ -1,0 +1,130 @@
+"""The tools an executor offers a model, and how a model's tool calls are answered.
+
+A toolbox holds the memory tools (always), the caller's ``weft.refs.Tool`` s, and the
+executor's own tools (``finish_step``, the team tools), each a ``LocalTool``: a name, a
+description, a JSON Schema and a handler of the parsed arguments. A call is answered
+with a JSON result the model reads; it never raises into the loop: unknown tools,
+arguments the schema refuses and tools that raise all come back as
+``{"ok": false, "error": ...}`` saying what to do instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from weft.errors import ExecutorError
+from weft.llm import ToolCall
+from weft.memory import AgentMemory, memory_tools
+from weft.memory.tools import to_plain_json
+from weft.refs import Tool
+from weft.refs.schemas import schema_problems
+
+logger: Final = logging.getLogger("weft.plan")
+
+Handler = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalTool:
+    """An executor's own tool: ``handler(arguments)`` returns the JSON result (or an
+    awaitable of it); it may raise ``ExecutorError`` to refuse with a message."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    handler: Handler
+
+
+def error(message: str) -> dict[str, Any]:
+    return {"ok": False, "error": message}
+
+
+class ToolBox:
+    """Memory tools, caller tools and local tools, as one model sees them."""
+
+    __slots__ = ("_caller", "_local", "_memory", "source")
+
+    def __init__(
+        self,
+        memory: AgentMemory,
+        *,
+        source: str,
+        tools: Iterable[Tool] = (),
+        allowed: Sequence[str] | None = None,
+        local: Iterable[LocalTool] = (),
+    ) -> None:
+        self.source = source
+        self._memory = memory_tools(memory, source=source)
+        caller = {tool.name: tool for tool in tools}
+        if allowed is not None:
+            unknown = [name for name in allowed if name not in caller]
+            if unknown:
+                raise ExecutorError(
+                    f"{source}: it may use the tools {', '.join(unknown)}, which the executor "
+                    f"was not given (it has: {', '.join(caller) or 'none'}); pass them in tools="
+                )
+            caller = {name: caller[name] for name in allowed}
+        self._caller = caller
+        self._local = {tool.name: tool for tool in local}
+        reserved = {t.name for t in self._memory} | set(self._local)
+        clash = sorted(reserved & set(caller))
+        if clash:
+            raise ExecutorError(
+                f"{source}: the caller tools {', '.join(clash)} have the names of built-in "
+                "tools (memory_list, memory_read, memory_write, finish_step, the team tools); "
+                "rename them"
+            )
+
+    def specs(self, *, only: Iterable[str] | None = None) -> list[Any]:
+        """The tool definitions to offer (all, or just the names in ``only``)."""
+        every: list[Any] = [*self._memory, *self._caller.values(), *self._local.values()]
+        if only is None:
+            return every
+        names = set(only)
+        return [tool for tool in every if tool.name in names]
+
+    async def call(self, call: ToolCall) -> dict[str, Any]:
+        """The JSON result of one tool call."""
+        if call.parse_error is not None:
+            return error(f"{call.parse_error}; send the arguments as one JSON object")
+        local = self._local.get(call.name)
+        if local is not None:
+            problems = schema_problems(local.parameters, dict(call.arguments))
+            if problems:
+                return error(f"{call.name}: {'; '.join(problems)}")
+            try:
+                result = local.handler(dict(call.arguments))
+                if inspect.isawaitable(result):
+                    result = await result
+            except ExecutorError as exc:
+                return error(str(exc))
+            return result if isinstance(result, dict) else {"ok": True, "result": result}
+        for tool in self._memory:
+            if tool.name == call.name:
+                return tool(dict(call.arguments), source=self.source)
+        caller = self._caller.get(call.name)
+        if caller is not None:
+            return await _call_tool(caller, call)
+        names = ", ".join(t.name for t in self.specs())
+        return error(f"there is no tool named {call.name!r}; the tools are: {names}")
+
+
+async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
+    arguments = dict(call.arguments)
+    problems = schema_problems(tool.arguments_schema, arguments)
+    if problems:
+        return error(f"{tool.name}: the arguments do not fit its schema: {'; '.join(problems)}")
+    if tool.fn is None:
+        return error(f"{tool.name} has no function to run; it cannot be called")
+    try:
+        result = tool.fn(**arguments)
+        if inspect.isawaitable(result):
+            result = await result
+    except Exception as exc:
+        logger.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
+        return error(f"{tool.name} failed: {type(exc).__name__}: {exc}")
+    return {"ok": True, "result": to_plain_json(result)}
