@@ -28,6 +28,11 @@
     │   ├── PlanValidationError    a plan wired wrong, every problem listed (build time)
     │   ├── PlanRunError           a call that failed while a plan ran (run time)
     │   └── ExecutorError          a step, task or team that could not go on (run time)
+    ├── TurnError                  the turn runtime: state schemas, turns and threads
+    │   ├── SchemaError            a schema, view or node declaration that is wrong (build time)
+    │   ├── ChannelOwnershipError  a write to a field the writer does not own, or to no field
+    │   ├── StateVersionError      a thread saved by a newer schema, or with no migration
+    │   └── MalformedStateError    a thread record that cannot be read (names thread and turn)
     └── PersistError               a durable backend (event log or long-term memory)
         ├── ConflictError          another writer appended to the thread first
         ├── CorruptRecordError     a stored record that cannot be read
@@ -275,6 +280,75 @@ class PlanRunError(PlanError):
 class ExecutorError(PlanError):
     """A step, task or team executor that could not go on (a step that never finished,
     a model that failed); the message names the step or task."""
+
+
+class TurnError(WeftError):
+    """The turn runtime (``weft.runtime``): a turn that cannot run, or a thread it cannot read."""
+
+
+class SchemaError(TurnError, ValueError):
+    """A state schema, an input or output view, or a node declaration that is wrong; found
+    when the runtime is built, before any turn runs."""
+
+
+class ChannelOwnershipError(TurnError):
+    """A write to a field the writer does not declare, or to a name that is no field.
+
+    ``writer`` names the node (or ``"the caller"`` for a turn's input) and ``field`` the
+    field it wrote; nothing of that turn is stored.
+    """
+
+    def __init__(self, message: str, *, writer: str = "", field: str = "") -> None:
+        super().__init__(message)
+        self.writer = writer
+        self.field = field
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        return (functools.partial(type(self), writer=self.writer, field=self.field), self.args)
+
+
+class StateVersionError(TurnError):
+    """A thread saved by a schema version this runtime cannot load: a newer one, or an
+    older one with no migration. ``found`` and ``current`` are the two versions."""
+
+    def __init__(
+        self, message: str, *, thread_id: str = "", found: int = 0, current: int = 0
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.found = found
+        self.current = current
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        rebuild = functools.partial(
+            type(self), thread_id=self.thread_id, found=self.found, current=self.current
+        )
+        return (rebuild, self.args)
+
+
+class MalformedStateError(TurnError):
+    """A thread record that cannot be read. ``thread_id``, ``turn`` (the turn whose record
+    it is) and ``step`` say where; the turns before it stay loadable."""
+
+    def __init__(
+        self, message: str, *, thread_id: str = "", turn: int | None = None, step: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.thread_id = thread_id
+        self.turn = turn
+        self.step = step
+
+    def __reduce__(self) -> tuple[object, ...]:
+        import functools
+
+        rebuild = functools.partial(
+            type(self), thread_id=self.thread_id, turn=self.turn, step=self.step
+        )
+        return (rebuild, self.args)
 
 
 class PersistError(WeftError):
