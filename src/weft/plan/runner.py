@@ -19,14 +19,14 @@ the tool's own exception); calls already running finish, and their writes are ke
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.persist import DurableRun
-from weft.refs import CompiledPlan, Plan, PlanResult
+from weft.persist._gc import paused
+from weft.refs import CompiledPlan, Plan, PlanResult, Tool
 from weft.refs.calls import InstancesLike, ToolsLike
 from weft.refs.execute import Runtime, is_async_tool
 from weft.store import Store
@@ -46,9 +46,10 @@ def run_plan(
 ) -> PlanResult:
     """Validate ``plan`` and run it to the end (the blocking form of ``arun_plan``)."""
     store = _store(store, durable)
-    compiled = plan.validate(tools, store=store, inputs=inputs, instances=instances)
-    runtime = Runtime(compiled, store)
-    graph, keys = _graph(compiled, runtime, max_concurrency)
+    with paused():  # building thousands of nodes: no cycles to find, only time to lose
+        compiled = plan.validate(tools, store=store, inputs=inputs, instances=instances)
+        runtime = Runtime(compiled, store)
+        graph, keys = _graph(compiled, runtime, max_concurrency)
     run_id = run_id if run_id is not None or durable is None else durable.run_id
     merged_before = _completed(store, run_id)
     if graph is not None:
@@ -87,9 +88,10 @@ async def arun_plan(
     the run for resume; ``durable`` runs on a ``DurableRun``'s store (its run id by
     default); ``max_concurrency`` bounds the calls in flight."""
     store = _store(store, durable)
-    compiled = plan.validate(tools, store=store, inputs=inputs, instances=instances)
-    runtime = Runtime(compiled, store)
-    graph, keys = _graph(compiled, runtime, max_concurrency)
+    with paused():  # building thousands of nodes: no cycles to find, only time to lose
+        compiled = plan.validate(tools, store=store, inputs=inputs, instances=instances)
+        runtime = Runtime(compiled, store)
+        graph, keys = _graph(compiled, runtime, max_concurrency)
     run_id = run_id if run_id is not None or durable is None else durable.run_id
     merged_before = _completed(store, run_id)
     if graph is not None:
@@ -125,11 +127,9 @@ def _graph(
     if not compiled.nodes:
         return None, []
     graph_nodes = []
+    kinds = {name: _kind(tool) for name, tool in compiled.tools.items()}
     for node in compiled.nodes:
-        if is_async_tool(node.tool.fn):
-            value: Any = functools.partial(runtime.call_async, node.position)
-        else:
-            value = functools.partial(runtime.call_sync, node.position)
+        value = _caller(runtime, node.position, kinds[node.tool.name])
         graph_nodes.append(WorkGraphNode(value, id=node.id))
     for position in compiled.order:
         for dep in compiled.nodes[position].deps:
@@ -141,6 +141,35 @@ def _graph(
     for graph_node, key in zip(graph.nodes, graph.keys, strict=True):
         keys[index[id(graph_node)]] = key
     return graph, keys
+
+
+def _kind(tool: Tool) -> str:
+    if is_async_tool(tool.fn):
+        return "async"
+    return "thread" if tool.blocking else "inline"
+
+
+def _caller(runtime: Runtime, position: int, kind: str) -> Callable[[], Any]:
+    """The node value of one call: a plain closure (a partial would cost the engine an
+    ``inspect`` walk per node to find out whether it is async). A sync tool declared
+    ``blocking=False`` is wrapped as async, so the engine runs it on its loop's thread."""
+    if kind == "async":
+
+        async def run_async() -> Any:
+            return await runtime.call_async(position)
+
+        return run_async
+    if kind == "inline":
+
+        async def run_inline() -> Any:
+            return runtime.call_sync(position)
+
+        return run_inline
+
+    def run_sync() -> Any:
+        return runtime.call_sync(position)
+
+    return run_sync
 
 
 def _restore(

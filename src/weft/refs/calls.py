@@ -56,6 +56,11 @@ class Tool:
     ``output_examples`` are what ``Plan.simulate`` returns instead of calling ``fn``.
     ``isolated=True`` makes the tool a module: it gets ``store=`` a clean room holding
     only what the call's ``_imports`` name (``weft.refs.imports``).
+
+    A sync ``fn`` runs on one of the engine's worker threads when other calls are ready
+    at the same time, so blocking I/O overlaps; ``blocking=False`` says it is a quick
+    function and runs it on the event loop's thread instead (no thread hop: faster for
+    cheap pure functions, but it holds up every other call while it runs).
     """
 
     name: str
@@ -64,6 +69,7 @@ class Tool:
     parameters: Mapping[str, Any] = field(default_factory=lambda: dict(_OPEN_OBJECT))
     output_examples: tuple[Any, ...] = ()
     isolated: bool = False
+    blocking: bool = True
     arguments_schema: Mapping[str, Any] = field(init=False, repr=False, compare=False)
     output_path_schema: Mapping[str, Any] | None = field(init=False, repr=False, compare=False)
 

@@ -40,6 +40,7 @@ written, so a refusal writes nothing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
@@ -53,6 +54,7 @@ from weft.store import KINDS, MISSING, FrozenDict, FrozenList, Store, freeze, re
 Method: TypeAlias = Literal["set", "merge", "push", "concat"]
 METHODS: Final[tuple[str, ...]] = ("set", "merge", "push", "concat")
 WRITABLE_KINDS: Final = ("state", "shared")
+_FROZEN: Final = frozenset({str, int, float, bool, type(None), FrozenDict, FrozenList})
 
 _REDUCER_OF: Final[Mapping[str, tuple[str, Callable[[Any, Any], Any]]]] = {
     "merge": ("merge", reducers.merge),
@@ -123,8 +125,7 @@ class OutputPath:
                 f"{type(text).__name__} ({text!r:.80})",
                 text=repr(text),
             )
-        groups = _Scanner(text).alternatives(_target)
-        return cls(tuple(tuple(group) for group in groups))
+        return _parse_output(text)
 
     @property
     def text(self) -> str:
@@ -201,6 +202,13 @@ class OutputPath:
         ops = plan_writes(fanout, value, store, scope or StoreScope(store))
         apply_writes(ops, store, source)
         return fanout
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_output(text: str) -> OutputPath:
+    """Parse (cached: an ``OutputPath`` is immutable, and plans repeat their paths)."""
+    groups = _Scanner(text).alternatives(_target)
+    return OutputPath(tuple(tuple(group) for group in groups))
 
 
 def split_choice(result: Any) -> tuple[Any, str | None]:
@@ -290,11 +298,14 @@ def plan_writes(
     fanout: tuple[Target, ...], value: Any, store: Store, scope: Scope
 ) -> list[WriteOp]:
     """The store writes for ``value`` to every target, all checked before any is made."""
-    try:
-        merging = all(t.method == "merge" for t in fanout)  # DELETE means "remove the key"
-        frozen = freeze(value, where=f"the value for {fanout[0].text}", allow_delete=merging)
-    except ValueTypeError as exc:
-        raise OutputPathError(f"{exc}; nothing was written") from exc
+    if value.__class__ in _FROZEN:
+        frozen = value
+    else:
+        try:
+            merging = all(t.method == "merge" for t in fanout)  # DELETE: "remove the key"
+            frozen = freeze(value, where=f"the value for {fanout[0].text}", allow_delete=merging)
+        except ValueTypeError as exc:
+            raise OutputPathError(f"{exc}; nothing was written") from exc
     if len(fanout) == 1:  # one write is atomic in the store: nothing to check ahead
         target = fanout[0]
         return [_plan_one(target, frozen, _current(target, scope), store, check=False)]

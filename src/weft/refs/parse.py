@@ -37,6 +37,7 @@ attributes, and evaluates nothing.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -163,9 +164,15 @@ def has_sigil(text: str) -> bool:
 
 def parse_value_string(text: str) -> Expression | tuple[Part, ...] | str:
     """What a string argument means: a whole-value ``Expression``, a template of parts,
-    or (no references, escapes undone) a plain string."""
+    or (no references, escapes undone) a plain string. Results are immutable and cached
+    (plans repeat their references)."""
     if not has_sigil(text):
         return text
+    return _parse_value_string(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_value_string(text: str) -> Expression | tuple[Part, ...] | str:
     stripped = text.strip()
     if stripped.startswith((SIGIL, ASCII_SIGIL)) and not stripped.startswith(
         (SIGIL + SIGIL, "$" + ASCII_SIGIL)

@@ -18,11 +18,11 @@ are and only the places that hold references are visited when it is resolved aga
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
-from weft.errors import UnresolvedReferenceError
-from weft.refs.parse import Expression, Reference, parse_value_string
+from weft.errors import ReferenceSyntaxError, UnresolvedReferenceError
+from weft.refs.parse import Expression, Reference, Step, parse_value_string
 from weft.store import MISSING, FrozenDict, FrozenList, Store, freeze
 
 _SHOWN_KEYS: Final = 20
@@ -274,6 +274,11 @@ class Compiled:
     def resolve(self, scope: Scope) -> Any:
         raise NotImplementedError
 
+    def literal(self, path: tuple[Step, ...] = ()) -> tuple[Any, list[tuple[Step, ...]]]:
+        """The value as far as it is known before a run (``None`` where a reference
+        goes), and the places that hold references."""
+        return None, [path]
+
 
 class _Const(Compiled):
     __slots__ = ("value",)
@@ -283,6 +288,9 @@ class _Const(Compiled):
 
     def resolve(self, scope: Scope) -> Any:
         return self.value
+
+    def literal(self, path: tuple[Step, ...] = ()) -> tuple[Any, list[tuple[Step, ...]]]:
+        return self.value, []
 
 
 class _Expr(Compiled):
@@ -334,6 +342,14 @@ class _Dict(Compiled):
             out[key] = compiled.resolve(scope)
         return FrozenDict(out)
 
+    def literal(self, path: tuple[Step, ...] = ()) -> tuple[Any, list[tuple[Step, ...]]]:
+        out = dict(self.const)
+        places: list[tuple[Step, ...]] = []
+        for key, compiled in self.dynamic:
+            out[key], inner = compiled.literal((*path, key))
+            places.extend(inner)
+        return out, places
+
 
 class _List(Compiled):
     __slots__ = ("items", "reads", "references")
@@ -345,6 +361,15 @@ class _List(Compiled):
 
     def resolve(self, scope: Scope) -> Any:
         return FrozenList([item.resolve(scope) for item in self.items])
+
+    def literal(self, path: tuple[Step, ...] = ()) -> tuple[Any, list[tuple[Step, ...]]]:
+        items: list[Any] = []
+        places: list[tuple[Step, ...]] = []
+        for i, compiled in enumerate(self.items):
+            value, inner = compiled.literal((*path, i))
+            items.append(value)
+            places.extend(inner)
+        return items, places
 
 
 def compile_value(value: Any) -> Compiled:
@@ -376,6 +401,32 @@ def compile_value(value: Any) -> Compiled:
             return _Const(FrozenList(item.resolve(MappingScope({})) for item in items))
         return _List(items)
     return _Const(freeze(value, where="a call's arguments"))
+
+
+def compile_mapping(
+    value: Mapping[str, Any], on_error: Callable[[str, ReferenceSyntaxError], None]
+) -> Compiled | None:
+    """``compile_value`` of a dict, each key on its own, so a syntax error names its key
+    (``on_error(key, error)``); None if any key failed."""
+    const: dict[str, Any] = {}
+    dynamic: list[tuple[str, Compiled]] = []
+    ok = True
+    for key, item in value.items():
+        try:
+            compiled = compile_value(item)
+        except ReferenceSyntaxError as exc:
+            on_error(key, exc)
+            ok = False
+            continue
+        if isinstance(compiled, _Const):
+            const[key] = compiled.value
+        else:
+            const[key] = None
+            dynamic.append((key, compiled))
+    if not ok:
+        return None
+    frozen = freeze(const, where="a call's arguments")
+    return _Dict(frozen, dynamic) if dynamic else _Const(frozen)
 
 
 def resolve(value: Any, scope: ScopeLike) -> Any:

@@ -36,8 +36,15 @@ from weft.refs.calls import Call, InstancesLike, Plan, Tool
 from weft.refs.imports import covered, parse_import
 from weft.refs.instancing import instance_table, targets_of
 from weft.refs.outputs import OutputPath, Target
-from weft.refs.parse import Expression, Reference, Step, has_sigil, parse_value_string
-from weft.refs.resolve import ChainScope, Compiled, MappingScope, Scope, StoreScope, compile_value
+from weft.refs.parse import Expression, Reference
+from weft.refs.resolve import (
+    ChainScope,
+    Compiled,
+    MappingScope,
+    Scope,
+    StoreScope,
+    compile_mapping,
+)
 from weft.refs.resolve import read as read_ref
 from weft.refs.schemas import closed_choices, schema_problem, schema_problems
 from weft.store import Store
@@ -191,8 +198,8 @@ def _drafts(
         targets, trouble = targets_of(call.instance, known)
         if trouble is not None:
             problem(trouble)
-        if tool is not None and args is not None:
-            literal, places = _literal_view(dict(call.arguments))
+        if tool is not None and args is not None and _constrains(tool.arguments_schema):
+            literal, places = args.literal()
             for message in schema_problems(tool.arguments_schema, literal, dynamic=places):
                 problem(
                     f"its arguments do not fit the tool's JSON Schema: {message}; fix the "
@@ -203,18 +210,11 @@ def _drafts(
 
 
 def _compile_arguments(call: Call, problem: Any) -> Compiled | None:
-    ok = True
-    for name, value in call.arguments.items():
+    for name in call.arguments:
         if not isinstance(name, str):
             problem(f"argument name {name!r} is not a string")
-            ok = False
-            continue
-        try:
-            compile_value(value)
-        except ReferenceSyntaxError as exc:
-            problem(f"argument {name!r}: {exc}")
-            ok = False
-    return compile_value(dict(call.arguments)) if ok else None
+            return None
+    return compile_mapping(call.arguments, lambda name, exc: problem(f"argument {name!r}: {exc}"))
 
 
 def _output(call: Call, tool: Tool | None, problem: Any) -> OutputPath | None:
@@ -279,35 +279,6 @@ def _imports(
                     f"not bring into its clean room; add {ref.prefix(2).text[1:]!r} to _imports"
                 )
     return tuple(refs)
-
-
-def _literal_view(value: Any, path: tuple[Step, ...] = ()) -> tuple[Any, list[tuple[Step, ...]]]:
-    """The arguments as the schema sees them before the run: literal strings unescaped,
-    and the places that hold references (left as they are, and skipped by the check)."""
-    if isinstance(value, str):
-        if not has_sigil(value):
-            return value, []
-        try:
-            meaning = parse_value_string(value)
-        except ReferenceSyntaxError:
-            return value, [path]
-        return (meaning, []) if isinstance(meaning, str) else (value, [path])
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        places: list[tuple[Step, ...]] = []
-        for key, item in value.items():
-            out[key], inner = _literal_view(item, (*path, key))
-            places.extend(inner)
-        return out, places
-    if isinstance(value, (list, tuple)):
-        items: list[Any] = []
-        places = []
-        for i, item in enumerate(value):
-            view, inner = _literal_view(item, (*path, i))
-            items.append(view)
-            places.extend(inner)
-        return items, places
-    return value, []
 
 
 def _constrains(schema: Mapping[str, Any]) -> bool:
