@@ -252,13 +252,21 @@ class _Scanner:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
             self.pos += 1
 
-    def error(self, problem: str, at: int | None = None) -> ReferenceSyntaxError:
+    def error(
+        self, problem: str, at: int | None = None, *, sigil_hint: bool = False
+    ) -> ReferenceSyntaxError:
+        """The error at ``at`` (default: the cursor). ``sigil_hint`` adds how references
+        look and how a literal sigil is escaped (for a sigil that starts nothing)."""
         where = self.pos if at is None else at
         shown = self.text if len(self.text) <= 120 else self.text[:117] + "..."
+        hint = (
+            ". A reference looks like '†state.user.id' or '$ref:state.items[0]'; a literal "
+            "dagger is written '††' (and a literal '$ref:' as '$$ref:')"
+            if sigil_hint
+            else ""
+        )
         return ReferenceSyntaxError(
-            f"{shown!r} at character {where}: {problem}. A reference looks like "
-            "'†state.user.id' or '$ref:state.items[0]'; a literal dagger is written '††' "
-            "(and a literal '$ref:' as '$$ref:')",
+            f"{shown!r} at character {where}: {problem}{hint}",
             text=self.text,
             position=where,
         )
@@ -308,9 +316,11 @@ class _Scanner:
         start = self.pos
         kind = self.name()
         if kind is None:
-            raise self.error(f"a kind must follow the sigil ({', '.join(KINDS)})")
+            raise self.error(f"a kind must follow the sigil ({', '.join(KINDS)})", sigil_hint=True)
         if kind not in _KIND_SET:
-            raise self.error(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}", start)
+            raise self.error(
+                f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}", start, sigil_hint=True
+            )
         return kind
 
     def reference(self, *, strict: bool, bare: bool = False) -> Reference:
@@ -322,7 +332,9 @@ class _Scanner:
             kind = "state"
         else:
             if not self.sigil():
-                raise self.error("expected a reference starting with '†' or '$ref:'")
+                raise self.error(
+                    "expected a reference starting with '†' or '$ref:'", sigil_hint=True
+                )
             kind = self.kind()
         steps = self.steps(strict=strict, bare=bare)
         if steps and type(steps[0]) is int:

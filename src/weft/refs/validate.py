@@ -157,7 +157,7 @@ def compile_plan(
     )
     _flow(compiled, store, problems)
     if problems:
-        unique = list(dict.fromkeys(problems))
+        unique = sorted(dict.fromkeys(problems), key=_by_call)
         listed = "\n".join(f"  - {p}" for p in unique)
         raise PlanValidationError(
             f"the plan has {len(unique)} problem{'s' if len(unique) != 1 else ''}; nothing "
@@ -165,6 +165,10 @@ def compile_plan(
             problems=tuple(unique),
         )
     return compiled
+
+
+def _by_call(problem: PlanProblem) -> int:
+    return -1 if problem.index is None else problem.index
 
 
 # --------------------------------------------------------------- each call alone
