@@ -405,3 +405,38 @@ def test_resume_on_a_durable_run_in_a_new_process_image() -> None:
     plan.run({"step": step}, durable=again, inputs={"second": "b"})
     assert calls == ["b"]
     assert again.store.value("state", "b") == "b"
+
+
+def test_one_of_consts_prescribes_paths_like_an_enum() -> None:
+    tool = reporter({"oneOf": [{"const": "†state.success"}, {"const": "†state.failure"}]})
+    Plan([{"_tool": "report", "ok": True, "_outputPath": "$ref:state.success"}]).validate([tool])
+    with pytest.raises(PlanValidationError, match="not one the tool prescribes"):
+        Plan([{"_tool": "report", "ok": True, "_outputPath": "†state.x"}]).validate([tool])
+
+
+def test_the_state_schema_picks_the_alternative_in_a_run() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "summary": {
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "json": {"type": "object"}},
+            }
+        },
+    }
+    plan = Plan(
+        [{"_tool": "make", "_outputPath": "†state.summary.text || †state.summary.json"}],
+        state_schema=schema,
+    )
+    store = plan.run({"make": lambda: {"k": 1}}).store
+    assert store.value("state", "summary") == {"json": {"k": 1}}
+
+
+def test_quick_sync_tools_may_run_on_the_loop_thread() -> None:
+    seen: list[str] = []
+    tool = Tool(
+        name="mark", fn=lambda n: seen.append(threading.current_thread().name) or n, blocking=False
+    )
+    plan = Plan([{"_tool": "mark", "n": n, "_outputPath": f"†state.n{n}"} for n in range(3)])
+    plan.run([tool])
+    assert len(set(seen)) == 1
