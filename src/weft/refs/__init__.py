@@ -2,17 +2,11 @@
 of tool calls linked by them (validated, run, simulated), with instancing and imports."""
 
 from weft.refs.calls import Call, Plan, PlanResult, Tool
+from weft.refs.dataflow import CompiledPlan, PlanProblem
 from weft.refs.outputs import ChosenPath, OutputPath, Target
 from weft.refs.parse import Expression, Reference
-from weft.refs.resolve import (
-    LayeredScope,
-    MappingScope,
-    Scope,
-    StoreScope,
-    references_in,
-    resolve,
-)
-from weft.refs.validate import CompiledPlan, PlanProblem
+from weft.refs.resolve import references_in, resolve
+from weft.refs.scopes import LayeredScope, MappingScope, Scope, StoreScope
 
 __all__ = [
     "Call",

@@ -38,7 +38,7 @@ from weft.refs.schemas import schema_error
 from weft.store import Store
 
 if TYPE_CHECKING:
-    from weft.refs.validate import CompiledPlan
+    from weft.refs.dataflow import CompiledPlan
 
 META_KEYS: Final = ("_tool", "_outputPath", "_instance", "_imports", "_id")
 EVERY_INSTANCE: Final = "*"

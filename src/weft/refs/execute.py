@@ -22,19 +22,13 @@ from typing import Any
 
 from weft.errors import PlanRunError, PlanValidationError, WeftError
 from weft.refs.calls import PlanResult
+from weft.refs.dataflow import CompiledPlan, GroupKey, Node
 from weft.refs.imports import clean_room
 from weft.refs.outputs import Target, apply_writes, plan_writes, split_choice
 from weft.refs.parse import Expression
-from weft.refs.resolve import (
-    ChainScope,
-    LayeredScope,
-    MappingScope,
-    Scope,
-    StoreScope,
-    read_expression,
-)
+from weft.refs.resolve import read_expression
 from weft.refs.schemas import schema_problems
-from weft.refs.validate import CompiledPlan, GroupKey, Node
+from weft.refs.scopes import ChainScope, LayeredScope, MappingScope, Scope, StoreScope
 from weft.store import Store, freeze
 
 
@@ -290,7 +284,7 @@ def simulate(compiled: CompiledPlan, *, store: Store | None) -> PlanResult:
     fork of ``store`` (or a new store): no tool is called and ``store`` is unchanged."""
     missing = sorted({node.tool.name for node in compiled.nodes if not node.tool.output_examples})
     if missing:
-        from weft.refs.validate import PlanProblem
+        from weft.refs.dataflow import PlanProblem
 
         problems = tuple(
             PlanProblem(

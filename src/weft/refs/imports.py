@@ -18,7 +18,8 @@ from collections.abc import Iterable
 
 from weft.errors import ReferenceSyntaxError
 from weft.refs.parse import ASCII_SIGIL, SIGIL, Reference
-from weft.refs.resolve import Scope, read
+from weft.refs.resolve import read
+from weft.refs.scopes import Scope
 from weft.store import MISSING, FrozenDict, Store
 
 

@@ -6,10 +6,8 @@ never references) and returns it with every reference replaced by what it names 
 ``UnresolvedReferenceError`` naming the reference, the deepest part that does exist and
 the keys found there; never a silent ``None``.
 
-A *scope* is where references are read: anything with ``lookup(kind, field)`` (the value,
-or ``MISSING``) and ``fields(kind)`` (the field names, for error messages and for a
-whole-kind reference). ``Store``, ``Mapping`` (``{"state": {...}, "input": {...}}``) and
-``Scope`` objects are accepted everywhere a scope is.
+A *scope* is where references are read (``weft.refs.scopes``): a ``Store``, a mapping
+``{"state": {...}, "input": {...}}`` or any ``Scope``.
 
 For speed, a value is *compiled* once (``compile_value``): literal parts are kept as they
 are and only the places that hold references are visited when it is resolved again.
@@ -19,134 +17,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final
 
 from weft.errors import ReferenceSyntaxError, UnresolvedReferenceError
 from weft.refs.parse import Expression, Reference, Step, parse_value_string
-from weft.store import MISSING, FrozenDict, FrozenList, Store, freeze
+from weft.refs.scopes import (
+    ChainScope,
+    LayeredScope,
+    MappingScope,
+    Scope,
+    ScopeLike,
+    StoreScope,
+    as_scope,
+)
+from weft.store import MISSING, FrozenDict, FrozenList, freeze
+
+__all__ = [
+    "ChainScope",
+    "Compiled",
+    "LayeredScope",
+    "MappingScope",
+    "Scope",
+    "ScopeLike",
+    "StoreScope",
+    "as_scope",
+    "compile_mapping",
+    "compile_value",
+    "read",
+    "read_expression",
+    "references_in",
+    "resolve",
+]
 
 _SHOWN_KEYS: Final = 20
-
-
-@runtime_checkable
-class Scope(Protocol):
-    """Where references are read from."""
-
-    def lookup(self, kind: str, field: str) -> Any:
-        """The value of the entry ``kind:field``, or ``MISSING``."""
-        ...
-
-    def fields(self, kind: str) -> list[str]:
-        """The fields of ``kind`` that hold a value, in key order."""
-        ...
-
-
-class StoreScope:
-    """A store as a scope: ``†state.user`` reads the entry ``state:user``."""
-
-    __slots__ = ("store",)
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def lookup(self, kind: str, field: str) -> Any:
-        entry = self.store.get(kind, field)
-        return MISSING if entry is None else entry.value
-
-    def fields(self, kind: str) -> list[str]:
-        return [entry.path for entry in self.store.entries(key_prefix=f"{kind}:")]
-
-    def __repr__(self) -> str:
-        return f"StoreScope({self.store!r})"
-
-
-class LayeredScope:
-    """An instance's view: what its own fork wrote, over the parent scope as it is now.
-
-    A fork is a snapshot of its parent; reading it alone would miss what global calls
-    wrote to the parent after the fork was made. So a field the fork wrote itself (an
-    entry newer than ``base_seq``, the fork's starting point) is read from the fork, and
-    every other field from the parent: targeted values override global ones.
-    """
-
-    __slots__ = ("base_seq", "own", "parent")
-
-    def __init__(self, own: Store, parent: Scope, *, base_seq: int | None = None) -> None:
-        self.own = own
-        self.parent = parent
-        self.base_seq = own.last_seq if base_seq is None else base_seq
-
-    def lookup(self, kind: str, field: str) -> Any:
-        entry = self.own.get(kind, field)
-        if entry is not None and entry.seq > self.base_seq:
-            return entry.value
-        return self.parent.lookup(kind, field)
-
-    def fields(self, kind: str) -> list[str]:
-        own = [
-            entry.path
-            for entry in self.own.entries(key_prefix=f"{kind}:")
-            if entry.seq > self.base_seq
-        ]
-        return sorted({*self.parent.fields(kind), *own})
-
-    def __repr__(self) -> str:
-        return f"LayeredScope({self.own!r} over {self.parent!r})"
-
-
-class MappingScope:
-    """Plain data as a scope: ``{"state": {"user": {...}}, "input": {...}}``."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
-        self.data = data
-
-    def lookup(self, kind: str, field: str) -> Any:
-        fields = self.data.get(kind)
-        if not isinstance(fields, Mapping):
-            return MISSING
-        return fields.get(field, MISSING)
-
-    def fields(self, kind: str) -> list[str]:
-        fields = self.data.get(kind)
-        return sorted(map(str, fields)) if isinstance(fields, Mapping) else []
-
-
-class ChainScope:
-    """Several scopes read in turn: the first that holds a field gives it."""
-
-    __slots__ = ("scopes",)
-
-    def __init__(self, *scopes: Scope) -> None:
-        self.scopes = scopes
-
-    def lookup(self, kind: str, field: str) -> Any:
-        for scope in self.scopes:
-            value = scope.lookup(kind, field)
-            if value is not MISSING:
-                return value
-        return MISSING
-
-    def fields(self, kind: str) -> list[str]:
-        return sorted({name for scope in self.scopes for name in scope.fields(kind)})
-
-
-ScopeLike: TypeAlias = Scope | Store | Mapping[str, Any]
-
-
-def as_scope(scope: ScopeLike) -> Scope:
-    """A ``Store``, a mapping of kinds or a ``Scope``, as a ``Scope``."""
-    if isinstance(scope, Store):
-        return StoreScope(scope)
-    if isinstance(scope, Scope) and not isinstance(scope, Mapping):
-        return scope
-    if isinstance(scope, Mapping):
-        return MappingScope(scope)
-    raise TypeError(
-        f"a scope is a Store, a mapping {{kind: {{field: value}}}} or a weft.refs.Scope, "
-        f"not a {type(scope).__name__}"
-    )
 
 
 # ---------------------------------------------------------------------- reading

@@ -1,0 +1,318 @@
+"""The data flow of a plan: which call depends on which, in what order calls are taken,
+and which fields several unordered calls reduce.
+
+A call *depends on* every call that writes a path its references (or imports) read: the
+same kind and field, one path a prefix of the other (a read of ``†state.user`` waits for
+a write of ``†state.user.name`` and the other way round). An instance's call reads its
+own instance's writers and the global ones; a global call reads global writers only.
+All the alternatives of an ``||`` count, for reads and for writes.
+
+The canonical order is Kahn's topological order taking the lowest node (plan order,
+then instance order) first. Two calls with no path between them that write overlapping
+paths, one of them with ``set``, are a problem (the result would depend on which
+finished last); unordered calls that only reduce a field (``push``, ``concat``,
+``merge``) form a *sequenced group*, whose writes are applied in canonical order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from weft.errors import UnresolvedReferenceError
+from weft.refs.calls import Call, Plan, Tool
+from weft.refs.outputs import OutputPath, Target
+from weft.refs.parse import Expression, Reference
+from weft.refs.resolve import Compiled
+from weft.refs.resolve import read as read_ref
+from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
+from weft.store import Store
+
+GroupKey: TypeAlias = tuple[str | None, str, str]
+"""A written field: (instance or None for the parent store, kind, field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanProblem:
+    """One problem of a plan: which call (index in the plan, id, tool) and what to do."""
+
+    index: int | None
+    call: str | None
+    tool: str | None
+    message: str
+
+    def __str__(self) -> str:
+        if self.index is None:
+            return self.message
+        return f"call {self.index} ({self.tool}, id {self.call!r}): {self.message}"
+
+
+@dataclass(slots=True, kw_only=True)
+class Node:
+    """One call as it runs: a call of the plan, on one instance or global."""
+
+    position: int
+    index: int
+    call: Call
+    tool: Tool
+    id: str
+    instance: str | None
+    args: Compiled
+    output: OutputPath | None
+    imports: tuple[Reference, ...] | None
+    check_arguments: bool
+    deps: tuple[int, ...] = ()
+    groups: tuple[GroupKey, ...] = ()
+
+
+@dataclass(slots=True, kw_only=True)
+class CompiledPlan:
+    """A validated plan: its nodes, their dependencies and canonical order."""
+
+    plan: Plan
+    tools: dict[str, Tool]
+    nodes: list[Node]
+    order: tuple[int, ...]
+    instances: dict[str, Mapping[str, Any]]
+    inputs: Mapping[str, Any]
+    groups: dict[GroupKey, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def state_schema(self) -> Mapping[str, Any] | None:
+        return self.plan.state_schema
+
+
+# ---------------------------------------------------------------- the data flow
+
+
+def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProblem]) -> None:
+    """Fill in every node's dependencies, the canonical order and the sequenced groups
+    of ``compiled``, adding what is wrong to ``problems``."""
+    nodes = compiled.nodes
+    writers: dict[GroupKey, list[tuple[int, Target]]] = {}
+    kind_writers: dict[tuple[str | None, str], list[tuple[int, Target]]] = {}
+    for node in nodes:
+        if node.output is None:
+            continue
+        for target in node.output.targets:
+            writers.setdefault((node.instance, target.kind, target.field), []).append(
+                (node.position, target)
+            )
+            kind_writers.setdefault((node.instance, target.kind), []).append(
+                (node.position, target)
+            )
+    base: list[Scope] = [MappingScope({"input": compiled.inputs})]
+    if store is not None:
+        base.append(StoreScope(store))
+    global_scope = ChainScope(*base)
+    instance_scopes = {
+        name: ChainScope(MappingScope({"input": inputs}), *base)
+        for name, inputs in compiled.instances.items()
+    }
+    reported: set[tuple[int, str]] = set()
+    for node in nodes:
+        scopes = (node.instance, None) if node.instance is not None else (None,)
+        deps: set[int] = set()
+        reads = list(node.args.reads)
+        reads.extend(Expression(((ref,),)) for ref in node.imports or ())
+        initial = global_scope if node.instance is None else instance_scopes[node.instance]
+        for expr in reads:
+            provided = False
+            for group in expr.alternatives:
+                group_ok = True
+                for ref in group:
+                    found = _writers_of(ref, scopes, writers, kind_writers, node.position)
+                    deps.update(found)
+                    if not found and not _resolves(ref, initial):
+                        group_ok = False
+                provided = provided or group_ok
+            if not provided:
+                message = _unprovided(expr, initial, node, writers)
+                if (node.index, message) not in reported:  # once per call, not per instance
+                    reported.add((node.index, message))
+                    if node.instance is not None:
+                        message += f" (on instance {node.instance!r}, and maybe others)"
+                    problems.append(
+                        PlanProblem(node.index, _call_id(node), node.tool.name, message)
+                    )
+        node.deps = tuple(sorted(deps))
+    order = _order(nodes, problems)
+    if order is None:
+        return
+    compiled.order = order
+    _conflicts(compiled, writers, problems)
+
+
+def _writers_of(
+    ref: Reference,
+    scopes: tuple[str | None, ...],
+    writers: dict[GroupKey, list[tuple[int, Target]]],
+    kind_writers: dict[tuple[str | None, str], list[tuple[int, Target]]],
+    me: int,
+) -> list[int]:
+    found: list[int] = []
+    for scope in scopes:
+        if ref.field is None:
+            candidates = kind_writers.get((scope, ref.kind), ())
+        else:
+            candidates = writers.get((scope, ref.kind, ref.field), ())
+        for position, target in candidates:
+            if position != me and target.reference.overlaps(ref):
+                found.append(position)
+    return found
+
+
+def _resolves(ref: Reference, scope: Scope) -> bool:
+    try:
+        read_ref(ref, scope)
+    except UnresolvedReferenceError:
+        return False
+    return True
+
+
+def _call_id(node: Node) -> str:
+    return node.id if node.instance is None else node.id.rsplit("@", 1)[0]
+
+
+def _unprovided(
+    expr: Expression,
+    scope: Scope,
+    node: Node,
+    writers: dict[GroupKey, list[tuple[int, Target]]],
+) -> str:
+    ref = expr.alternatives[0][0]
+    try:
+        read_ref(ref, scope)
+        why = "it does not resolve"
+    except UnresolvedReferenceError as exc:
+        if exc.deepest is None:
+            shown = ", ".join(exc.keys[:10]) + (", ..." if len(exc.keys) > 10 else "")
+            held = f"{ref.kind} holds: {shown}" if exc.keys else f"there is no {ref.kind} yet"
+            why = f"nothing is stored at {ref.kind}:{ref.field} ({held})"
+        else:
+            why = str(exc).split(": ", 1)[-1]
+    if len(expr.alternatives) > 1 or len(expr.alternatives[0]) > 1:
+        why = f"no alternative of {expr.text} is written or provided (the first: {why})"
+    in_instances = node.instance is None and any(
+        key[0] is not None and key[1:] == (ref.kind, ref.field) for key in writers
+    )
+    if in_instances:
+        return (
+            f"it reads {ref.text}, which only instance calls write, and an instance's "
+            "writes never reach the parent store while the plan runs; give this call an "
+            "_instance, or write the value with a global call"
+        )
+    return (
+        f"it reads {expr.text}, which no call writes and nothing provides: {why}; write it "
+        "with a call's _outputPath, pass it in inputs= (or the store), or fix the path"
+    )
+
+
+def _order(nodes: list[Node], problems: list[PlanProblem]) -> tuple[int, ...] | None:
+    """Kahn's algorithm, smallest position first: the canonical topological order."""
+    succs: list[list[int]] = [[] for _ in nodes]
+    indegree = [len(node.deps) for node in nodes]
+    for node in nodes:
+        for dep in node.deps:
+            succs[dep].append(node.position)
+    ready = [node.position for node in nodes if not node.deps]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        position = heapq.heappop(ready)
+        order.append(position)
+        for succ in succs[position]:
+            indegree[succ] -= 1
+            if not indegree[succ]:
+                heapq.heappush(ready, succ)
+    if len(order) == len(nodes):
+        return tuple(order)
+    left = {node.position for node in nodes} - set(order)
+    reported: set[frozenset[int]] = set()
+    for start in sorted(left):
+        cycle = _cycle_from(start, nodes, left)
+        calls = frozenset(nodes[p].index for p in cycle)
+        if calls in reported:
+            continue
+        reported.add(calls)
+        path = " -> ".join(f"call {nodes[p].index} ({nodes[p].tool.name})" for p in cycle)
+        first = nodes[cycle[0]]
+        problems.append(
+            PlanProblem(
+                first.index,
+                _call_id(first),
+                first.tool.name,
+                f"its calls form a cycle: {path} -> call {first.index} ({first.tool.name}), "
+                "each reading what the next writes; break it by reading another path or "
+                "writing the value in a separate call",
+            )
+        )
+    return None
+
+
+def _cycle_from(start: int, nodes: list[Node], left: set[int]) -> list[int]:
+    """A cycle among ``left`` reached from ``start`` (each node depends on the next)."""
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    current = start
+    while current not in seen:
+        seen[current] = len(path)
+        path.append(current)
+        current = next(d for d in nodes[current].deps if d in left)
+    return list(reversed(path[seen[current] :]))
+
+
+def _conflicts(
+    compiled: CompiledPlan,
+    writers: dict[GroupKey, list[tuple[int, Target]]],
+    problems: list[PlanProblem],
+) -> None:
+    nodes = compiled.nodes
+    rank = {position: r for r, position in enumerate(compiled.order)}
+    ancestors = [0] * len(nodes)
+    for position in compiled.order:
+        bits = 0
+        for dep in nodes[position].deps:
+            bits |= ancestors[dep] | (1 << dep)
+        ancestors[position] = bits
+
+    def ordered(a: int, b: int) -> bool:
+        return bool((ancestors[a] >> b) & 1 or (ancestors[b] >> a) & 1)
+
+    reported: set[tuple[int, int, str]] = set()
+    groups: dict[GroupKey, tuple[int, ...]] = {}
+    for key, found in writers.items():
+        members = sorted({p for p, _ in found}, key=rank.__getitem__)
+        if len(members) < 2:
+            continue
+        for a, target in found:
+            if target.method != "set":
+                continue
+            for b, other in found:
+                if a == b or not target.reference.overlaps(other.reference) or ordered(a, b):
+                    continue
+                pair = (min(nodes[a].index, nodes[b].index), max(nodes[a].index, nodes[b].index))
+                if (*pair, target.text) in reported:
+                    continue
+                reported.add((*pair, target.text))
+                first, second = nodes[min(a, b)], nodes[max(a, b)]
+                problems.append(
+                    PlanProblem(
+                        first.index,
+                        _call_id(first),
+                        first.tool.name,
+                        f"it and call {second.index} ({second.tool.name}) both write "
+                        f"{target.reference.text} (one sets it) with no order between them, "
+                        "so the result would depend on which finishes last; make one read "
+                        "the other's output, write different paths, or use :push / :merge",
+                    )
+                )
+        if any(not ordered(a, b) for a, b in itertools.pairwise(members)):
+            groups[key] = tuple(members)
+    compiled.groups = groups
+    for key, group in groups.items():
+        for position in group:
+            nodes[position].groups = (*nodes[position].groups, key)
