@@ -1,0 +1,89 @@
+"""``WorkflowContext``: the runtime dependencies of a turn, injected into nodes and loaders.
+
+Model clients, the memory store and loggers are not state: they cannot be serialised,
+they must not be checkpointed, and a restarted runtime gets new ones. They live on a
+frozen dataclass that the runtime hands to every node (``node(state, context)``) and
+loader (``loader(context, state)``), with attribute access only (no string keys).
+
+The runtime fills the per-turn fields (``thread_id``, ``turn``, ``owner``) with
+``dataclasses.replace`` at each turn start, and ``memory_store`` from the checkpointer
+backend when it is not given (one store for state and memory). Subclass it for your
+own dependencies (a crisis-log backend, say): a frozen dataclass subclass works as is.
+
+>>> from weft.persist import InMemoryBackend
+>>> from weft.memory import Owner
+>>> context = WorkflowContext(memory_store=InMemoryBackend().memory, owner=Owner(user_id="ada"))
+>>> context.memory.owner
+'user:ada'
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from weft.errors import TurnError
+from weft.memory import LongTermMemory, Owner
+from weft.persist import MemoryBackend
+
+if TYPE_CHECKING:
+    from weft.memory import EmbeddingProvider
+
+
+def _logger() -> logging.Logger:
+    return logging.getLogger("weft.runtime")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkflowContext:
+    """What a turn may use besides its state (see the module docstring).
+
+    ``llm_client`` and ``response_llm`` are the models (a ``weft.llm`` reasoner or chat
+    model, or your own client); ``memory_store`` the long-term memory rows (every
+    owner's; ``memory`` scopes them to this turn's owner); ``embedding_provider`` turns
+    on hybrid recall. ``thread_id``, ``turn`` and ``owner`` are set by the runtime.
+    """
+
+    llm_client: Any = None
+    response_llm: Any = None
+    memory_store: MemoryBackend | None = None
+    embedding_provider: EmbeddingProvider | None = None
+    logger: logging.Logger = field(default_factory=_logger)
+    thread_id: str | None = None
+    turn: int = 0
+    owner: Owner | None = None
+
+    @property
+    def memory(self) -> LongTermMemory:
+        """This turn owner's long-term memory (user id if given, else the thread's session)."""
+        if self.memory_store is None:
+            raise TurnError(
+                "this context has no memory_store, so there is no long-term memory to read; "
+                "pass memory_store= to TurnRuntime (it defaults to the checkpointer backend's "
+                "memory) or WorkflowContext(memory_store=...)"
+            )
+        if self.owner is None:
+            raise TurnError(
+                "context.memory is per owner, and this context has none: it is set at turn "
+                "start from the input's user_id, else the thread id; read it inside a turn"
+            )
+        return LongTermMemory(self.memory_store, owner=self.owner, embedder=self.embedding_provider)
+
+
+def working_memory_loader(*, query: str = "message", k: int = 8) -> Callable[..., Any]:
+    """A ``Loaded`` loader for seed 004's ``working_memory``: the owner's semantic and
+    episodic entries recalled for the field ``query`` (the user's message), ``k`` at most.
+
+    It returns the ``RecallResult``, so the runtime stores the entries and records the
+    recall path (``token_recall``, ``hybrid_rrf`` ...) in ``diagnostics``::
+
+        working_memory: Annotated[list[Any], Loaded(working_memory_loader())]
+    """
+
+    def load_working_memory(context: WorkflowContext, state: Any) -> Any:
+        text = state.get(query)
+        return context.memory.working_memory(text if isinstance(text, str) else None, k=k)
+
+    return load_working_memory

@@ -1,0 +1,165 @@
+"""The four lifecycles of a state field (seed 004): which scope a field lives in.
+
+A state schema annotates each field with one marker (``Annotated[T, marker]``):
+
+=================  =======  ================================  ==========================
+marker             scope    written by                        stored
+=================  =======  ================================  ==========================
+``Input``          turn     the caller, once, at turn start   kind ``input`` (an audit
+                                                              record; a later turn never
+                                                              reads it back)
+``Reducer(fn)``    thread   nodes and the runtime, through    kind ``state``: one event
+                            ``fn`` (``operator.add``,         per write in the thread's
+                            ``reducers.merge`` ...)           log, replayed on load
+``Loaded(loader)`` turn     ``loader(context, state)`` at     never (a per-turn fork);
+                            turn start, from long-term        its timing and recall path
+                            memory                            go to ``diagnostics``
+``TurnScoped``     turn     nodes, last write wins            never (a per-turn fork)
+=================  =======  ================================  ==========================
+
+``Input`` and ``TurnScoped`` may be written bare (``Annotated[str, TurnScoped]``) or
+called for options (``TurnScoped(default="supportive")``). Every marker takes a
+``default`` (or ``default_factory``): what views show while nothing was written. A
+``Reducer`` may add ``each_turn=``, an update the runtime writes through the reducer at
+every turn start (``Reducer(operator.add, each_turn=1)`` counts turns).
+
+A turn-scoped field is visible for its whole turn (Google ADK's ``temp:`` keys once were
+not) and gone at the next, because it never reaches the thread's log: a stale
+``route`` cannot leak into the next turn (OpenCouch re-seeds defaults for that).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
+from typing import Any, TypeAlias
+
+from weft.errors import SchemaError
+from weft.store import MISSING
+from weft.store import reducers as _reducers
+
+ReducerFn: TypeAlias = Callable[[Any, Any], Any]
+"""``(current, update) -> new``; ``current`` is ``MISSING`` on a built-in's first write."""
+
+LoaderFn: TypeAlias = Callable[..., Any]
+"""``loader(context, state) -> value`` (or an awaitable of it): see ``Loaded``."""
+
+
+def _check_default(owner: str, default: Any, factory: Callable[[], Any] | None) -> None:
+    if default is not MISSING and factory is not None:
+        raise SchemaError(f"{owner}: give default or default_factory, not both")
+    if factory is not None and not callable(factory):
+        raise SchemaError(f"{owner}: default_factory={factory!r} is not callable")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Input:
+    """Set once by the caller at turn start (``message``, ``user_id``, ``channel``).
+
+    A field with no default must be given every turn; nodes never write it.
+    """
+
+    default: Any = MISSING
+    default_factory: Callable[[], Any] | None = None
+
+    def __post_init__(self) -> None:
+        _check_default("Input", self.default, self.default_factory)
+
+
+@dataclass(frozen=True, slots=True)
+class Reducer:
+    """Accumulates across turns through the thread's log: each write goes through ``fn``.
+
+    ``operator.add`` appends lists and sums numbers; ``weft.store.reducers.merge`` is a
+    dict merge that can delete (a key whose value is ``weft.store.DELETE`` goes), so stale
+    diagnostics do not linger; ``reducers.replace`` keeps the last write. ``each_turn``
+    is written through ``fn`` at every turn start.
+    """
+
+    fn: ReducerFn
+    _: KW_ONLY
+    default: Any = MISSING
+    default_factory: Callable[[], Any] | None = None
+    each_turn: Any = MISSING
+
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise SchemaError(
+                f"Reducer({self.fn!r}): a reducer is a function (current, update) -> new, "
+                "e.g. operator.add or weft.store.reducers.merge"
+            )
+        _check_default("Reducer", self.default, self.default_factory)
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """Re-fetched each turn: ``loader(context, state)`` returns the value (sync or async).
+
+    The loader reads long-term memory through ``context.memory`` (the turn owner's
+    ``LongTermMemory``); ``state`` holds this turn's input and the thread's fields. A
+    ``weft.memory.RecallResult`` is stored as its values, and its path (``hybrid_rrf``,
+    ``token_recall`` ...) goes to ``diagnostics``. A caller that passes the field in the
+    turn's input replaces the loader for that turn. Never stored in the thread.
+    """
+
+    loader: LoaderFn
+    _: KW_ONLY
+    default: Any = MISSING
+    default_factory: Callable[[], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not callable(self.loader):
+            raise SchemaError(
+                f"Loaded({self.loader!r}): a loader is a function (context, state) -> value"
+            )
+        _check_default("Loaded", self.default, self.default_factory)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnScoped:
+    """Fresh each turn, last write wins (``route``, ``response_text``): visible for the
+    whole turn, never stored. ``reducer`` folds several writes within one turn instead
+    (``reducers.append`` collects them); two parallel nodes writing a last-write-wins
+    field is an error naming both."""
+
+    default: Any = MISSING
+    default_factory: Callable[[], Any] | None = None
+    reducer: ReducerFn = _reducers.replace
+
+    def __post_init__(self) -> None:
+        if not callable(self.reducer):
+            raise SchemaError(f"TurnScoped(reducer={self.reducer!r}): a reducer is a function")
+        _check_default("TurnScoped", self.default, self.default_factory)
+
+
+Marker: TypeAlias = Input | Reducer | Loaded | TurnScoped
+MARKERS: tuple[type, ...] = (Input, Reducer, Loaded, TurnScoped)
+
+
+def marker_of(metadata: tuple[Any, ...] | list[Any], where: str) -> Marker | None:
+    """The one lifecycle marker among a field's ``Annotated`` metadata (None when there is
+    none); the bare classes ``Input`` and ``TurnScoped`` stand for their defaults."""
+    found: list[Marker] = []
+    for item in metadata:
+        if item is Input:
+            found.append(Input())
+        elif item is TurnScoped:
+            found.append(TurnScoped())
+        elif item is Reducer or item is Loaded:
+            raise SchemaError(
+                f"{where}: {item.__name__} needs an argument: "
+                + ("Reducer(operator.add)" if item is Reducer else "Loaded(my_loader)")
+            )
+        elif isinstance(item, MARKERS):
+            found.append(item)  # type: ignore[arg-type]
+    if len(found) > 1:
+        names = ", ".join(type(m).__name__ for m in found)
+        raise SchemaError(f"{where} has {len(found)} lifecycles ({names}); a field has exactly one")
+    return found[0] if found else None
+
+
+def default_of(marker: Marker) -> Any:
+    """The marker's default (``default_factory()`` when given), or ``MISSING``."""
+    if marker.default_factory is not None:
+        return marker.default_factory()
+    return marker.default

@@ -1,0 +1,125 @@
+"""Following a turn while it runs: stage events, and the result at the end.
+
+``async for item in runtime.astream_turn(input)`` yields a ``StageEvent`` as each stage
+starts and finishes, then one ``TurnResult``. The stages are the runtime's own (``load``
+the thread, run the ``loaders``, run the ``graph``, ``finalise`` the turn, ``persist``
+it) and, inside ``graph``, each node by its id: those come from the graph engine's node
+events on the turn's store (``Store.subscribe``), so a node that fails or is skipped is
+reported too. ``arun_turn(input, on_event=fn)`` calls ``fn`` with the same events.
+
+The same timings go to the turn's ``diagnostics`` (``stage_ms``, ``node_ms``), so a
+caller that does not stream still sees where the time went.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Any, Final, Literal
+
+from weft.store import Event
+
+logger: Final = logging.getLogger("weft.runtime")
+
+Phase = Literal["started", "finished", "failed", "skipped"]
+StageKind = Literal["runtime", "node"]
+Listener = Callable[["StageEvent"], object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageEvent:
+    """A stage of a turn started, finished, failed or was skipped.
+
+    ``label`` is the stage (``load``, ``loaders``, ``graph``, ``finalise``, ``persist``) or
+    a node's id; ``kind`` says which; ``elapsed_ms`` is the stage's duration once it
+    ended (0 when it starts); ``at_ms`` is the time since the turn began.
+    """
+
+    label: str
+    phase: Phase
+    elapsed_ms: float
+    kind: StageKind
+    thread_id: str
+    at_ms: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """The end of a streamed turn: its output (what ``arun_turn`` returns), the thread,
+    the turn's number in it (1 for the first), and its wall-clock time."""
+
+    output: Any
+    thread_id: str
+    turn: int
+    elapsed_ms: float
+
+
+class Stages:
+    """The clock of one turn: times stages and nodes, and tells the listener."""
+
+    __slots__ = ("listener", "node_ms", "stage_ms", "start", "thread_id")
+
+    def __init__(self, thread_id: str, listener: Listener | None) -> None:
+        self.thread_id = thread_id
+        self.listener = listener
+        self.start = perf_counter()
+        self.stage_ms: dict[str, float] = {}
+        self.node_ms: dict[str, float] = {}
+
+    def elapsed_ms(self) -> float:
+        return round((perf_counter() - self.start) * 1000, 3)
+
+    @contextmanager
+    def stage(self, label: str) -> Iterator[None]:
+        """Time the block as stage ``label``; a block that raises reports ``failed``."""
+        self.emit(label, "started", 0.0, "runtime")
+        began = perf_counter()
+        try:
+            yield
+        except BaseException:
+            self.emit(label, "failed", _ms(began), "runtime")
+            raise
+        self.stage_ms[label] = ms = _ms(began)
+        self.emit(label, "finished", ms, "runtime")
+
+    def emit(self, label: str, phase: Phase, elapsed: float, kind: StageKind) -> None:
+        listener = self.listener
+        if listener is None:
+            return
+        event = StageEvent(
+            label=label,
+            phase=phase,
+            elapsed_ms=elapsed,
+            kind=kind,
+            thread_id=self.thread_id,
+            at_ms=self.elapsed_ms(),
+        )
+        try:
+            listener(event)
+        except Exception:
+            logger.exception(
+                "a turn's event listener raised on %s %s; the turn goes on", label, phase
+            )
+
+    def on_note(self, event: Event) -> None:
+        """A store subscriber: turns the graph engine's node notes into stage events."""
+        if event.op != "note" or event.kind != "step":
+            return
+        value = event.value
+        if not isinstance(value, dict):
+            return
+        phase, label = value.get("event"), value.get("id")
+        if phase not in ("started", "finished", "failed", "skipped") or not isinstance(label, str):
+            return
+        duration = value.get("duration_ms")
+        elapsed = float(duration) if isinstance(duration, (int, float)) else 0.0
+        if phase == "finished":
+            self.node_ms[label] = round(self.node_ms.get(label, 0.0) + elapsed, 3)
+        self.emit(label, phase, elapsed, "node")
+
+
+def _ms(began: float) -> float:
+    return round((perf_counter() - began) * 1000, 3)

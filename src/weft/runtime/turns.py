@@ -1,0 +1,459 @@
+"""``TurnRuntime``: a conversation is a thread of turns, each a graph run, on one store.
+
+A turn, stage by stage (each one streamed and timed, see ``weft.runtime.streaming``):
+
+1. ``load``: take the thread's lock, open the thread (it stays open between turns, and
+   is read again when another process moved it on), check the schema version that saved
+   it and migrate an older one once (``weft.runtime.codec``).
+2. Start, in a transaction fork of the thread's store: the ``Input`` fields the caller
+   gave (kind ``input``) and the ``each_turn`` updates; then a second fork, the turn's
+   working store, where ``TurnScoped`` and ``Loaded`` fields live and die.
+3. ``loaders``: each ``Loaded`` field's loader (async ones concurrently).
+4. ``graph``: the turn's WorkGraph of state nodes over the working store.
+5. ``finalise``: the runtime's diagnostics, the turn's writes to stored (``Reducer``)
+   fields copied into the transaction through their reducers, the transcript pair
+   appended, the thread record written, the output built.
+6. ``persist``: the transaction's events appended to the backend in one transaction,
+   then merged into the thread's store.
+
+So a turn appends O(its writes) (a history append logs the new messages, never the
+list), a turn-scoped or loaded value never reaches the log, and a turn that raises
+(a node, a loader, an ownership error, a failed append) stores nothing at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import replace
+from time import perf_counter
+from types import TracebackType
+from typing import Any, Final, cast
+
+from weft.errors import ConflictError, MalformedStateError, NodeError, TurnError
+from weft.graph import StateView
+from weft.graph.loops import run_sync
+from weft.memory import Owner, RecallResult
+from weft.persist import Backend, DurableRun, MemoryBackend, SQLiteBackend, load_store
+from weft.runtime.codec import (
+    RECORD_KIND,
+    RECORD_PATH,
+    UNREADABLE,
+    StateCodec,
+    ThreadRecord,
+    locate_bad_record,
+    migrate_store,
+    turn_step,
+)
+from weft.runtime.context import WorkflowContext
+from weft.runtime.finalise import Transcript, append_entries, check_diagnostics, stamp_diagnostics
+from weft.runtime.lifecycle import Loaded, Reducer
+from weft.runtime.nodes import CURRENT, Frame, GraphLike, compile_graph
+from weft.runtime.schema import Field, StateSchema, unflatten
+from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult
+from weft.runtime.threads import OpenThreads, ThreadLocks
+from weft.runtime.views import CALLER, Contract, TurnState, freeze_inputs, reader
+from weft.store import MISSING, Store, thaw
+
+SOURCE: Final = "weft.runtime"
+_END: Final = object()
+
+
+class TurnRuntime:
+    """Runs the turns of conversations: ``state schema + graph + checkpointer + memory``.
+
+    ``schema`` is a TypedDict or pydantic model with lifecycle markers; ``graph`` a
+    WorkGraph, a list of turn nodes or one; ``checkpointer`` a ``weft.persist`` backend
+    (default: ``SQLiteBackend`` under ``./.weft/``, closed with the runtime);
+    ``memory_store`` the long-term memory (default: the checkpointer's). Keywords:
+    ``context`` (a ``WorkflowContext``), ``input_model`` and ``output_model`` (your
+    pydantic models, a TypedDict, or output field names), ``writes`` (node id -> fields,
+    instead of ``@node``), ``codec`` (version and migrations), ``transcript``,
+    ``diagnostics`` (the field the runtime stamps, ``None``: off), ``thread_field`` and
+    ``user_field`` (the input fields naming the thread and the memory owner).
+
+    >>> import operator
+    >>> from typing import Annotated, TypedDict
+    >>> from weft.persist import InMemoryBackend
+    >>> from weft.runtime import Input, Reducer, TurnScoped, node
+    >>> State = TypedDict("State", {
+    ...     "message": Annotated[str, Input],
+    ...     "session_id": Annotated[str, Input],
+    ...     "history": Annotated[list[dict[str, str]], Reducer(operator.add)],
+    ...     "response_text": Annotated[str, TurnScoped],
+    ... })
+    >>> @node(writes=["response_text"])
+    ... def echo(state, context):
+    ...     return {"response_text": f"turn {context.turn}: {state['message']}"}
+    >>> runtime = TurnRuntime(State, [echo], InMemoryBackend())
+    >>> runtime.run_turn({"message": "hi", "session_id": "chat-1"})
+    {'response_text': 'turn 1: hi'}
+    >>> runtime.run_turn({"message": "again", "session_id": "chat-1"})["response_text"]
+    'turn 2: again'
+    >>> [entry["role"] for entry in runtime.thread_state("chat-1")["history"]]
+    ['user', 'assistant', 'user', 'assistant']
+    >>> runtime.close()
+    """
+
+    def __init__(
+        self,
+        schema: type,
+        graph: GraphLike,
+        checkpointer: Backend | None = None,
+        memory_store: Backend | MemoryBackend | None = None,
+        *,
+        context: WorkflowContext | None = None,
+        input_model: type | None = None,
+        output_model: type | Sequence[str] | None = None,
+        writes: Mapping[str, Iterable[str]] | None = None,
+        codec: StateCodec | None = None,
+        transcript: Transcript | None = None,
+        diagnostics: str | None = "diagnostics",
+        thread_field: str = "session_id",
+        user_field: str = "user_id",
+        max_open_threads: int = 256,
+        snapshot_every: int = 1000,
+    ) -> None:
+        self.schema = StateSchema(schema)
+        self.contract = Contract(self.schema, input_model=input_model, output=output_model)
+        self._graph, self.nodes = compile_graph(graph, self.schema, writes)
+        self.codec = codec if codec is not None else StateCodec()
+        self._transcript = transcript if transcript is not None else Transcript()
+        self._transcript_fields = self._transcript.resolve(self.schema)
+        self._diagnostics = check_diagnostics(self.schema, diagnostics)
+        self._owns_backend = checkpointer is None
+        self.backend: Backend = checkpointer if checkpointer is not None else SQLiteBackend()
+        memory = memory_store if memory_store is not None else self.backend
+        base = context if context is not None else WorkflowContext()
+        if base.memory_store is None:
+            rows = memory.memory if isinstance(memory, Backend) else memory
+            base = replace(base, memory_store=rows)
+        self.context = base
+        self._reducers = {**self.codec.legacy_reducers, **self.schema.store_reducers()}
+        self._persisted = frozenset(leaf.path for leaf in self.schema.of("reducer"))
+        self._each_turn = tuple(
+            leaf
+            for leaf in self.schema.of("reducer")
+            if cast(Reducer, leaf.marker).each_turn is not MISSING
+        )
+        self._loaded = self.schema.of("loaded")
+        self._thread_field, self._user_field = thread_field, user_field
+        self._snapshot_every = snapshot_every
+        self._locks = ThreadLocks()
+        self._open = OpenThreads(max_open_threads)
+        self.run_id = f"turns-{uuid.uuid4().hex[:12]}"
+        self._closed = False
+
+    # ------------------------------------------------------------------ turns
+
+    async def arun_turn(
+        self, input: Any, *, thread_id: str | None = None, on_event: Listener | None = None
+    ) -> Any:
+        """Run one turn and return its output (your output model, or a dict)."""
+        result = await self._turn(input, thread_id, on_event)
+        return result.output
+
+    def run_turn(
+        self, input: Any, *, thread_id: str | None = None, on_event: Listener | None = None
+    ) -> Any:
+        """The sync form of ``arun_turn``."""
+        return run_sync(self.arun_turn(input, thread_id=thread_id, on_event=on_event))
+
+    async def astream_turn(
+        self, input: Any, *, thread_id: str | None = None
+    ) -> AsyncIterator[StageEvent | TurnResult]:
+        """Run one turn, yielding each ``StageEvent`` as it happens, then the ``TurnResult``.
+        Leaving the loop early cancels the turn (nothing of it is stored)."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+
+        def listen(event: StageEvent) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        task = asyncio.ensure_future(self._turn(input, thread_id, listen))
+        task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, _END))
+        try:
+            while (item := await queue.get()) is not _END:
+                yield item
+            yield task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def _turn(
+        self, given: Any, thread_id: str | None, listener: Listener | None
+    ) -> TurnResult:
+        if self._closed:
+            raise TurnError("this TurnRuntime is closed; make a new one on the same checkpointer")
+        initial = self.contract.build_initial_state(given)
+        inputs = freeze_inputs(initial)
+        tid = self._thread_id(inputs, thread_id)
+        async with self._locks.hold(tid):
+            stages = Stages(tid, listener)
+            with stages.stage("load"):
+                run, record = self._thread(tid)
+            turn = (record.turns if record is not None else 0) + 1
+            context = replace(
+                self.context, thread_id=tid, turn=turn, owner=self._owner(inputs, tid)
+            )
+            frame = Frame(schema=self.schema, inputs=inputs, context=context)
+            token = CURRENT.set(frame)
+            try:
+                with run.transaction() as tx:
+                    output = await self._inside(tx, frame, initial.loaded, stages, turn)
+                    stages.emit("persist", "started", 0.0, "runtime")
+                    began = perf_counter()
+                stages.stage_ms["persist"] = ms = round((perf_counter() - began) * 1000, 3)
+                stages.emit("persist", "finished", ms, "runtime")
+            except NodeError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, TurnError):
+                    raise cause.with_traceback(cause.__traceback__) from None
+                raise
+            except ConflictError:
+                self._open.drop(tid)  # another process moved the thread on: read it again next turn
+                raise
+            finally:
+                CURRENT.reset(token)
+        return TurnResult(output=output, thread_id=tid, turn=turn, elapsed_ms=stages.elapsed_ms())
+
+    async def _inside(
+        self,
+        tx: Store,
+        frame: Frame,
+        supplied: Mapping[str, Any],
+        stages: Stages,
+        turn: int,
+    ) -> Any:
+        for path, value in frame.inputs.items():
+            tx.write("input", path, value, source=CALLER)
+        for leaf in self._each_turn:
+            tx.write("state", leaf.path, cast(Reducer, leaf.marker).each_turn, source=SOURCE)
+        scratch = tx.fork(name=SOURCE)
+        base = scratch.last_seq
+        loaded: dict[str, Any] = {}
+        with stages.stage("loaders"):
+            await self._run_loaders(scratch, frame, supplied, loaded)
+        with stages.stage("graph"):
+            observe = stages.listener is not None or self._diagnostics is not None
+            unsubscribe = scratch.subscribe(stages.on_note) if observe else None
+            try:
+                await self._graph.arun(store=scratch, events=observe)
+            finally:
+                if unsubscribe is not None:
+                    unsubscribe()
+        with stages.stage("finalise"):
+            return self._finalise(tx, scratch, base, frame, stages, loaded, turn)
+
+    async def _run_loaders(
+        self, scratch: Store, frame: Frame, supplied: Mapping[str, Any], out: dict[str, Any]
+    ) -> None:
+        for path, value in supplied.items():
+            scratch.write("state", path, value, source=CALLER, replace=True)
+        pending = [leaf for leaf in self._loaded if leaf.path not in supplied]
+        if not pending:
+            return
+        view = TurnState(self.schema, reader(frame.inputs, StateView(scratch).get))
+        calls = [self._load_one(leaf, frame.context, view) for leaf in pending]
+        results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
+        for leaf, (value, info) in zip(pending, results, strict=True):
+            scratch.write("state", leaf.path, value, source=f"loader:{leaf.path}", replace=True)
+            out[leaf.path] = info
+
+    async def _load_one(
+        self, leaf: Field, context: WorkflowContext, view: TurnState
+    ) -> tuple[Any, dict[str, Any]]:
+        began = perf_counter()
+        try:
+            value = cast(Loaded, leaf.marker).loader(context, view)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            raise TurnError(
+                f"the loader of {leaf.path!r} failed ({type(exc).__name__}: {exc}); nothing of "
+                "this turn was stored"
+            ) from exc
+        info: dict[str, Any] = {"ms": round((perf_counter() - began) * 1000, 3)}
+        if isinstance(value, RecallResult):
+            info["path"] = value.path
+            value = value.values()
+        return value, info
+
+    def _finalise(
+        self,
+        tx: Store,
+        scratch: Store,
+        base: int,
+        frame: Frame,
+        stages: Stages,
+        loaded: dict[str, Any],
+        turn: int,
+    ) -> Any:
+        if self._diagnostics is not None:
+            stamp: dict[str, Any] = {
+                "turn": turn,
+                "turn_total_ms": stages.elapsed_ms(),
+                "stage_ms": dict(stages.stage_ms),
+                "node_ms": dict(stages.node_ms),
+            }
+            if self._loaded:
+                stamp["loaded"] = loaded
+            stamp_diagnostics(scratch, self._diagnostics, stamp)
+        persisted = self._persisted
+        for event in scratch.events(since=base):
+            if event.op == "write" and event.kind == "state" and event.path in persisted:
+                tx.write("state", event.path, event.value, source=event.source)
+        if self._transcript_fields:
+            view = TurnState(self.schema, reader(frame.inputs, StateView(scratch).get))
+            append_entries(tx, self._transcript_fields, self._transcript.entries(view))
+        tx.write(RECORD_KIND, RECORD_PATH, self.codec.record(turn), source=SOURCE, replace=True)
+
+        def get(path: str, default: Any) -> Any:
+            entry = (tx if path in persisted else scratch).get("state", path)
+            return default if entry is None else entry.value
+
+        return self.contract.state_to_output(TurnState(self.schema, reader(frame.inputs, get)))
+
+    # ---------------------------------------------------------------- threads
+
+    def _thread(self, thread_id: str) -> tuple[DurableRun, ThreadRecord | None]:
+        run = self._open.get(thread_id)
+        if run is not None and self.backend.last_step(thread_id) != run.step:
+            self._open.drop(thread_id)  # another process appended: read the thread again
+            run = None
+        if run is None:
+            run = self._load(thread_id)
+            self._open.put(thread_id, run, self._locks)
+        return run, self.codec.read(run.store, thread_id)
+
+    def _load(self, thread_id: str) -> DurableRun:
+        try:
+            run = DurableRun.open(
+                self.backend,
+                thread_id,
+                run_id=self.run_id,
+                reducers=self._reducers,
+                name=SOURCE,
+                snapshot_every=self._snapshot_every,
+            )
+        except UNREADABLE as exc:
+            raise self._malformed(thread_id, str(exc)) from exc
+        try:
+            record = self.codec.read(run.store, thread_id)
+            if record is not None and record.version < self.codec.version:
+                with run.transaction() as tx:
+                    migrate_store(tx, self.schema, self.codec, record.version, thread_id)
+        except MalformedStateError as exc:
+            run.close()
+            raise self._malformed(thread_id, str(exc)) from exc
+        except BaseException:
+            run.close()
+            raise
+        return run
+
+    def _malformed(self, thread_id: str, why: str) -> MalformedStateError:
+        step, turn = locate_bad_record(self.backend, thread_id)
+        earlier = (
+            f"turns 1 to {turn - 1} stay loadable (thread_state({thread_id!r}, turn={turn - 1}))"
+            if turn > 1
+            else "no turn before it was stored"
+        )
+        return MalformedStateError(
+            f"thread {thread_id!r} cannot be loaded: the record of turn {turn} (step {step}) "
+            f"cannot be read ({why}). Nothing was changed and {earlier}; restore the thread "
+            "from a backup, or fork it from an earlier turn",
+            thread_id=thread_id,
+            turn=turn,
+            step=step,
+        )
+
+    def _thread_id(self, inputs: Mapping[str, Any], thread_id: str | None) -> str:
+        if thread_id is None:
+            thread_id = inputs.get(self._thread_field)
+        if isinstance(thread_id, str) and thread_id:
+            return thread_id
+        raise TurnError(
+            f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
+            f"{self._thread_field!r} (got {thread_id!r})"
+        )
+
+    def _owner(self, inputs: Mapping[str, Any], thread_id: str) -> Owner:
+        user = inputs.get(self._user_field)
+        return Owner(user_id=user if isinstance(user, str) and user else None, session_id=thread_id)
+
+    # -------------------------------------------------------------- inspecting
+
+    def thread_state(self, thread_id: str, *, turn: int | None = None) -> dict[str, Any]:
+        """The thread's stored (``Reducer``) fields as plain data: now, or as they were at
+        the end of turn ``turn`` (read from the log, so it works past a bad later record)."""
+        if turn is None:
+            run = self._open.get(thread_id)
+            store: Store = run.store if run is not None else self._read(thread_id, None)
+        else:
+            step = turn_step(self.backend, thread_id, turn)
+            if step is None:
+                raise TurnError(f"thread {thread_id!r} has no stored turn {turn}")
+            store = self._read(thread_id, step)
+        flat = {
+            e.path: thaw(e.value)
+            for e in store.entries(kind="state", key_prefix="state:")
+            if e.path in self._persisted
+        }
+        return unflatten(flat)
+
+    def turns(self, thread_id: str) -> int:
+        """How many turns of the thread are stored."""
+        run = self._open.get(thread_id)
+        store = run.store if run is not None else self._read(thread_id, None)
+        record = self.codec.read(store, thread_id)
+        return 0 if record is None else record.turns
+
+    def _read(self, thread_id: str, step: int | None) -> Store:
+        try:
+            return load_store(self.backend, thread_id, step=step, reducers=self._reducers)
+        except UNREADABLE as exc:
+            raise self._malformed(thread_id, str(exc)) from exc
+
+    def build_initial_state(self, input: Any) -> dict[str, Any]:
+        """The graph-input view: the Input fields (defaults filled in) and any Loaded
+        fields the caller supplied, as the nested dict a turn starts from."""
+        initial = self.contract.build_initial_state(input)
+        flat = {leaf.path: leaf.default for leaf in self.schema.of("input")}
+        flat.update(initial.inputs)
+        flat.update(initial.loaded)
+        return unflatten({k: thaw(v) for k, v in flat.items() if v is not MISSING})
+
+    def state_to_output(self, state: Mapping[str, Any]) -> Any:
+        """The output view of a state (a ``TurnState`` or a dict of top-level fields)."""
+        return self.contract.state_to_output(state)
+
+    # ----------------------------------------------------------------- closing
+
+    def close(self) -> None:
+        """Close the open threads, and the checkpointer if the runtime made it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._open.close()
+        if self._owns_backend:
+            self.backend.close()
+
+    def __enter__(self) -> TurnRuntime:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"<TurnRuntime schema={self.schema.name} nodes={[n.label for n in self.nodes]} "
+            f"open_threads={len(self._open)}>"
+        )
