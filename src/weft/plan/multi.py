@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from weft.agent import Agent, AgentResult
 from weft.errors import ExecutorError, ModelError, PlanValidationError
-from weft.llm import ChatMessage, ChatModel
+from weft.llm import ChatMessage, ChatModel, Completion
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
 from weft.plan._sync import run_sync
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
@@ -154,8 +154,14 @@ class MultiModeAgent:
         for tool in self.tools:
             if tool.fn is not None:
                 actor[tool.name] = tool.fn
+        model = self.model
+
+        async def reasoner(prompt: str) -> Completion:  # any chat model, as a reasoner
+            reply = await model.achat([ChatMessage.user(prompt)])
+            return Completion(reply.text, usage=reply.usage)
+
         agent = Agent(
-            self.model,
+            reasoner,
             actor=actor,
             store=self.memory.store,
             name=self.name,
