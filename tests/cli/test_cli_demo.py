@@ -103,3 +103,13 @@ def test_the_table_shows_every_memory_entry() -> None:
         row = next(line for line in table.splitlines() if cells[0] in line)
         for cell in cells:
             assert cell in row
+
+
+def test_weft_demo_ends_with_the_plan_over_instances() -> None:
+    result = runner.invoke(app, ["demo"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Plan 1. A plan of tool calls, checked before it runs" in out
+    assert "Plan 2. The plan over three instances, each with its own state" in out
+    assert "Plan 3. The same plan, simulated on output examples" in out
+    assert out.index("planning agent") < out.index("Plan 1.")

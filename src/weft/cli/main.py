@@ -36,7 +36,8 @@ def main(
 
 @app.command()
 def demo() -> None:
-    """Walk scripted agents through one store: memory and its tools, then a planning agent."""
-    from weft.cli.demo import run_demo
+    """Walk scripted agents through one store: memory and its tools, a planning agent, a plan."""
+    from weft.cli.demo import SCENES, run_demo
+    from weft.cli.demo_plan import PLAN_SCENES
 
-    run_demo()
+    run_demo(scenes=[*SCENES, *PLAN_SCENES])
