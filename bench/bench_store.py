@@ -49,47 +49,61 @@ def rows(quick: bool) -> list[tuple[str, float, float]]:
 
     store, plain = Store(), {}
     counter = iter(range(10**9))
-    out.append((
-        "write (new key)",
-        measure(lambda: plain.__setitem__(f"state:k{next(counter)}", 1), inner=2000, repeats=repeats),
-        measure(lambda: store.write("state", f"k{next(counter)}", 1), inner=2000, repeats=repeats),
-    ))
-    out.append((
-        "write (same key)",
-        measure(lambda: plain.__setitem__("state:k", 1), inner=2000, repeats=repeats),
-        measure(lambda: store.write("state", "k", 1), inner=2000, repeats=repeats),
-    ))
-    out.append((
-        "read value",
-        measure(lambda: plain["state:k"], inner=5000, repeats=repeats),
-        measure(lambda: store.value("state", "k"), inner=5000, repeats=repeats),
-    ))
+    out.append(
+        (
+            "write (new key)",
+            measure(
+                lambda: plain.__setitem__(f"state:k{next(counter)}", 1), inner=2000, repeats=repeats
+            ),
+            measure(
+                lambda: store.write("state", f"k{next(counter)}", 1), inner=2000, repeats=repeats
+            ),
+        )
+    )
+    out.append(
+        (
+            "write (same key)",
+            measure(lambda: plain.__setitem__("state:k", 1), inner=2000, repeats=repeats),
+            measure(lambda: store.write("state", "k", 1), inner=2000, repeats=repeats),
+        )
+    )
+    out.append(
+        (
+            "read value",
+            measure(lambda: plain["state:k"], inner=5000, repeats=repeats),
+            measure(lambda: store.value("state", "k"), inner=5000, repeats=repeats),
+        )
+    )
 
     for n in (1_000, 10_000, 100_000):
         store, plain = filled_store(n), filled_dict(n)
-        out.append((
-            f"fork() of {n:,}",
-            measure(plain.copy, inner=20, repeats=repeats),
-            measure(store.fork, inner=2000, repeats=repeats),
-        ))
+        out.append(
+            (
+                f"fork() of {n:,}",
+                measure(plain.copy, inner=20, repeats=repeats),
+                measure(store.fork, inner=2000, repeats=repeats),
+            )
+        )
 
-        def dict_round() -> None:
+        def dict_round(plain: dict[str, object] = plain) -> None:
             copy = plain.copy()
             for j in range(10):
                 copy[f"step:new{j}"] = j
             plain.update(copy)
 
-        def store_round() -> None:
+        def store_round(store: Store = store) -> None:
             child = store.fork()
             for j in range(10):
                 child.write("step", f"new{j}", j)
             store.merge([child])
 
-        out.append((
-            f"fork + 10 writes + merge, {n:,}",
-            measure(dict_round, inner=20, repeats=repeats),
-            measure(store_round, inner=200, repeats=repeats),
-        ))
+        out.append(
+            (
+                f"fork + 10 writes + merge, {n:,}",
+                measure(dict_round, inner=20, repeats=repeats),
+                measure(store_round, inner=200, repeats=repeats),
+            )
+        )
 
     n = 100_000
     store, plain = filled_store(n), filled_dict(n)
@@ -97,16 +111,20 @@ def rows(quick: bool) -> list[tuple[str, float, float]]:
     tools = memory_tools(memory)
     prefix = "step:s04200"  # ten keys: s042000 .. s042009
     assert len(memory.list(key_prefix=prefix)) == 10
-    out.append((
-        "list 10 by prefix of 100,000",
-        measure(lambda: [k for k in plain if k.startswith(prefix)], inner=5, repeats=repeats),
-        measure(lambda: memory.list(key_prefix=prefix), inner=500, repeats=repeats),
-    ))
-    out.append((
-        "memory_list tool, same query",
-        measure(lambda: [k for k in plain if k.startswith(prefix)], inner=5, repeats=repeats),
-        measure(lambda: tools.memory_list({"key_prefix": prefix}), inner=500, repeats=repeats),
-    ))
+    out.append(
+        (
+            "list 10 by prefix of 100,000",
+            measure(lambda: [k for k in plain if k.startswith(prefix)], inner=5, repeats=repeats),
+            measure(lambda: memory.list(key_prefix=prefix), inner=500, repeats=repeats),
+        )
+    )
+    out.append(
+        (
+            "memory_list tool, same query",
+            measure(lambda: [k for k in plain if k.startswith(prefix)], inner=5, repeats=repeats),
+            measure(lambda: tools.memory_list({"key_prefix": prefix}), inner=500, repeats=repeats),
+        )
+    )
     return out
 
 
@@ -114,8 +132,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     args = parser.parse_args()
-    print(f"weft store benchmark — Python {platform.python_version()} on "
-          f"{platform.machine()} {platform.system()}, {time.strftime('%Y-%m-%d')}")
+    print(
+        f"weft store benchmark — Python {platform.python_version()} on "
+        f"{platform.machine()} {platform.system()}, {time.strftime('%Y-%m-%d')}"
+    )
     print()
     header = f"| {'operation':<34} | {'floor us':>10} | {'weft us':>10} | {'weft / floor':>12} |"
     print(header)

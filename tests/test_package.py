@@ -44,5 +44,7 @@ def test_import_weft_does_not_pull_in_cli_or_network_dependencies() -> None:
         "heavy = [m for m in ('rich', 'typer', 'httpx', 'jsonschema', 'pydantic') "
         "if m in sys.modules]; print(','.join(heavy))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == ""
