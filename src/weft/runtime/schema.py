@@ -341,11 +341,22 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
     )
 
 
+_SCALARS: Final = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any, *, exclude_unset: bool = False) -> Any:
-    """A pydantic model as its JSON dict; anything else as it is."""
+    """Pydantic models (at any depth of dicts and lists) as their JSON dicts."""
+    if isinstance(value, _SCALARS):
+        return value
     dump = getattr(value, "model_dump", None)
     if dump is not None and hasattr(type(value), "model_fields"):
         return dump(mode="json", exclude_unset=exclude_unset)
+    if isinstance(value, dict):
+        items = {k: _plain(v) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
+    if isinstance(value, list):
+        seq = [_plain(v) for v in value]
+        return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
     return value
 
 

@@ -10,7 +10,12 @@ millions of threads keeps locks only for the turns in flight.
 Open threads. A thread's store stays in memory between its turns (a ``DurableRun`` on the
 checkpointer backend), so a turn costs O(its writes), not a reload of the thread. The
 newest ``capacity`` threads stay open; older ones are closed (never one in a turn) and
-reloaded from the backend on their next turn.
+reloaded from the backend on their next turn. Before each turn the thread's last step
+in the backend is compared with the open store's (one indexed read, ~10 us on SQLite):
+a thread another process moved on is read again, so several runtimes may share a
+database. Opening a thread checks its schema version and migrates an older one once
+(``weft.runtime.codec``); a record that cannot be read is a ``MalformedStateError``
+naming the thread, the turn and the step.
 """
 
 from __future__ import annotations
@@ -21,7 +26,19 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from weft.persist import DurableRun
+from weft.errors import MalformedStateError
+from weft.persist import Backend, DurableRun, load_store
+from weft.runtime.codec import (
+    UNREADABLE,
+    StateCodec,
+    ThreadRecord,
+    locate_bad_record,
+    migrate_store,
+    turn_step,
+)
+from weft.runtime.lifecycle import ReducerFn
+from weft.runtime.schema import StateSchema
+from weft.store import Store
 
 _POLL_MAX: float = 0.02
 
@@ -135,3 +152,104 @@ class OpenThreads:
             self._runs.clear()
         for run in runs:
             run.close()
+
+
+class Threads:
+    """A runtime's threads on its checkpointer: locked, kept open, fresh and versioned."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        schema: StateSchema,
+        codec: StateCodec,
+        reducers: dict[str, ReducerFn],
+        capacity: int,
+        snapshot_every: int,
+        run_id: str,
+        name: str,
+    ) -> None:
+        self.backend = backend
+        self.schema = schema
+        self.codec = codec
+        self.reducers = reducers
+        self.snapshot_every = snapshot_every
+        self.run_id = run_id
+        self.name = name
+        self.locks = ThreadLocks()
+        self.open_runs = OpenThreads(capacity)
+
+    def open(self, thread_id: str) -> tuple[DurableRun, ThreadRecord | None]:
+        """The thread's run, up to date with the backend, and its record (hold its lock)."""
+        run = self.open_runs.get(thread_id)
+        if run is not None and self.backend.last_step(thread_id) != run.step:
+            self.open_runs.drop(thread_id)  # another process appended: read the thread again
+            run = None
+        if run is None:
+            run = self._load(thread_id)
+            self.open_runs.put(thread_id, run, self.locks)
+        return run, self.codec.read(run.store, thread_id)
+
+    def drop(self, thread_id: str) -> None:
+        """Forget the open run (its next turn reads the thread again)."""
+        self.open_runs.drop(thread_id)
+
+    def store(self, thread_id: str, *, turn: int | None = None) -> Store:
+        """The thread's store now, or as it was when turn ``turn`` ended."""
+        if turn is None:
+            run = self.open_runs.get(thread_id)
+            return run.store if run is not None else self._read(thread_id, None)
+        step = turn_step(self.backend, thread_id, turn)
+        if step is None:
+            raise LookupError(f"thread {thread_id!r} has no stored turn {turn}")
+        return self._read(thread_id, step)
+
+    def close(self) -> None:
+        self.open_runs.close()
+
+    def _read(self, thread_id: str, step: int | None) -> Store:
+        try:
+            return load_store(self.backend, thread_id, step=step, reducers=self.reducers)
+        except UNREADABLE as exc:
+            raise self._malformed(thread_id, str(exc)) from exc
+
+    def _load(self, thread_id: str) -> DurableRun:
+        try:
+            run = DurableRun.open(
+                self.backend,
+                thread_id,
+                run_id=self.run_id,
+                reducers=self.reducers,
+                name=self.name,
+                snapshot_every=self.snapshot_every,
+            )
+        except UNREADABLE as exc:
+            raise self._malformed(thread_id, str(exc)) from exc
+        try:
+            record = self.codec.read(run.store, thread_id)
+            if record is not None and record.version < self.codec.version:
+                with run.transaction() as tx:
+                    migrate_store(tx, self.schema, self.codec, record.version, thread_id)
+        except MalformedStateError as exc:
+            run.close()
+            raise self._malformed(thread_id, str(exc)) from exc
+        except BaseException:
+            run.close()
+            raise
+        return run
+
+    def _malformed(self, thread_id: str, why: str) -> MalformedStateError:
+        step, turn = locate_bad_record(self.backend, thread_id)
+        earlier = (
+            f"turns 1 to {turn - 1} stay loadable (thread_state({thread_id!r}, turn={turn - 1}))"
+            if turn > 1
+            else "no turn before it was stored"
+        )
+        return MalformedStateError(
+            f"thread {thread_id!r} cannot be loaded: the record of turn {turn} (step {step}) "
+            f"cannot be read ({why}). Nothing was changed and {earlier}; restore the thread "
+            "from a backup, or fork it from an earlier turn",
+            thread_id=thread_id,
+            turn=turn,
+            step=step,
+        )

@@ -32,20 +32,15 @@ from time import perf_counter
 from types import TracebackType
 from typing import Any, Final, cast
 
-from weft.errors import ConflictError, MalformedStateError, NodeError, TurnError
+from weft.errors import ConflictError, NodeError, TurnError
 from weft.graph import StateView
 from weft.graph.loops import run_sync
 from weft.memory import Owner, RecallResult
-from weft.persist import Backend, DurableRun, MemoryBackend, SQLiteBackend, load_store
+from weft.persist import Backend, MemoryBackend, SQLiteBackend
 from weft.runtime.codec import (
     RECORD_KIND,
     RECORD_PATH,
-    UNREADABLE,
     StateCodec,
-    ThreadRecord,
-    locate_bad_record,
-    migrate_store,
-    turn_step,
 )
 from weft.runtime.context import WorkflowContext
 from weft.runtime.finalise import Transcript, append_entries, check_diagnostics, stamp_diagnostics
@@ -53,7 +48,7 @@ from weft.runtime.lifecycle import Loaded, Reducer
 from weft.runtime.nodes import CURRENT, Frame, GraphLike, compile_graph
 from weft.runtime.schema import Field, StateSchema, unflatten
 from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult
-from weft.runtime.threads import OpenThreads, ThreadLocks
+from weft.runtime.threads import Threads
 from weft.runtime.views import CALLER, Contract, TurnState, freeze_inputs, reader
 from weft.store import MISSING, Store, thaw
 
@@ -131,7 +126,6 @@ class TurnRuntime:
             rows = memory.memory if isinstance(memory, Backend) else memory
             base = replace(base, memory_store=rows)
         self.context = base
-        self._reducers = {**self.codec.legacy_reducers, **self.schema.store_reducers()}
         self._persisted = frozenset(leaf.path for leaf in self.schema.of("reducer"))
         self._each_turn = tuple(
             leaf
@@ -140,10 +134,17 @@ class TurnRuntime:
         )
         self._loaded = self.schema.of("loaded")
         self._thread_field, self._user_field = thread_field, user_field
-        self._snapshot_every = snapshot_every
-        self._locks = ThreadLocks()
-        self._open = OpenThreads(max_open_threads)
         self.run_id = f"turns-{uuid.uuid4().hex[:12]}"
+        self._threads = Threads(
+            self.backend,
+            schema=self.schema,
+            codec=self.codec,
+            reducers={**self.codec.legacy_reducers, **self.schema.store_reducers()},
+            capacity=max_open_threads,
+            snapshot_every=snapshot_every,
+            run_id=self.run_id,
+            name=SOURCE,
+        )
         self._closed = False
 
     # ------------------------------------------------------------------ turns
@@ -191,10 +192,10 @@ class TurnRuntime:
         initial = self.contract.build_initial_state(given)
         inputs = freeze_inputs(initial)
         tid = self._thread_id(inputs, thread_id)
-        async with self._locks.hold(tid):
+        async with self._threads.locks.hold(tid):
             stages = Stages(tid, listener)
             with stages.stage("load"):
-                run, record = self._thread(tid)
+                run, record = self._threads.open(tid)
             turn = (record.turns if record is not None else 0) + 1
             context = replace(
                 self.context, thread_id=tid, turn=turn, owner=self._owner(inputs, tid)
@@ -214,7 +215,7 @@ class TurnRuntime:
                     raise cause.with_traceback(cause.__traceback__) from None
                 raise
             except ConflictError:
-                self._open.drop(tid)  # another process moved the thread on: read it again next turn
+                self._threads.drop(tid)  # another process moved the thread on: read it next turn
                 raise
             finally:
                 CURRENT.reset(token)
@@ -319,57 +320,6 @@ class TurnRuntime:
 
     # ---------------------------------------------------------------- threads
 
-    def _thread(self, thread_id: str) -> tuple[DurableRun, ThreadRecord | None]:
-        run = self._open.get(thread_id)
-        if run is not None and self.backend.last_step(thread_id) != run.step:
-            self._open.drop(thread_id)  # another process appended: read the thread again
-            run = None
-        if run is None:
-            run = self._load(thread_id)
-            self._open.put(thread_id, run, self._locks)
-        return run, self.codec.read(run.store, thread_id)
-
-    def _load(self, thread_id: str) -> DurableRun:
-        try:
-            run = DurableRun.open(
-                self.backend,
-                thread_id,
-                run_id=self.run_id,
-                reducers=self._reducers,
-                name=SOURCE,
-                snapshot_every=self._snapshot_every,
-            )
-        except UNREADABLE as exc:
-            raise self._malformed(thread_id, str(exc)) from exc
-        try:
-            record = self.codec.read(run.store, thread_id)
-            if record is not None and record.version < self.codec.version:
-                with run.transaction() as tx:
-                    migrate_store(tx, self.schema, self.codec, record.version, thread_id)
-        except MalformedStateError as exc:
-            run.close()
-            raise self._malformed(thread_id, str(exc)) from exc
-        except BaseException:
-            run.close()
-            raise
-        return run
-
-    def _malformed(self, thread_id: str, why: str) -> MalformedStateError:
-        step, turn = locate_bad_record(self.backend, thread_id)
-        earlier = (
-            f"turns 1 to {turn - 1} stay loadable (thread_state({thread_id!r}, turn={turn - 1}))"
-            if turn > 1
-            else "no turn before it was stored"
-        )
-        return MalformedStateError(
-            f"thread {thread_id!r} cannot be loaded: the record of turn {turn} (step {step}) "
-            f"cannot be read ({why}). Nothing was changed and {earlier}; restore the thread "
-            "from a backup, or fork it from an earlier turn",
-            thread_id=thread_id,
-            turn=turn,
-            step=step,
-        )
-
     def _thread_id(self, inputs: Mapping[str, Any], thread_id: str | None) -> str:
         if thread_id is None:
             thread_id = inputs.get(self._thread_field)
@@ -389,14 +339,10 @@ class TurnRuntime:
     def thread_state(self, thread_id: str, *, turn: int | None = None) -> dict[str, Any]:
         """The thread's stored (``Reducer``) fields as plain data: now, or as they were at
         the end of turn ``turn`` (read from the log, so it works past a bad later record)."""
-        if turn is None:
-            run = self._open.get(thread_id)
-            store: Store = run.store if run is not None else self._read(thread_id, None)
-        else:
-            step = turn_step(self.backend, thread_id, turn)
-            if step is None:
-                raise TurnError(f"thread {thread_id!r} has no stored turn {turn}")
-            store = self._read(thread_id, step)
+        try:
+            store = self._threads.store(thread_id, turn=turn)
+        except LookupError as exc:
+            raise TurnError(str(exc)) from None
         flat = {
             e.path: thaw(e.value)
             for e in store.entries(kind="state", key_prefix="state:")
@@ -406,16 +352,8 @@ class TurnRuntime:
 
     def turns(self, thread_id: str) -> int:
         """How many turns of the thread are stored."""
-        run = self._open.get(thread_id)
-        store = run.store if run is not None else self._read(thread_id, None)
-        record = self.codec.read(store, thread_id)
+        record = self.codec.read(self._threads.store(thread_id), thread_id)
         return 0 if record is None else record.turns
-
-    def _read(self, thread_id: str, step: int | None) -> Store:
-        try:
-            return load_store(self.backend, thread_id, step=step, reducers=self._reducers)
-        except UNREADABLE as exc:
-            raise self._malformed(thread_id, str(exc)) from exc
 
     def build_initial_state(self, input: Any) -> dict[str, Any]:
         """The graph-input view: the Input fields (defaults filled in) and any Loaded
@@ -437,7 +375,7 @@ class TurnRuntime:
         if self._closed:
             return
         self._closed = True
-        self._open.close()
+        self._threads.close()
         if self._owns_backend:
             self.backend.close()
 
@@ -455,5 +393,5 @@ class TurnRuntime:
     def __repr__(self) -> str:
         return (
             f"<TurnRuntime schema={self.schema.name} nodes={[n.label for n in self.nodes]} "
-            f"open_threads={len(self._open)}>"
+            f"open_threads={len(self._threads.open_runs)}>"
         )
