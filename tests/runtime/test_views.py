@@ -182,3 +182,46 @@ def test_a_node_with_one_parameter_gets_only_the_state() -> None:
 
     with runtime_with(plain) as runtime:
         assert runtime.run_turn(say("hi", "t1"))["response_text"] == "HI"
+
+
+def test_a_turn_scoped_field_with_a_reducer_folds_the_turns_writes() -> None:
+    from typing import Annotated, TypedDict
+
+    from weft.runtime import Input, TurnScoped
+    from weft.store import reducers
+
+    steps_state = TypedDict(  # noqa: UP013 (a local schema: the functional syntax)
+        "Steps",
+        {
+            "message": Annotated[str, Input],
+            "session_id": Annotated[str, Input],
+            "steps": Annotated[list[str], TurnScoped(reducer=reducers.append)],
+        },
+    )
+
+    @node(writes=["steps"])
+    def one(state: Any) -> dict[str, Any]:
+        return {"steps": "one"}
+
+    @node(writes=["steps"])
+    def two(state: Any) -> dict[str, Any]:
+        return {"steps": "two"}
+
+    with TurnRuntime(steps_state, [one, two], InMemoryBackend(), output_model=["steps"]) as rt:
+        assert rt.run_turn(say("a", "t1")) == {"steps": ["one", "two"]}
+        assert rt.run_turn(say("b", "t1")) == {"steps": ["one", "two"]}
+
+
+def test_the_transcript_stamps_fields_onto_the_assistant_entry() -> None:
+    from runtime_helpers import reply, triage
+
+    from weft.runtime import Transcript
+
+    transcript = Transcript(stamp=("route",))
+    with runtime_with(triage, reply, transcript=transcript) as runtime:
+        runtime.run_turn(say("hi", "t1"))
+        history = runtime.thread_state("t1")["history"]
+    assert history == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "reply 1 to hi", "route": "chat"},
+    ]

@@ -202,6 +202,7 @@ class TurnRuntime:
             )
             frame = Frame(schema=self.schema, inputs=inputs, context=context)
             token = CURRENT.set(frame)
+            began = 0.0
             try:
                 with run.transaction() as tx:
                     output = await self._inside(tx, frame, initial.loaded, stages, turn)
@@ -209,13 +210,15 @@ class TurnRuntime:
                     began = perf_counter()
                 stages.stage_ms["persist"] = ms = round((perf_counter() - began) * 1000, 3)
                 stages.emit("persist", "finished", ms, "runtime")
-            except NodeError as exc:
+            except BaseException as exc:
+                if began:
+                    failed = round((perf_counter() - began) * 1000, 3)
+                    stages.emit("persist", "failed", failed, "runtime")
                 cause = exc.__cause__
-                if isinstance(cause, TurnError):
+                if isinstance(exc, NodeError) and isinstance(cause, TurnError):
                     raise cause.with_traceback(cause.__traceback__) from None
-                raise
-            except ConflictError:
-                self._threads.drop(tid)  # another process moved the thread on: read it next turn
+                if isinstance(exc, ConflictError):
+                    self._threads.drop(tid)  # another process moved the thread on: read it again
                 raise
             finally:
                 CURRENT.reset(token)
