@@ -208,9 +208,10 @@ def lg_run(folder: Path, n: int, synchronous: str) -> Run:
 
 def lg_projection(small: Run, n: int) -> tuple[float, float]:
     """Seconds and bytes for ``n`` turns from a smaller run: per-turn time grows linearly
-    with the turn (the list it stores grows), bytes quadratically."""
-    slope = (small.last - small.first) / max(small.turns - 100, 1)
-    seconds = n * small.first + slope * n * n / 2
+    with the turn (the list it stores grows), bytes quadratically. Never less than the
+    smaller run's mean per turn times ``n`` (a noisy run can show no growth at all)."""
+    growth = max((small.last - small.first) / max(small.turns - 100, 1), 0.0)
+    seconds = max(n * small.first + growth * n * n / 2, small.total / small.turns * n)
     size = small.size * (n / small.turns) ** 2
     return seconds, size
 
