@@ -42,15 +42,28 @@ def test_a_reopened_thread_continues_where_it_was(open_backend: Factory) -> None
 
 
 def test_loading_replays_only_the_events_since_the_last_snapshot(backend: Backend) -> None:
-    with DurableRun.open(backend, "t", reducers=APPEND, snapshot_every=10) as run:
+    with DurableRun.open(backend, "t", snapshot_every=10) as run:
         for i in range(95):
-            run.store.write("state", "messages", i)
+            run.store.write("state", "plan", i)  # a small state: a snapshot every 10 events
         whole = run.store.to_dict()
     checkpoint = backend.load("t")
     assert checkpoint.snapshot is not None
     assert len(checkpoint.events) < 10
     assert checkpoint.to_store().to_dict() == whole
     assert len(backend.history("t")) == 95  # the log itself is complete
+
+
+def test_snapshots_grow_apart_as_the_state_grows(backend: Backend) -> None:
+    with DurableRun.open(backend, "t", reducers=APPEND, snapshot_every=10) as run:
+        for i in range(95):
+            run.store.write("state", "messages", i)
+        whole = run.store.to_dict()
+    checkpoint = backend.load("t")
+    # snapshots at 10, 20, 30, 45, 67: each waits for half the state's items since the last
+    assert checkpoint.snapshot is not None
+    assert checkpoint.snapshot.step == 67
+    assert len(checkpoint.events) == 95 - 67 <= 95 // 2
+    assert checkpoint.to_store().to_dict() == whole
 
 
 def test_time_travel_loads_any_step_without_changing_history(backend: Backend) -> None:

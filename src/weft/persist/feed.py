@@ -12,7 +12,11 @@ This is where ``DurableRun`` decides what is appended, and when:
   crash inside the commit never stores half of it (the resumed run commits it once).
   The feed follows the graph's documented records (``weft.graph.resume``): a state
   write whose source is a node key of a run recorded as ``running`` starts the hold;
-- every ``snapshot_every`` events, a snapshot goes into the same transaction.
+- a snapshot goes into the same transaction once at least ``snapshot_every`` events
+  have passed since the last one *and* at least half as many as the state had items
+  then (a list's items count one by one): snapshots grow apart as the state grows, so
+  their cost per event stays constant (a 10,000-turn history is not re-encoded every
+  few hundred turns), while a load still replays no more than half the state's size.
 
 The first failed append (a ``ConflictError``, a ``StorageError``) is kept in ``error``
 and stops the feed: the store swallows a subscriber's exception, so ``DurableStore``
@@ -57,6 +61,7 @@ class Feed:
         self.step = step
         self.since_snapshot = since_snapshot
         self.snapshot_every = snapshot_every
+        self.snapshot_weight = _weight(store)
         self.keep_snapshots = keep_snapshots
         self.notes = notes
         self.error: BaseException | None = None
@@ -117,6 +122,7 @@ class Feed:
         taken = None
         if snapshot and self._due(len(batch)) and batch[-1].seq == self.store.last_seq:
             taken = capture(self.store)  # encoded by append, with the collector paused
+            self.snapshot_weight = _weight(self.store)
         try:
             self.append(batch, taken)
         except Exception as exc:
@@ -145,7 +151,10 @@ class Feed:
 
     def snapshot_of(self, store: Store, count: int) -> Snapshot | None:
         """A snapshot of ``store`` if one is due after ``count`` more events."""
-        return capture(store) if self._due(count) else None
+        if not self._due(count):
+            return None
+        self.snapshot_weight = _weight(store)
+        return capture(store)
 
     def drop_held(self) -> int:
         """Forget a held commit that never completed; returns how many events it had."""
@@ -158,4 +167,12 @@ class Feed:
             return dropped
 
     def _due(self, count: int) -> bool:
-        return bool(self.snapshot_every) and self.since_snapshot + count >= self.snapshot_every
+        if not self.snapshot_every:
+            return False
+        since = self.since_snapshot + count
+        return since >= self.snapshot_every and since >= self.snapshot_weight // 2
+
+
+def _weight(store: Store) -> int:
+    """What a snapshot of ``store`` costs, in items (``Entry.weight`` summed)."""
+    return sum(entry.weight for entry in store.entries())

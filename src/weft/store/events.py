@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, NamedTuple
 
-from weft.store._log import read
+from weft.store._log import AppendLog, read
 
 Kind = Literal["input", "state", "step", "task", "shared"]
 KINDS: Final[tuple[str, ...]] = ("input", "state", "step", "task", "shared")
@@ -46,6 +46,12 @@ class Entry(_EntryFields):
     @property
     def value(self) -> Any:
         return read(self.stored)
+
+    @property
+    def weight(self) -> int:
+        """Items in the value if it is a list (appended or not), else 1: what copying it costs."""
+        stored = self.stored
+        return len(stored) if isinstance(stored, (list, AppendLog)) else 1
 
     @property
     def key(self) -> str:
