@@ -11,8 +11,22 @@ parameter of that very name (never through ``**kwargs``, and never over an argum
 of the same name that the reasoner gave): ``target`` (the action's target),
 ``action`` (the ``AgentAction``), ``previous_action_results`` (the shared list of
 pattern 2: the values produced so far in this iteration, read-only), ``attachments``
-(the run's ``AgentAttachment`` s) and ``store`` (the store the acting agent works on:
-a branch's own fork inside a parallel group).
+(the run's ``AgentAttachment`` s), ``store`` (the store the acting agent works on:
+a branch's own fork inside a parallel group), and ``call_once`` / ``acall_once`` (keyed
+calls, for exactly-once effects in a run with a ``run_id``):
+
+    def charge(order, amount, call_once):
+        return call_once("charge", payments.charge, order, amount)
+
+``call_once(key, fn, *args, **kwargs)`` calls ``fn`` unless this action already made a
+call with this key in this run, and returns the recorded result (``acall_once`` awaits an
+async ``fn``). The record, ``step:calls/<run_id>/<agent>/<iteration>/<group>.<index>/<key>``
+in the run's store, is written as soon as ``fn`` returns, so a run resumed after a crash
+(``weft.agent.resume``) gets the result back instead of calling again; it is the entry
+``DurableRun.call_once("<run_id>/<agent>/<iteration>/<group>.<index>/<key>", ...)`` reads
+and writes. A crash after ``fn`` took effect but before the record was written calls it
+again: pass the key on to a service that accepts idempotency keys for exactly-once end to
+end. Without a ``run_id``, ``fn`` is simply called.
 
 Signatures are read once, when the agent is built. An actor that raises, or returns a
 value the store cannot keep, does not crash the run: the action's result becomes
@@ -41,6 +55,8 @@ EXTRAS: Final = frozenset(
         "previous_agent_results",
         "attachments",
         "store",
+        "call_once",
+        "acall_once",
     }
 )
 

@@ -32,6 +32,12 @@ persisted log holds each iteration's state item, actions and results, and an
 interrupted iteration's plan (``current``) with the actions that did finish. A branch of
 a parallel group is an agent named ``N/<iteration>.<group>.<index>`` working on a fork
 of the store; its records reach this store when the group ends.
+
+Resume. A run given a ``run_id`` also writes records in kind ``step`` (paths
+``<run_id>/...``): each finished iteration is one write, made before the next iteration
+starts. Running again with that ``run_id`` restores finished iterations instead of
+running them, and goes on from the first unfinished one (``weft.agent.resume`` says
+exactly what is and is not run again).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from weft.agent.context import (
 )
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompting import action_results_xml, attachments_string, value_string
+from weft.agent.resume import OnceScope, RunRecords, check_run_id
 from weft.agent.types import (
     AgentAction,
     AgentAttachment,
@@ -139,6 +146,9 @@ class Agent:
         self._inherited = AgentStates()
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
+        self._once: OnceScope | None = None
+        """Where keyed calls are recorded: set while a run with a run_id runs (and handed to
+        its branches' copies)."""
         self._set_paths()
 
     def _set_paths(self) -> None:
@@ -175,9 +185,11 @@ class Agent:
             self._cache = (stored, items)
         return self._inherited + items if self._inherited else AgentStates(items)
 
-    def _append_state(self, item: AgentStateItem, response_record: Any) -> None:
-        """Write the state item; keep the states cache without converting it back."""
-        record = item.to_dict(response_record)
+    def _append_state(self, item: AgentStateItem, response_record: Any, record: Any = None) -> None:
+        """Write the state item (``record``: its dict, if the caller made it already); keep
+        the states cache without converting it back."""
+        if record is None:
+            record = item.to_dict(response_record)
         source, items = self._cache
         entry = self._store.write("state", self.states_path, record, source=self.name)
         if source is not None and len(entry.value) == len(items) + 1:
@@ -218,6 +230,7 @@ class Agent:
         attachments: Iterable[AgentAttachment] = (),
         action_results: Any = None,
         previous_agent_results: Any = None,
+        run_id: str | None = None,
     ) -> AgentResult:
         """Run the loop until the task is completed, nothing is left to do, or
         ``max_iterations``; returns an ``AgentResult``.
@@ -225,6 +238,11 @@ class Agent:
         ``action_results`` seeds the feedback of the first iteration (a branch starts
         with its action's result). ``previous_agent_results`` are the results of earlier
         agents in a plan (pattern 4): each becomes an ``AgentAttachment``.
+
+        ``run_id`` makes the run resumable: each finished iteration is recorded in the
+        store before the next one starts, and calling again with the same ``run_id`` and
+        arguments (after a crash, in a new process, on the store reloaded) goes on from
+        where it stopped, finished iterations not run again (``weft.agent.resume``).
         """
         if self._running:
             raise AgentError(
@@ -232,16 +250,25 @@ class Agent:
                 "(its iterations are numbered in its store). Use agent.copy(name=..., "
                 "store=...) for a second, concurrent run"
             )
+        if run_id is not None:
+            check_run_id(run_id)
         self._running = True
+        once = self._once
         try:
+            records = None
+            if run_id is not None:
+                records = RunRecords(self, run_id)
+                self._once = OnceScope(self._store, run_id)
             return await self._loop(
                 freeze(user_input, where=f"user_input of agent {self.name!r}"),
                 user_profile,
                 context,
                 (*attachments, *self.make_attachments(previous_agent_results)),
                 action_results,
+                records,
             )
         finally:
+            self._once = once
             self._running = False
 
     async def _loop(
@@ -251,30 +278,59 @@ class Agent:
         context: Any,
         attachments: tuple[AgentAttachment, ...],
         feedback: Any,
+        records: RunRecords | None,
     ) -> AgentResult:
         run_states: list[AgentStateItem] = []
         response: AgentResponse | None = None
         stop: StopReason = "max_iterations"
-        for _ in range(self.max_iterations):
-            iteration = self._next_iteration()
-            inputs = AgentInputs(
-                iteration=iteration,
-                user_input=user_input,
-                user_profile=user_profile,
-                context=context,
-                action_results=feedback,
-                attachments=attachments,
-                states=self.states,
-            )
-            prompt = self.construct_reasoner_input(inputs)
-            prompt, raw, response = await self._reason(prompt, iteration)
+        for i in range(self.max_iterations):
+            reply = None
+            if records is None:
+                iteration = self._next_iteration()
+            else:
+                iteration = records.first + i
+                finished = records.finished(iteration)
+                if finished is not None:  # restored: nothing of it runs again
+                    item = AgentStateItem.from_dict(finished.state)
+                    run_states.append(item)
+                    response = item.response
+                    if finished.ran:
+                        feedback = item.action_results
+                    user_input = None
+                    if response.task_status is _COMPLETED:
+                        stop = "completed"
+                        break
+                    if not finished.ran:
+                        stop = "no_actions"
+                        break
+                    continue
+                records.check_can_go_on(iteration)
+                reply = records.reply(iteration)
+            if reply is None:
+                inputs = AgentInputs(
+                    iteration=iteration,
+                    user_input=user_input,
+                    user_profile=user_profile,
+                    context=context,
+                    action_results=feedback,
+                    attachments=attachments,
+                    states=self.states,
+                )
+                prompt = self.construct_reasoner_input(inputs)
+                prompt, raw, response = await self._reason(prompt, iteration)
+                if records is not None:
+                    records.write_reply(iteration, prompt, raw)
+            else:  # the interrupted iteration: its recorded reply, parsed again
+                prompt, raw = reply
+                response = self.parse_response(raw)
             plan = freeze(response.to_dict(), where=f"response of agent {self.name!r}")
-            self._store.write(
-                "state",
-                self.current_path,
-                {"iteration": iteration, "response": plan},
-                source=self.name,
-            )
+            if reply is None or self._next_iteration() == iteration:
+                self._store.write(
+                    "state",
+                    self.current_path,
+                    {"iteration": iteration, "response": plan},
+                    source=self.name,
+                )
             step = IterationContext(
                 agent=self,
                 iteration=iteration,
@@ -282,6 +338,7 @@ class Agent:
                 attachments=attachments,
                 user_profile=user_profile,
                 context=context,
+                records=None if records is None else records.at(iteration),
             )
             work = self.create_next_actions(response, step)
             ran = bool(work)
@@ -298,7 +355,12 @@ class Agent:
                 response=response,
                 action_results=results,
             )
-            self._append_state(item, plan)
+            if records is None:
+                self._append_state(item, plan)
+            else:
+                record = freeze(item.to_dict(plan), where=f"state of agent {self.name!r}")
+                records.write_iteration(iteration, record, ran)  # the commit point
+                self._append_state(item, plan, record)
             run_states.append(item)
             if ran:
                 feedback = results
@@ -443,15 +505,22 @@ class Agent:
         self._store.write(
             "state",
             self.actions_path,
-            {
-                "agent": chooser,
-                "iteration": iteration,
-                "group": group,
-                "index": index,
-                "action": action.to_dict(),
-            },
+            action_record(chooser, iteration, group, index, action),
             source=self.name,
         )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} states={len(self.states)}>"
+
+
+def action_record(
+    chooser: str, iteration: int, group: int, index: int, action: AgentAction
+) -> dict[str, Any]:
+    """The record of one executed action in ``agent/<name>/actions``."""
+    return {
+        "agent": chooser,
+        "iteration": iteration,
+        "group": group,
+        "index": index,
+        "action": action.to_dict(),
+    }

@@ -28,6 +28,15 @@ summarizer node merges the forks into the parent's store **in action order** (ne
 completion order) and calls ``summarizer(*branch_results)`` with the branches'
 ``AgentResult`` s in action order; the default returns the list of every branch's
 ``action_results``.
+
+**Resume.** In a run with a ``run_id`` (``weft.agent.resume``) the iteration's records
+say what finished before the run was interrupted: a single action recorded in
+``agent/<name>/actions`` is not run again (its record gives its result back); a
+branch that finished is restored from its record (its fork rebuilt from the events it
+recorded) instead of running; a group whose merge was recorded is not merged again, and
+its summarizer's recorded value is used instead of summarizing again. The branches of a
+group then fork from one group fork, which reaches the store together with the group's
+record (one transaction on a ``DurableRun``).
 """
 
 from __future__ import annotations
@@ -38,9 +47,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from weft.agent.actors import run_actor, run_sync_actor
-from weft.agent.types import ActionGroups, AgentAction, AgentResult, plain_results
+from weft.agent.resume import event_records, once_extras, replay, restored_result
+from weft.agent.types import (
+    ActionGroups,
+    AgentAction,
+    AgentResult,
+    from_plain_record,
+    plain_results,
+    to_plain_record,
+)
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
-from weft.store import FrozenList
+from weft.store import FrozenList, Store
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
@@ -68,6 +85,10 @@ class _Started:
     flow: Flow
     agent: Agent
     action: AgentAction
+    base: int = 0
+    """The branch fork's sequence number when it was made (its events come after)."""
+    restored: AgentResult | None = None
+    """A branch restored from its record: its result, and nothing left to run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,14 +131,14 @@ def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGrap
             heads = [node]
             new_tail = node
         else:
-            summary = WorkGraphNode(_summarizer(agent), _only_result, id="Summarizer")
+            summary = WorkGraphNode(_summarizer(step, g), _only_result, id="Summarizer")
             heads = []
             for k, action in enumerate(group):
                 name = f"{agent.name}/{step.iteration}.{g}.{k}"
                 head = WorkGraphNode(
                     _branch_start(action, g, k, name, step), _FIRST, id=f"Actioner:{action.type}"
                 )
-                follow = WorkGraphNode(_branch_loop(step), _FIRST, id=f"Agent:{name}")
+                follow = WorkGraphNode(_branch_loop(step, g, k), _FIRST, id=f"Agent:{name}")
                 head.add_next(follow).add_next(summary)
                 heads.append(head)
             new_tail = summary
@@ -137,21 +158,31 @@ def _only_result(result: Any, *_args: Any, **_kwargs: Any) -> tuple[tuple[Any], 
 
 
 def _offered(
-    agent: Agent, action: AgentAction, flow: Flow, step: IterationContext
+    agent: Agent, action: AgentAction, flow: Flow, step: IterationContext, position: str
 ) -> dict[str, Any]:
-    return {
+    offered = {
         "target": action.target,
         "action": action,
         "previous_action_results": flow.previous_action_results,
         "attachments": step.attachments,
         "store": agent.store,
     }
+    bound = agent.actors.get(action.type)
+    if bound is not None:
+        once_extras(offered, bound.extras, step.agent, step.iteration, position)
+    return offered
 
 
 def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable[[Flow], Any]:
-    """A single action: run it on the agent itself, record it, append its result."""
+    """A single action: run it on the agent itself, record it, append its result (or, on
+    resume, its recorded result)."""
     agent = step.agent
     bound = agent.actors.get(action.type)
+    position = f"{g}.0"
+    recorded = None if step.records is None else step.records.actions.get((g, 0))
+    if recorded is not None:
+        executed = AgentAction.from_dict(recorded)
+        return lambda flow: flow.then(executed)
 
     def done(flow: Flow, executed: AgentAction) -> Flow:
         agent.record_action(agent.name, step.iteration, g, 0, executed)
@@ -160,7 +191,8 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
     if bound is not None and not bound.is_async:
 
         def run_sync(flow: Flow) -> Flow | Awaitable[Flow]:
-            out = run_sync_actor(agent.actors, action, _offered(agent, action, flow, step))
+            offered = _offered(agent, action, flow, step, position)
+            out = run_sync_actor(agent.actors, action, offered)
             if isinstance(out, AgentAction):
                 return done(flow, out)
             return _late(out, action, lambda executed: done(flow, executed))
@@ -168,9 +200,8 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
         return run_sync
 
     async def run_async(flow: Flow) -> Flow:
-        return done(
-            flow, await run_actor(agent.actors, action, _offered(agent, action, flow, step))
-        )
+        offered = _offered(agent, action, flow, step, position)
+        return done(flow, await run_actor(agent.actors, action, offered))
 
     return run_async
 
@@ -178,41 +209,72 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
 def _branch_start(
     action: AgentAction, g: int, k: int, name: str, step: IterationContext
 ) -> Callable[[Flow], Any]:
-    """The first node of a branch: fork the store, copy the agent, run the action there."""
+    """The first node of a branch: fork the store, copy the agent, run the action there
+    (or, on resume, restore the finished branch from its record)."""
     parent = step.agent
     bound = parent.actors.get(action.type)
+    position = f"{g}.{k}"
+    records = step.records
+    group = None if records is None else records.group(f"group/{g}")
+    record = None if records is None else records.recorded(f"branch/{position}")
 
-    def branch() -> Agent:
-        fork = parent.store.fork(name=name)
-        return parent.copy(name=name, store=fork, clear_states=parent.branching_agent_start_as_new)
+    def fork() -> Store:
+        return parent.store.fork(name=name) if group is None else group.branch(name)
 
-    def done(flow: Flow, copy: Agent, executed: AgentAction) -> _Started:
+    def branch(store: Store) -> Agent:
+        return parent.copy(name=name, store=store, clear_states=parent.branching_agent_start_as_new)
+
+    if records is not None and record is not None:
+        merged = records.recorded(f"group/{g}") is not None
+
+        def restore(flow: Flow) -> _Started:
+            if merged:  # its events are in the store already
+                copy = branch(parent.store)
+            else:
+                store = fork()
+                replay(record["events"], store)
+                copy = branch(store)
+            executed = AgentAction.from_dict(record["action"])
+            return _Started(flow, copy, executed, restored=restored_result(copy, record))
+
+        return restore
+
+    def done(flow: Flow, copy: Agent, executed: AgentAction, base: int) -> _Started:
         copy.record_action(parent.name, step.iteration, g, k, executed)
-        return _Started(flow, copy, executed)
+        return _Started(flow, copy, executed, base)
 
     if bound is not None and not bound.is_async:
 
         def start_sync(flow: Flow) -> _Started | Awaitable[_Started]:
-            copy = branch()
-            out = run_sync_actor(copy.actors, action, _offered(copy, action, flow, step))
+            store = fork()
+            base = store.last_seq
+            copy = branch(store)
+            offered = _offered(copy, action, flow, step, position)
+            out = run_sync_actor(copy.actors, action, offered)
             if isinstance(out, AgentAction):
-                return done(flow, copy, out)
-            return _late(out, action, lambda executed: done(flow, copy, executed))
+                return done(flow, copy, out, base)
+            return _late(out, action, lambda executed: done(flow, copy, executed, base))
 
         return start_sync
 
     async def start_async(flow: Flow) -> _Started:
-        copy = branch()
-        executed = await run_actor(copy.actors, action, _offered(copy, action, flow, step))
-        return done(flow, copy, executed)
+        store = fork()
+        base = store.last_seq
+        copy = branch(store)
+        offered = _offered(copy, action, flow, step, position)
+        executed = await run_actor(copy.actors, action, offered)
+        return done(flow, copy, executed, base)
 
     return start_async
 
 
-def _branch_loop(step: IterationContext) -> Callable[[_Started], Awaitable[_Ended]]:
-    """The second node of a branch: the copy continues its own loop from the action's result."""
+def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started], Awaitable[_Ended]]:
+    """The second node of a branch: the copy continues its own loop from the action's
+    result; in a run with a run_id, the finished branch is recorded with its fork's events."""
 
     async def follow(started: _Started) -> _Ended:
+        if started.restored is not None:
+            return _Ended(started.flow, started.agent, started.restored)
         result = await started.agent.arun(
             None,
             action_results=started.action,
@@ -220,19 +282,43 @@ def _branch_loop(step: IterationContext) -> Callable[[_Started], Awaitable[_Ende
             user_profile=step.user_profile,
             context=step.context,
         )
+        if step.records is not None:
+            step.records.write(
+                f"branch/{g}.{k}",
+                {
+                    "action": started.action.to_dict(),
+                    "action_results": to_plain_record(result.action_results),
+                    "stop_reason": result.stop_reason,
+                    "events": event_records(started.agent.store, started.base),
+                },
+            )
         return _Ended(started.flow, started.agent, result)
 
     return follow
 
 
-def _summarizer(agent: Agent) -> Callable[..., Awaitable[Flow]]:
+def _summarizer(step: IterationContext, g: int) -> Callable[..., Awaitable[Flow]]:
     """The join of a group: merge the forks in action order, then summarize."""
+    agent = step.agent
+    records = step.records
 
     async def summarize(*ended: _Ended) -> Flow:
-        agent.store.merge([e.agent.store for e in ended])
+        path = f"group/{g}"
+        record = None if records is None else records.recorded(path)
+        if record is not None and "outcome" in record:
+            return ended[0].flow.then(from_plain_record(record["outcome"]))
+        if records is None:
+            agent.store.merge([e.agent.store for e in ended])
+        elif record is None:
+            group = records.group(path)
+            if group.fork is not None:
+                group.fork.merge([e.agent.store for e in ended])
+            records.commit(path, {"branches": len(ended)})
         merged = agent.summarizer(*(e.result for e in ended))
         if inspect.isawaitable(merged):
             merged = await merged
+        if records is not None:
+            records.write(path, {"branches": len(ended), "outcome": to_plain_record(merged)})
         return ended[0].flow.then(merged)
 
     return summarize

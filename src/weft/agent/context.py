@@ -13,6 +13,7 @@ from weft.agent.types import ActionGroups, AgentAttachment, AgentResult, AgentSt
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
+    from weft.agent.resume import IterationRecords
 
 T = TypeVar("T")
 
@@ -46,6 +47,9 @@ class IterationContext:
     attachments: tuple[AgentAttachment, ...]
     user_profile: Any = None
     context: Any = None
+    records: IterationRecords | None = None
+    """The iteration's records when the run has a ``run_id`` (what finished before it was
+    interrupted, and where its work records what finishes: ``weft.agent.resume``)."""
 
 
 def default_summarizer(*branch_results: AgentResult) -> list[Any]:

@@ -23,11 +23,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 from weft.agent.actors import ActorTable, failed, finish, run_actor
-from weft.agent.agent import Agent
+from weft.agent.agent import Agent, action_record
 from weft.agent.context import IterationContext, NextActions
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompt_agents import ACTION_FORMAT, PromptBasedActionAgent
-from weft.agent.types import AgentAction, AgentResponse
+from weft.agent.resume import event_records, once_extras, replay
+from weft.agent.types import AgentAction, AgentResponse, from_plain_record, to_plain_record
 from weft.errors import AgentBuildError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.store import Store
@@ -138,6 +139,12 @@ class ProblemPlan:
     (canonical order). Each problem is solved on its own fork of the planner's store; the
     forks merge into it when the plan ends, in the order the problems were given, and one
     record per problem is written there (``agent/<planner>/actions``).
+
+    In a run with a ``run_id`` each solved problem is recorded with its fork's events as
+    it finishes, and the merge with a record of the plan's output (one transaction on a
+    ``DurableRun``): a resumed iteration restores solved problems instead of solving
+    them again, and a merged plan is not run at all (``weft.agent.resume``). A solver
+    function can take the ``call_once`` extra of ``weft.agent.actors``.
     """
 
     def __init__(
@@ -153,6 +160,7 @@ class ProblemPlan:
         self._step = step
         self._forks: dict[str, Store] = {}
         self._solved: dict[str, AgentAction] = {}
+        self._index = {p.id: i for i, p in enumerate(self.problems) if p.id is not None}
         by_id = {p.id: p for p in self.problems}
         values = {pid: functools.partial(self._solve, by_id[pid]) for pid in by_id}
         labels = {id(v): pid for pid, v in values.items()}
@@ -174,25 +182,55 @@ class ProblemPlan:
         return run_sync(self.arun())
 
     async def arun(self) -> Any:
+        records = self._step.records
+        if records is not None:
+            done = records.recorded("plan")
+            if done is not None:  # resumed after the plan was merged: nothing runs again
+                return from_plain_record(done["output"])
         output = await self.graph.arun()
         planner = self.planner
         order = [p.id for p in self.problems if p.id in self._forks]
-        planner.store.merge([self._forks[pid] for pid in order])
-        for index, pid in enumerate(order):
-            solved = self._solved.get(pid)
-            if solved is not None:
-                planner.record_action(planner.name, self._step.iteration, 0, index, solved)
+        if records is None:
+            planner.store.merge([self._forks[pid] for pid in order])
+            for index, pid in enumerate(order):
+                solved = self._solved.get(pid)
+                if solved is not None:
+                    planner.record_action(planner.name, self._step.iteration, 0, index, solved)
+            return output
+        group = records.group("plan")
+        if group.fork is not None:
+            group.fork.merge([self._forks[pid] for pid in order])
+            for index, pid in enumerate(order):
+                solved = self._solved.get(pid)
+                if solved is not None:
+                    record = action_record(planner.name, self._step.iteration, 0, index, solved)
+                    group.fork.write("state", planner.actions_path, record, source=planner.name)
+        records.commit("plan", {"output": to_plain_record(output)})
         return output
 
     async def _solve(self, problem: AgentAction, previous_agent_results: Any = None) -> AgentAction:
         planner, step = self.planner, self._step
         assert problem.id is not None
         name = f"{planner.name}/{step.iteration}.{problem.id}"
-        fork = planner.store.fork(name=name)
+        records = step.records
+        position = f"problem.{self._index[problem.id]}"
+        if records is None:
+            fork = planner.store.fork(name=name)
+        else:
+            fork = records.group("plan").branch(name)
+            done = records.recorded(f"problem/{self._index[problem.id]}")
+            if done is not None:  # solved before the run was interrupted
+                replay(done["events"], fork)
+                solved = AgentAction.from_dict(done["solved"])
+                self._forks[problem.id] = fork
+                self._solved[problem.id] = solved
+                return solved
+        base = fork.last_seq
         self._forks[problem.id] = fork
         solver = planner.solver
         if isinstance(solver, Agent):
             copy = solver.copy(name=name, store=fork, clear_states=True)
+            copy._once = planner._once
             try:
                 result = await copy.arun(
                     problem.args["request"],
@@ -217,8 +255,16 @@ class ProblemPlan:
                 "store": fork,
             }
             assert planner.solver_table is not None
+            bound = planner.solver_table.get("Problem")
+            if bound is not None:
+                once_extras(offered, bound.extras, planner, step.iteration, position)
             solved = await run_actor(planner.solver_table, problem, offered)
         self._solved[problem.id] = solved
+        if records is not None:
+            records.write(
+                f"problem/{self._index[problem.id]}",
+                {"solved": solved.to_dict(), "events": event_records(fork, base)},
+            )
         return solved
 
 
