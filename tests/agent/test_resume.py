@@ -1,0 +1,461 @@
+"""Resuming an agent run by its run_id: finished iterations, actions, branches, problems and
+keyed calls are not run again, and the run ends as an uninterrupted one did."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from weft.agent import Agent, AgentResult, PromptBasedActionPlanningAgent
+from weft.errors import AgentBuildError, AgentError, NodeError
+from weft.llm import ScriptedReasoner
+from weft.persist import Backend, DurableRun, InMemoryBackend, SQLiteBackend
+from weft.store import DELETE, Store, reducers
+
+LAST = 5  # iterations 0..5 run actions; iteration 6 completes
+
+
+class Crash(BaseException):
+    """Stands for the process dying: nothing in weft catches it."""
+
+
+class Job:
+    """A job of seven iterations. Iteration k runs ``work`` (a keyed payment), on even k a
+    parallel group of ``a`` and ``b`` (each branch then asks the reasoner once), then
+    ``tick``, whose result tells the reasoner which iteration comes next. Every call is
+    counted; ``crash`` names the one call that raises ``Crash`` instead."""
+
+    def __init__(self, crash: tuple[str, int] | None = None) -> None:
+        self.calls: Counter[tuple[str, int | str]] = Counter()
+        self.payments: Counter[int] = Counter()
+        self.crash = crash
+        self.store = Store()
+
+    def fire(self, what: str, k: int) -> None:
+        self.calls[(what, k)] += 1
+        if self.crash == (what, k):
+            self.crash = None
+            raise Crash(f"{what} {k}")
+
+    def reasoner(self, prompt: str) -> str:
+        self.calls[("reasoner", prompt)] += 1
+        if '"branch"' in prompt:
+            return json.dumps({"instant_response": "branch done", "task_status": "Completed"})
+        steps = re.findall(r'"step": (\d+)', prompt)
+        k = max(map(int, steps)) + 1 if steps else 0
+        if k > LAST:
+            return json.dumps({"instant_response": f"done after {k}", "task_status": "Completed"})
+        groups = [[{"type": "work", "args": {"k": k}}]]
+        if k % 2 == 0:
+            groups.append([{"type": "a", "args": {"k": k}}, {"type": "b", "args": {"k": k}}])
+        groups.append([{"type": "tick", "args": {"k": k}}])
+        return json.dumps({"next_actions": groups})
+
+    def agent(self, store: Store) -> Agent:
+        self.store = store
+
+        def work(k: int, call_once: Any) -> Any:
+            self.fire("work", k)
+            return call_once("pay", self.pay, k)
+
+        async def a(k: int) -> dict[str, Any]:
+            self.fire("a", k)
+            if self.crash == ("a after b", k):  # crash once branch b has finished
+                for _ in range(5000):
+                    if self.store.has("step", f"job/iter/{k}/branch/1.1"):
+                        break
+                    await asyncio.sleep(0.001)
+                self.crash = None
+                raise Crash(f"a {k}")
+            return {"branch": "a", "k": k}
+
+        async def b(k: int) -> dict[str, Any]:
+            self.fire("b", k)
+            return {"branch": "b", "k": k}
+
+        def tick(k: int) -> dict[str, int]:
+            self.fire("tick", k)
+            return {"step": k}
+
+        def summarize(*results: AgentResult) -> list[Any]:
+            k = results[0].action_results.args["k"]
+            self.fire("summarize", k)
+            return [r.action_results for r in results]
+
+        return Agent(
+            self.reasoner,
+            actor={"work": work, "a": a, "b": b, "tick": tick},
+            summarizer=summarize,
+            store=store,
+            name="agent",
+        )
+
+    def pay(self, k: int) -> dict[str, int]:
+        self.payments[k] += 1
+        return {"paid": k}
+
+
+def reference() -> tuple[Job, Agent, AgentResult]:
+    job = Job()
+    agent = job.agent(Store())
+    return job, agent, agent.run("go", run_id="job")
+
+
+CRASHES = [
+    ("work", 3),  # a single action, in an iteration without branches
+    ("work", 4),  # a single action before a parallel group
+    ("tick", 2),  # after the group of the iteration was merged
+    ("a after b", 4),  # in a branch, once the other branch finished and was recorded
+    ("summarize", 2),  # in the summarizer, after the merge
+    ("tick", LAST),  # in the last action of the run
+]
+
+
+@pytest.fixture
+def sqlite_file(tmp_path: Path) -> Path:
+    return tmp_path / "weft.db"
+
+
+class Place:
+    """Where the run's store lives: a plain store rebuilt from its events, or a DurableRun
+    on an SQLite file, closed after the crash and opened again (as a new process would)."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind = kind
+        self.path = path
+        self.store = Store()
+        self.backend: Backend | None = None
+        self.run: DurableRun | None = None
+
+    def open(self) -> Store:
+        if self.kind == "events":
+            self.store = Store.from_events(self.store.events())
+            return self.store
+        self.close()
+        self.backend = SQLiteBackend(self.path)
+        self.run = DurableRun.open(self.backend, "thread", run_id="job")
+        return self.run.store
+
+    def close(self) -> None:
+        if self.run is not None:
+            self.run.close()
+        if self.backend is not None:
+            self.backend.close()
+        self.run = self.backend = None
+
+
+@pytest.fixture(params=["events", "sqlite"])
+def place(request: pytest.FixtureRequest, sqlite_file: Path) -> Iterator[Place]:
+    opened = Place(request.param, sqlite_file)
+    yield opened
+    opened.close()
+
+
+@pytest.mark.parametrize("crash", CRASHES, ids=[f"{w}-{k}" for w, k in CRASHES])
+def test_a_crashed_run_resumes_without_running_finished_work_again(
+    crash: tuple[str, int], place: Place
+) -> None:
+    ref_job, ref_agent, ref_result = reference()
+    job = Job(crash)
+    with pytest.raises((Crash, NodeError)):
+        job.agent(place.open()).run("go", run_id="job")
+    crashed = job.calls.copy()
+    job.calls.clear()
+    agent = job.agent(place.open())
+    result = agent.run("go", run_id="job")
+    # every call ran as often as in the uninterrupted run, plus the one that crashed
+    assert crashed + job.calls == ref_job.calls + Counter({(crash[0].split()[0], crash[1]): 1})
+    assert job.payments == ref_job.payments == Counter(range(LAST + 1))
+    assert result == ref_result
+    assert agent.states == ref_agent.states
+    assert agent.store.to_dict() == ref_agent.store.to_dict()
+
+
+def test_the_crash_leaves_what_finished_on_record(place: Place) -> None:
+    job = Job(("tick", 3))
+    with pytest.raises(Crash):
+        job.agent(place.open()).run("go", run_id="job")
+    store = place.open()
+    steps = {e.path for e in store.entries(kind="step", key_prefix="step:job/")}
+    assert {"job/start", "job/iter/0", "job/iter/1", "job/iter/2"} <= steps
+    assert "job/iter/3/reply" in steps and "job/iter/3" not in steps
+    actions = store.value("state", "agent/agent/actions")
+    assert [(r["iteration"], r["action"]["type"]) for r in actions][-1] == (3, "work")
+
+
+def test_a_finished_run_run_again_returns_its_result_and_calls_nothing() -> None:
+    job, agent, result = reference()
+    events = len(agent.store.events())
+    job.calls.clear()
+    again = job.agent(agent.store).run("go", run_id="job")
+    assert again == result
+    assert not job.calls
+    assert len(agent.store.events()) == events  # and writes nothing
+
+
+def test_resuming_twice_from_the_same_crash_point_ends_the_same() -> None:
+    _, ref_agent, ref_result = reference()
+    job = Job(("work", 3))
+    store = Store()
+    with pytest.raises(Crash):
+        job.agent(store).run("go", run_id="job")
+    job.crash = ("work", 5)
+    with pytest.raises(Crash):
+        job.agent(store).run("go", run_id="job")
+    assert job.agent(store).run("go", run_id="job") == ref_result
+    assert store.to_dict() == ref_agent.store.to_dict()
+
+
+def test_an_iteration_is_recorded_before_the_next_one_starts() -> None:
+    store = Store()
+    seen: list[set[str]] = []
+
+    def look() -> None:
+        seen.append({e.path for e in store.entries(kind="step", key_prefix="step:job/iter/")})
+
+    reply = json.dumps({"next_actions": [[{"type": "look", "args": {}}]]})
+    agent = Agent(
+        ScriptedReasoner([reply, reply, json.dumps({"task_status": "Completed"})]),
+        actor={"look": look},
+        store=store,
+    )
+    agent.run("go", run_id="job")
+    assert seen == [
+        {"job/iter/0/reply"},
+        {"job/iter/0", "job/iter/0/reply", "job/iter/1/reply"},
+    ]
+
+
+def test_runs_without_a_run_id_record_nothing_to_resume() -> None:
+    job = Job()
+    agent = job.agent(Store())
+    agent.run("go")
+    assert not agent.store.entries(kind="step")
+
+
+# --------------------------------------------------------------------- keyed calls
+
+
+def test_call_once_returns_the_recorded_result_when_the_action_runs_again() -> None:
+    effects: list[str] = []
+    crashes = iter([True])
+
+    def charge(order: str, call_once: Any) -> Any:
+        receipt = call_once("charge", lambda: effects.append(order) or {"receipt": order})
+        if next(crashes, False):
+            raise Crash("after the charge, before the action finished")
+        return receipt
+
+    reply = json.dumps({"next_actions": [[{"type": "charge", "args": {"order": "o-1"}}]]})
+    replies = ScriptedReasoner([reply, json.dumps({"task_status": "Completed"})])
+    store = Store()
+    agent = Agent(replies, actor={"charge": charge}, store=store)
+    with pytest.raises(Crash):
+        agent.run("pay", run_id="job")
+    result = Agent(replies, actor={"charge": charge}, store=store).run("pay", run_id="job")
+    assert effects == ["o-1"]
+    assert result.states[0].action_results.result == {"receipt": "o-1"}
+    assert store.value("step", "calls/job/agent/0/0.0/charge") == {
+        "result": {"receipt": "o-1"},
+        "run_id": "job",
+    }
+
+
+def test_call_once_records_are_the_ones_durable_run_call_once_reads() -> None:
+    backend = InMemoryBackend()
+    with DurableRun.open(backend, "t", run_id="job") as run:
+
+        async def fetch(url: str, acall_once: Any) -> Any:
+            async def get() -> str:
+                return f"page {url}"
+
+            return await acall_once("get", get)
+
+        reply = json.dumps({"next_actions": [[{"type": "fetch", "args": {"url": "u"}}]]})
+        replies = ScriptedReasoner([reply, json.dumps({"task_status": "Completed"})])
+        Agent(replies, actor={"fetch": fetch}, store=run.store).run("get u", run_id="job")
+        assert run.call_once("job/agent/0/0.0/get", pytest.fail) == "page u"
+
+
+def test_without_a_run_id_call_once_just_calls() -> None:
+    effects: list[int] = []
+    reply = json.dumps({"next_actions": [[{"type": "pay", "args": {}}]]})
+    agent = Agent(
+        ScriptedReasoner([reply, json.dumps({"task_status": "Completed"})]),
+        actor={"pay": lambda call_once: call_once("k", lambda: effects.append(1) or 1)},
+    )
+    agent.run("pay")
+    assert effects == [1]
+    assert not agent.store.entries(kind="step")
+
+
+def test_call_once_refuses_an_async_function_and_names_acall_once() -> None:
+    async def slow() -> int:
+        return 1
+
+    reply = json.dumps({"next_actions": [[{"type": "pay", "args": {}}]]})
+    agent = Agent(
+        ScriptedReasoner([reply, json.dumps({"task_status": "Completed"})]),
+        actor={"pay": lambda call_once: call_once("k", slow)},
+    )
+    result = agent.run("pay", run_id="job")
+    assert "acall_once" in result.states[0].action_results.result["error"]
+
+
+# ------------------------------------------------------------------- the planning agent
+
+
+def test_solved_problems_of_a_plan_are_not_solved_again() -> None:
+    plan = json.dumps(
+        {
+            "problems": [
+                {"request": "find a", "problem_id": "A"},
+                {"request": "find b", "problem_id": "B"},
+                {"request": "join", "problem_id": "C"},
+            ],
+            "problem_graph": "A -> C\nB -> C",
+        }
+    )
+    done = json.dumps({"instant_response": "joined", "task_status": "Completed"})
+    solved: Counter[str] = Counter()
+    crash: list[str] = []
+
+    def solver(request: str, store: Any, previous_agent_results: Any = None) -> str:
+        solved[request] += 1
+        store.write("shared", f"notes/{request}", request)
+        if request in crash:
+            crash.clear()
+            raise Crash(request)
+        return request.upper()
+
+    def planner(store: Store) -> PromptBasedActionPlanningAgent:
+        return PromptBasedActionPlanningAgent(
+            ScriptedReasoner(lambda p: done if "JOIN" in p else plan),
+            solver=solver,
+            store=store,
+            name="planner",
+        )
+
+    reference_store = Store()
+    crash_free = planner(reference_store).run("go", run_id="job")
+    solved.clear()
+    crash.append("join")
+    store = Store()
+    with pytest.raises((Crash, NodeError)):
+        planner(store).run("go", run_id="job")
+    assert solved == Counter({"find a": 1, "find b": 1, "join": 1})
+    resumed = Store.from_events(store.events())
+    result = planner(resumed).run("go", run_id="job")
+    assert solved == Counter({"find a": 1, "find b": 1, "join": 2})
+    assert result == crash_free
+    assert resumed.to_dict() == reference_store.to_dict()
+    assert planner(resumed).run("go", run_id="job") == crash_free
+    assert solved["join"] == 2
+
+
+# ----------------------------------------------------------------- durable joins
+
+
+class RecordingBackend(InMemoryBackend):
+    """Remembers the keys of each appended batch (each batch is one transaction)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def append(self, thread_id: str, run_id: str, expected: int, events: Any, **kw: Any) -> int:
+        self.batches.append([e.key for e in events])
+        return super().append(thread_id, run_id, expected, events, **kw)
+
+
+def test_on_a_durable_run_a_groups_merge_and_record_are_one_append() -> None:
+    backend = RecordingBackend()
+    with DurableRun.open(backend, "t", run_id="job") as run:
+        Job().agent(run.store).run("go", run_id="job")
+    merge, outcome = [b for b in backend.batches if "step:job/iter/0/group/1" in b]
+    assert outcome == ["step:job/iter/0/group/1"]  # the summarizer's value, written after
+    join = merge
+    assert "state:agent/agent/0.1.0/states" in join and "state:agent/agent/0.1.1/states" in join
+    assert join[-1] == "step:job/iter/0/group/1"
+
+
+# ----------------------------------------------------------------------- refusals
+
+
+def test_a_run_id_with_a_slash_is_refused() -> None:
+    with pytest.raises(AgentBuildError, match="without '/'"):
+        Job().agent(Store()).run("go", run_id="a/b")
+
+
+def test_a_run_id_recorded_by_another_agent_is_refused() -> None:
+    _, agent, _ = reference()
+    other = Agent(ScriptedReasoner([]), store=agent.store, name="other")
+    with pytest.raises(AgentError, match="recorded by the agent 'agent'"):
+        other.run("go", run_id="job")
+
+
+def test_resuming_after_the_agent_ran_on_is_refused() -> None:
+    job = Job(("work", 3))
+    store = Store()
+    with pytest.raises(Crash):
+        job.agent(store).run("go", run_id="job")
+    job.agent(store).run("something else")  # iterations 3.. used by another run
+    with pytest.raises(AgentError, match="moved on to iteration"):
+        job.agent(store).run("go", run_id="job")
+
+
+def test_a_restored_branch_writes_what_the_branch_wrote() -> None:
+    """Reducers, DELETE markers and deletes of a finished branch survive its record."""
+    group = json.dumps({"next_actions": [[{"type": "a"}, {"type": "b"}]]})
+    done = json.dumps({"instant_response": "ok", "task_status": "Completed"})
+    crash: list[bool] = []
+    b_ran: list[str] = []
+
+    def reasoner(prompt: str) -> str:
+        return done if "ActionResult" in prompt else group
+
+    def setup(store: Store) -> Store:
+        store.declare("shared", "profile", reducers.merge)
+        if not store.has("shared", "profile"):
+            store.write("shared", "profile", {"x": 1, "y": 2})
+            store.write("shared", "old", "gone soon")
+        return store
+
+    def agent(store: Store) -> Agent:
+        async def a() -> str:
+            if crash:
+                for _ in range(5000):
+                    if store.has("step", "job/iter/0/branch/0.1"):
+                        break
+                    await asyncio.sleep(0.001)
+                crash.clear()
+                raise Crash("a")
+            return "a"
+
+        def b(store: Store) -> str:
+            b_ran.append("b")
+            store.write("shared", "profile", {"x": DELETE, "z": 3})
+            store.delete("shared", "old")
+            return "b"
+
+        return Agent(reasoner, actor={"a": a, "b": b}, store=store)
+
+    reference_store = setup(Store())
+    agent(reference_store).run("go", run_id="job")
+    crash.append(True)
+    store = setup(Store())
+    with pytest.raises((Crash, NodeError)):
+        agent(store).run("go", run_id="job")
+    b_ran.clear()
+    resumed = setup(Store.from_events(store.events()))
+    agent(resumed).run("go", run_id="job")
+    assert b_ran == []  # restored from its record
+    assert resumed.value("shared", "profile") == {"y": 2, "z": 3}
+    assert resumed.to_dict() == reference_store.to_dict()
