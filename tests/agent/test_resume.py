@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +24,7 @@ import pytest
 from weft.agent import Agent, AgentResult, PromptBasedActionPlanningAgent
 from weft.errors import AgentBuildError, AgentError, NodeError
 from weft.llm import ScriptedReasoner
-from weft.persist import Backend, DurableRun, InMemoryBackend, SQLiteBackend
+from weft.persist import Backend, DurableRun, InMemoryBackend, SQLiteBackend, load_store
 from weft.store import DELETE, Store, reducers
 
 LAST = 5  # iterations 0..5 run actions; iteration 6 completes
@@ -58,12 +66,22 @@ class Job:
         groups.append([{"type": "tick", "args": {"k": k}}])
         return json.dumps({"next_actions": groups})
 
-    def agent(self, store: Store) -> Agent:
+    def agent(self, store: Store, *, threads: bool = True) -> Agent:
+        """The job's agent on ``store``; ``threads=False``: every actor async, so that a
+        crash raised inside a store write never happens on a thread of the graph engine."""
         self.store = store
 
         def work(k: int, call_once: Any) -> Any:
             self.fire("work", k)
             return call_once("pay", self.pay, k)
+
+        async def work_async(k: int, acall_once: Any) -> Any:
+            self.fire("work", k)
+
+            async def pay() -> dict[str, int]:
+                return self.pay(k)
+
+            return await acall_once("pay", pay)
 
         async def a(k: int) -> dict[str, Any]:
             self.fire("a", k)
@@ -84,14 +102,20 @@ class Job:
             self.fire("tick", k)
             return {"step": k}
 
+        async def tick_async(k: int) -> dict[str, int]:
+            return tick(k)
+
         def summarize(*results: AgentResult) -> list[Any]:
             k = results[0].action_results.args["k"]
             self.fire("summarize", k)
             return [r.action_results for r in results]
 
+        actors = {"work": work, "a": a, "b": b, "tick": tick}
+        if not threads:
+            actors.update(work=work_async, tick=tick_async)
         return Agent(
             self.reasoner,
-            actor={"work": work, "a": a, "b": b, "tick": tick},
+            actor=actors,
             summarizer=summarize,
             store=store,
             name="agent",
@@ -176,6 +200,49 @@ def test_a_crashed_run_resumes_without_running_finished_work_again(
     assert result == ref_result
     assert agent.states == ref_agent.states
     assert agent.store.to_dict() == ref_agent.store.to_dict()
+
+
+class DieAfter:
+    """A subscriber that kills the run (raises ``Crash``) once ``count`` events of the
+    durable store were appended: the process dying right after that append."""
+
+    def __init__(self, count: int) -> None:
+        self.left = count
+
+    def __call__(self, event: Any) -> None:
+        self.left -= 1
+        if self.left == 0:
+            raise Crash(f"died after {event.key}")
+
+
+def test_dying_after_any_append_then_resuming_ends_as_an_uninterrupted_run() -> None:
+    """Every event boundary of a run on a DurableRun, one by one: the run dies right after
+    it, is reopened from the backend and resumed; it must end as the uninterrupted run,
+    without running what was on record again."""
+    backend = InMemoryBackend()
+    with DurableRun.open(backend, "reference", run_id="job") as run:
+        ref_job = Job()
+        ref_result = ref_job.agent(run.store, threads=False).run("go", run_id="job")
+        reference = run.store.to_dict()
+        events = run.store.last_seq
+    for count in range(1, events + 1):
+        thread, job = f"die-{count}", Job()
+        with DurableRun.open(backend, thread, run_id="job") as run:
+            run.store.subscribe(DieAfter(count))
+            with pytest.raises((Crash, NodeError)):
+                job.agent(run.store, threads=False).run("go", run_id="job")
+        crashed = job.calls.copy()
+        job.calls.clear()
+        with DurableRun.open(backend, thread, run_id="job") as run:
+            held = {e.path for e in run.store.entries(kind="step")}
+            result = job.agent(run.store, threads=False).run("go", run_id="job")
+            assert run.store.to_dict() == reference, f"died after event {count}"
+        assert result == ref_result
+        again = crashed + job.calls - ref_job.calls
+        assert sum(again.values()) <= 2, f"died after event {count}: {again} ran again"
+        for (what, k), _ in again.items():
+            assert f"job/iter/{k}" not in held, f"{what} {k} ran again after its iteration"
+        assert job.payments == ref_job.payments, f"died after event {count}"
 
 
 def test_the_crash_leaves_what_finished_on_record(place: Place) -> None:
@@ -459,3 +526,132 @@ def test_a_restored_branch_writes_what_the_branch_wrote() -> None:
     assert b_ran == []  # restored from its record
     assert resumed.value("shared", "profile") == {"y": 2, "z": 3}
     assert resumed.to_dict() == reference_store.to_dict()
+
+
+# ------------------------------------------------------------- a real process, SIGKILL
+
+HERE = Path(__file__).parent
+WORKER_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
+
+
+@dataclass(frozen=True)
+class OnRecord:
+    """What a thread held when a worker was killed: the finished iterations, the single
+    actions and branches recorded in the unfinished one, and the keyed calls."""
+
+    iterations: frozenset[int]
+    actions: frozenset[tuple[str, int]]
+    branches: frozenset[tuple[str, int]]
+    calls: frozenset[str]
+
+    @classmethod
+    def read(cls, database: Path, thread: str) -> OnRecord:
+        backend = SQLiteBackend(database)
+        try:
+            store = load_store(backend, thread)
+        finally:
+            backend.close()
+        steps = [e.path for e in store.entries(kind="step")]
+        actions = store.value("state", "agent/agent/actions", None) or []
+        branch = re.compile(r"job/iter/(\d+)/branch/1\.([01])$")
+        return cls(
+            iterations=frozenset(int(p.split("/")[2]) for p in steps if p.count("/") == 2),
+            actions=frozenset((r["action"]["type"], r["iteration"]) for r in actions),
+            branches=frozenset(
+                ("ab"[int(m[2])], int(m[1])) for p in steps if (m := branch.match(p))
+            ),
+            calls=frozenset(
+                f"{'pay' if p.endswith('/pay') else 'note'}-{p.split('/')[3]}"
+                for p in steps
+                if p.startswith("calls/job/agent/")
+            ),
+        )
+
+
+def start_worker(database: Path, thread: str, counter: Path, ledger: Path) -> Any:
+    script = str(HERE / "agent_crash_worker.py")
+    proc = subprocess.Popen(
+        [sys.executable, script, str(database), thread, str(counter), str(ledger)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=WORKER_ENV,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def finish_worker(proc: Any) -> dict[str, Any]:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    done = [line for line in out.splitlines() if line.startswith("done ")]
+    assert done, out + err
+    state: dict[str, Any] = json.loads(done[0][5:])
+    return state
+
+
+def runs(counter: Path) -> list[str]:
+    """The lines of COUNTER without the pid: ``run work 3``, ``effect pay-3``."""
+    lines = counter.read_text().splitlines() if counter.exists() else []
+    return [line.split(" ", 1)[1] for line in lines]
+
+
+def check_nothing_recorded_ran_again(lines: list[str], held: OnRecord) -> None:
+    for line in lines:
+        what, name, *rest = line.split()
+        if what == "effect":
+            assert name not in held.calls, f"{name}: its call was recorded, yet it ran again"
+            continue
+        k = int(rest[0])
+        assert k not in held.iterations, f"{line}: its iteration was recorded, yet it ran"
+        assert (name, k) not in held.actions, f"{line}: its action was recorded, yet it ran"
+        assert (name, k) not in held.branches, f"{line}: its branch was recorded, yet it ran"
+
+
+def crash_and_resume(attempt: int, folder: Path, total: int) -> tuple[dict[str, Any], list[str]]:
+    """Kill a worker once or twice, each time after a random number of actions began plus
+    a random fraction of an action's time, then resume in a fresh process until done;
+    every resumed process must leave alone what was on record when the last one died."""
+    rng = random.Random(20240611 + attempt)
+    database, thread = folder / "weft.db", f"crash-{attempt}"
+    counter, ledger = folder / f"{thread}.count", folder / f"{thread}.ledger"
+    held = OnRecord(frozenset(), frozenset(), frozenset(), frozenset())
+    for _kill in range(rng.randint(1, 2)):
+        seen = len(runs(counter))
+        proc = start_worker(database, thread, counter, ledger)
+        began = [line for line in runs(counter) if line.startswith("run")]
+        target = len(began) + rng.randint(1, max(1, total - len(began)))
+        while len([x for x in runs(counter) if x.startswith("run")]) < target:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.0005)
+        time.sleep(rng.uniform(0, 0.004))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+        check_nothing_recorded_ran_again(runs(counter)[seen:], held)
+        held = OnRecord.read(database, thread)
+    seen = len(runs(counter))
+    state = finish_worker(start_worker(database, thread, counter, ledger))
+    check_nothing_recorded_ran_again(runs(counter)[seen:], held)
+    return state, sorted(ledger.read_text().split())
+
+
+def test_sigkill_at_random_points_then_resume_ends_as_an_uninterrupted_run(
+    tmp_path: Path,
+) -> None:
+    """Ten attempts, three at a time: each worker is SIGKILLed once or twice at random
+    points (inside actions, between an action and its record, inside branches, joins and
+    keyed calls), then resumed in a new process; each must end with the store of an
+    uninterrupted run, each keyed effect applied once, and nothing on record run again."""
+    ledger = tmp_path / "reference.ledger"
+    counter = tmp_path / "reference.count"
+    reference = finish_worker(start_worker(tmp_path / "weft.db", "reference", counter, ledger))
+    total = len([line for line in runs(counter) if line.startswith("run")])
+    keys = sorted(ledger.read_text().split())
+    assert len(keys) == 13  # ten payments, three notes
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        ends = list(pool.map(lambda a: crash_and_resume(a, tmp_path, total), range(10)))
+    for attempt, (state, effects) in enumerate(ends):
+        assert state == reference, f"attempt {attempt}: the resumed run ended differently"
+        assert effects == keys, f"attempt {attempt}: effects applied {effects}"
