@@ -4,40 +4,48 @@
 ``step``, each record one store write (so on a ``DurableRun`` store each is durable when
 the write returns)::
 
-    job-1/start                     {"agent": name, "iteration": first}  once, at the start
-    job-1/iter/<n>/reply            {"reasoner_input", "raw_response"}   the reply was parsed
+    job-1/start                     {"agent", "iteration"}: the run's first iteration
+    job-1/iter/<n>/reply            {"reasoner_input", "raw_response"}: the reply, parsed
+                                    before any action ran
     job-1/iter/<n>/branch/<g>.<k>   a finished branch of a parallel group: its action, its
                                     result and its fork's events (its work, not yet merged)
-    job-1/iter/<n>/group/<g>        the group's forks are merged into the store
-    job-1/iter/<n>/problem/<i>      a solved problem of a plan: its result and its fork's events
-    job-1/iter/<n>/plan             the plan's forks are merged; its output
+    job-1/iter/<n>/group/<g>        {"branches"}: the group's forks were merged into the
+                                    store; then {"branches", "outcome"}: summarized
+    job-1/iter/<n>/problem/<i>      a solved problem of a plan: its result, its fork's events
+    job-1/iter/<n>/plan             {"output"}: the plan's forks were merged
     job-1/iter/<n>                  {"state": <the state item>, "ran": bool}: the iteration
-                                    finished; written before the next one starts
+                                    finished (written before its ``states`` append, and
+                                    before the next iteration starts)
 
 ``n`` is the agent's iteration number (``AgentStateItem.iteration``). Running again with
-the same ``run_id`` on that store (rebuilt from its events, or a ``DurableRun`` reloaded
-in a new process) restores the finished iterations from their records and goes on from
-the first unfinished one; a run that had ended returns its result and calls nothing.
+the same ``run_id`` and arguments on that store (rebuilt from its events, or a
+``DurableRun`` reloaded in a new process) restores the finished iterations from their
+records and goes on from the first unfinished one; a run that had ended returns its
+result and calls nothing. A run id names one run of one agent: another agent is refused
+it, and so is a resume after the agent ran other iterations in that store meanwhile.
 
 What runs again on resume, and what does not:
 
-- a finished iteration: nothing (no reasoner call, no actor); its ``state`` writes
-  (``current``, ``actions``, ``states``) are in the store already and are not repeated.
+- a finished iteration: nothing (no reasoner call, no actor, no summarizer); its
+  ``state`` writes (``current``, ``actions``, ``states``) are in the store already and
+  are not repeated (a ``states`` append the crash cut off is made from the record).
 - the interrupted iteration: the reasoner is not asked again if its reply was recorded
   (the same reply, so the same actions); a single action whose record is in
   ``agent/<name>/actions`` is not run again; a branch of a parallel group that finished
-  is restored from its record (its fork rebuilt from its events) and a group that was
-  merged is not merged again; likewise each solved problem of a planning agent's plan.
+  is restored from its record (its fork rebuilt from its events) instead of running; a
+  merged group is not merged again, a summarized one not summarized again; likewise
+  each solved problem of a planning agent's plan, and a merged plan.
   Unfinished actions, branches and problems run again **whole** (a branch's own loop,
   reasoner included: its work lives on a fork until it finishes), and so does work
   that ``create_next_actions`` returns as a callable or WorkGraph of your own.
 - an actor's external effect: at least once, unless it goes through the ``call_once``
-  (``acall_once``) extra of ``weft.agent.actors``: a keyed call whose result is recorded
-  runs exactly once.
+  (``acall_once``) extra of ``weft.agent.actors``: a keyed call whose result was recorded
+  is not made again.
 
 Atomicity. Each record is one write. A group's merge and its record form one unit: on a
-``DurableRun`` store they are appended in one transaction; on other stores they are two
-writes in a row (nothing can interrupt them but the process dying).
+``DurableRun`` store they are appended in one transaction; on other stores they are
+consecutive writes, so a log persisted by other means can hold half a merge if the
+process dies inside it.
 """
 
 from __future__ import annotations
