@@ -578,7 +578,15 @@ def start_worker(database: Path, thread: str, counter: Path, ledger: Path) -> An
         env=WORKER_ENV,
     )
     assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
+    # read "ready" from the pipe itself: a buffered readline could swallow the start of
+    # "done", which a run that has nothing left to do prints at once, and communicate()
+    # reads the pipe, not that buffer
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(proc.stdout.fileno(), 1)
+        assert byte, f"the worker ended before it was ready: {proc.communicate()}"
+        line += byte
+    assert line == b"ready\n"
     return proc
 
 
