@@ -267,3 +267,28 @@ async def test_cancelling_arun_while_one_async_node_is_awaited_directly() -> Non
     with pytest.raises(asyncio.CancelledError):
         await task
     assert cancelled == [True]
+
+
+class _Interrupt(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit: not an Exception."""
+
+
+@pytest.mark.parametrize("width", [1, 2])
+def test_a_base_exception_in_a_threaded_sync_node_ends_the_run_as_itself(width: int) -> None:
+    def interrupted() -> None:
+        raise _Interrupt()
+
+    starts = [WorkGraphNode(interrupted), *(WorkGraphNode(lambda: 1) for _ in range(width))]
+    with pytest.raises(_Interrupt):
+        WorkGraph(start_nodes=starts).run()
+
+
+async def test_a_base_exception_in_an_async_node_ends_the_run_as_itself() -> None:
+    async def interrupted() -> None:
+        raise _Interrupt()
+
+    async def other() -> int:
+        return 1
+
+    with pytest.raises(_Interrupt):
+        await WorkGraph(start_nodes=[WorkGraphNode(interrupted), WorkGraphNode(other)]).arun()

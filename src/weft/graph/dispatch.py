@@ -197,9 +197,13 @@ class Dispatching:
             if value.__class__ is _CORO:
                 value = run_sync(value)
             self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
-        except Exception as exc:
+        except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run, not hang it
             retry = self.plan.retries[i]
-            if retry is None or self.plan.timeouts[i] is not None:  # the loop retries those
+            if (
+                retry is None
+                or self.plan.timeouts[i] is not None  # the loop retries those
+                or not isinstance(exc, Exception)
+            ):
                 self.done.append((i, token, False, exc, started, perf_counter(), 1))
             else:
                 self._work_again(item, retry, exc, started)
@@ -221,6 +225,9 @@ class Dispatching:
                     value = run_sync(value)
             except Exception as again:
                 exc = again
+            except BaseException as fatal:
+                self.done.append((i, token, False, fatal, started, perf_counter(), attempt))
+                return
             else:
                 self.done.append((i, token, True, value, started, perf_counter(), attempt))
                 return

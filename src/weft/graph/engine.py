@@ -454,7 +454,10 @@ class Run(Dispatching):
         if self.recorder is not None:
             self.recorder.failed(i, exc, (ended or perf_counter()) - started)
         if self.failure is None:
-            self._halt_with(node_error(self.plan, self.status, self.recorder, i, exc, attempts))
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: raised as they are
+                self._halt_with(exc)
+            else:
+                self._halt_with(node_error(self.plan, self.status, self.recorder, i, exc, attempts))
 
     def _fail_pass_down(self, p: int, s: int, exc: Exception) -> None:
         keys = self.plan.keys
