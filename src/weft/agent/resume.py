@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from weft.agent.types import AgentResult, AgentStates, from_plain_record
 from weft.errors import AgentBuildError, AgentError
+from weft.persist import DurableStore
 from weft.store import Store, from_jsonable, reducers, to_jsonable
 
 if TYPE_CHECKING:
@@ -137,11 +138,10 @@ def _builtin(name: str, kind: str, path: str) -> reducers.Reducer:
 
 def _transaction(store: Store) -> AbstractContextManager[Store] | None:
     """The store's ``DurableRun.transaction()`` when it is a durable run's store, else None."""
-    run = getattr(store, "_run", None)  # DurableStore's run: it has no public accessor yet
-    transaction = getattr(run, "transaction", None)
-    if transaction is None:
+    run = store.run if isinstance(store, DurableStore) else None
+    if run is None:
         return None
-    opened: AbstractContextManager[Store] = transaction()
+    opened: AbstractContextManager[Store] = run.transaction()
     return opened
 
 

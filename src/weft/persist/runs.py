@@ -66,6 +66,11 @@ class DurableStore(Store):
 
     _run: DurableRun | None = None
 
+    @property
+    def run(self) -> DurableRun | None:
+        """The durable run this store belongs to (None once the run is closed)."""
+        return self._run
+
     def write(self, *args: Any, **kwargs: Any) -> Entry:
         entry = super().write(*args, **kwargs)
         self._check()
