@@ -36,7 +36,7 @@ from weft.store import reducers as _reducers
 from weft.store._index import SortedKeys
 from weft.store._log import AppendLog
 from weft.store.events import KINDS, Entry, Event, Op, make_key
-from weft.store.values import MISSING, TypeRegistry, freeze, registry
+from weft.store.values import _AS_IS, MISSING, TypeRegistry, freeze, registry
 
 logger: Final = logging.getLogger("weft.store")
 
@@ -141,11 +141,12 @@ class Store:
         """
         key = _checked_key(kind, path)
         declared = _REPLACE if replace else self._declared.get(key, _REPLACE)
-        update = freeze(
-            value,
-            where=key,
-            types=self._types,
-            allow_delete=declared.fn is _reducers.merge,
+        update = (
+            value
+            if type(value) in _AS_IS
+            else freeze(
+                value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
+            )
         )
         frozen_meta = freeze(meta, where=f"{key} meta", types=self._types) if meta else None
         with self._lock:
@@ -379,15 +380,15 @@ class Store:
             if not declared.frozen_output:
                 new = freeze(new, where=f"{key} (result of {declared.name})", types=self._types)
         event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
-        entry = Entry(
-            kind=kind,
-            path=path,
-            stored=new,
-            source=source,
-            created_at=at if old is None else old.created_at,
-            updated_at=at,
-            seq=event.seq,
-            meta=meta if meta is not None or old is None else old.meta,
+        entry = Entry(  # positional: a named tuple builds faster without keywords
+            kind,
+            path,
+            new,
+            source,
+            at if old is None else old.created_at,
+            at,
+            event.seq,
+            meta if meta is not None or old is None else old.meta,
         )
         if old is None:
             self._index = self._index.add(key)
@@ -447,16 +448,16 @@ class Store:
         seq: int | None = None,
     ) -> Event:
         self._seq = self._seq + 1 if seq is None else seq
-        event = Event(
-            seq=self._seq,
-            op=op,
-            kind=kind,
-            path=path,
-            value=value,
-            source=source,
-            reducer=reducer,
-            time=time.time() if at is None else at,
-            meta=meta,
+        event = Event(  # positional, as Entry
+            self._seq,
+            op,
+            kind,
+            path,
+            value,
+            source,
+            reducer,
+            time.time() if at is None else at,
+            meta,
         )
         self._own.append(event)
         return event
