@@ -168,12 +168,12 @@ class Recorder:
         self.store.note("step", f"{self.run_id}/{key}", FrozenDict(event), source=key)
 
     def started(self, i: int) -> None:
-        if not self.events:
+        if not self.events or not self.store.observed:
             return
         self._note(i, {"event": "started"})
 
     def finished(self, i: int, flag: WorkGraphStopFlags, seconds: float) -> None:
-        if not self.events:
+        if not self.events or not self.store.observed:
             return
         event: dict[str, Any] = {"event": "finished", "duration_ms": round(seconds * 1000, 3)}
         if flag is not WorkGraphStopFlags.Continue:
@@ -181,7 +181,7 @@ class Recorder:
         self._note(i, event)
 
     def failed(self, i: int, error: BaseException, seconds: float) -> None:
-        if not self.events:
+        if not self.events or not self.store.observed:
             return
         self._note(
             i,
@@ -193,7 +193,7 @@ class Recorder:
         )
 
     def skipped(self, i: int, reason: str) -> None:
-        if not self.events:
+        if not self.events or not self.store.observed:
             return
         self._note(i, {"event": "skipped", "reason": reason})
 
