@@ -6,7 +6,9 @@ W2: a start node fans out to N branches (100 and 1,000), each appends one item t
     nodes and the store's ``append`` reducer, LangGraph with an
     ``Annotated[list, operator.add]`` field, the floor with ``list.append`` in a loop.
 
-Each cell is the median of several samples (``time.perf_counter_ns``) after a warm-up;
+Each cell is the median of several samples (``time.perf_counter_ns``) after a warm-up,
+each sample starting after ``gc.collect()`` with the warm-up's objects frozen out of later
+collections (the same for every column);
 the columns of a row are sampled in turn, round after round, so that a machine whose speed
 drifts during the run (a shared VM) slows them alike and the ratios stay meaningful. A
 sample of a quick cell averages a few back-to-back runs, as one LangGraph run of the
@@ -20,6 +22,7 @@ Run: ``python bench/bench_graph.py [--quick]``
 
 from __future__ import annotations
 
+import gc
 import itertools
 import operator
 import os
@@ -51,10 +54,18 @@ def interleaved(cells: dict[str, tuple[Callable[[], Any], int]], rounds: int) ->
     so that a machine whose speed drifts during the run slows every column alike."""
     for fn, _ in cells.values():
         fn()  # warm-up
+    # The same garbage-collector conditions for every column: what the warm-up built
+    # (the graphs of both frameworks) is frozen out of later full collections, and each
+    # sample starts after a collection, so a full pass over the other framework's heap
+    # does not land inside one sample and not another.
+    gc.collect()
+    gc.freeze()
     samples: dict[str, list[float]] = {name: [] for name in cells}
     for _ in range(rounds):
         for name, (fn, inner) in cells.items():
+            gc.collect()
             samples[name].append(sample_us(fn, inner))
+    gc.unfreeze()
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
