@@ -347,7 +347,7 @@ def main() -> None:
                 print(f"\n{lg_note}\n")
         lg = results[("LangGraph SqliteSaver (FULL)", sizes[0])]
         print("\nThe store alone is the in-memory write with no persistence. Medians exclude the "
-              "snapshot written every 1,000 events; the 'mean' column includes it.")  # fmt: skip
+              "periodic snapshots; the 'mean' column includes them.")  # fmt: skip
         print(f"Message: {MESSAGE_BYTES} bytes of JSON. Ratios at {sizes[0]:,} steps, LangGraph "
               "/ weft:")  # fmt: skip
         for name in ("weft, a store write per step", "weft, a WorkGraph turn per step"):
