@@ -24,6 +24,7 @@ from typing import Any
 
 from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import WorkGraph, WorkGraphNode
+from weft.graph.loops import run_sync
 from weft.persist import DurableRun
 from weft.persist._gc import paused
 from weft.refs import CompiledPlan, Plan, PlanResult, Tool
@@ -44,28 +45,21 @@ def run_plan(
     durable: DurableRun | None = None,
     max_concurrency: int | None = None,
 ) -> PlanResult:
-    """Validate ``plan`` and run it to the end (the blocking form of ``arun_plan``)."""
-    store = _store(store, durable)
-    with paused():  # building thousands of nodes: no cycles to find, only time to lose
-        compiled = plan.validate(tools, store=store, inputs=inputs, instances=instances)
-        runtime = Runtime(compiled, store)
-        graph, keys = _graph(compiled, runtime, max_concurrency)
-    run_id = run_id if run_id is not None or durable is None else durable.run_id
-    merged_before = _completed(store, run_id)
-    if graph is not None:
-        _restore(compiled, runtime, keys, store, run_id)
-        try:
-            if durable is not None:
-                durable.run_graph(graph, run_id=run_id)
-            else:
-                graph.run(**_engine_options(store, run_id))
-        except NodeError as exc:
-            error = _unwrap(exc, run_id)
-            raise error from error.__cause__
-        finally:
-            if runtime.sequencer is not None:
-                runtime.sequencer.flush_all()
-    return _finish(compiled, runtime, store, merge_instances and not merged_before, run_id)
+    """Validate ``plan`` and run it to the end: the blocking form of ``arun_plan``, run on
+    this thread's cached event loop (or a helper thread when a loop already runs here)."""
+    return run_sync(
+        arun_plan(
+            plan,
+            tools,
+            store=store,
+            inputs=inputs,
+            instances=instances,
+            merge_instances=merge_instances,
+            run_id=run_id,
+            durable=durable,
+            max_concurrency=max_concurrency,
+        )
+    )
 
 
 async def arun_plan(
