@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from graph_helpers import Mode
 
-from weft.errors import MergeConflictError, NodeError
+from weft.errors import MergeConflictError, NodeError, ReducerError
 from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
 from weft.store import DELETE, Store, reducers
 
@@ -134,6 +134,35 @@ def test_a_failed_run_writes_no_state(mode: Mode) -> None:
     with pytest.raises(NodeError):
         mode.run(WorkGraph(start_nodes=[first]), store=store)
     assert not store.has("state", "done")
+
+
+def no_twos(current: int, update: int) -> int:
+    if update == 2:
+        raise ValueError("no twos")
+    return current + update
+
+
+def test_a_user_reducer_failing_at_a_join_names_the_delta_and_writes_nothing(mode: Mode) -> None:
+    store = Store(reducers={"state:total": no_twos})
+    store.write("state", "total", 0)
+    first = state_node(mode, lambda view: None, id="start")
+    join = state_node(mode, lambda view: {"joined": True}, id="join")
+    for i in (1, 2):
+        first.add_next(state_node(mode, lambda view, i=i: {"total": i}, id=f"b{i}")).add_next(join)
+    with pytest.raises(ReducerError, match=r"state:total failed: no twos.*the delta of b2#2"):
+        mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert store.to_dict(kind="state") == {"state:total": 0}
+
+
+def test_a_user_reducer_failing_at_the_commit_writes_nothing(mode: Mode) -> None:
+    store = Store(reducers={"state:total": no_twos, "state:items": reducers.append})
+    store.write("state", "total", 0)
+    nodes = [
+        state_node(mode, lambda view, i=i: {"items": i, "total": i}, id=f"n{i}") for i in (1, 2)
+    ]
+    with pytest.raises(ReducerError, match=r"state:total failed on update 4 .*'n2#1'.*no twos"):
+        mode.run(WorkGraph(start_nodes=nodes), store=store)
+    assert store.to_dict(kind="state") == {"state:total": 0}  # not items [1], not total 1
 
 
 def test_a_terminated_run_commits_what_finished(mode: Mode) -> None:

@@ -16,9 +16,10 @@ read), so the updates one path receives there are folded by the store's built-in
 and written once; the caller's store gets one write per delta, so its log keeps deltas.
 
 Commit. The deltas reach the caller's store when the run ends (completed or terminated),
-all in canonical order; a run that fails writes no state (its deltas are in the step
-records, so a resumed run commits them once). A node that returns ``AbortBranch``
-contributes nothing, its delta included.
+all in canonical order and in one batch (``Store.write_many``: one event per path of each
+delta, and all of them or, if a reducer refuses one, none); a run that fails writes no
+state (its deltas are in the step records, so a resumed run commits them once). A node
+that returns ``AbortBranch`` contributes nothing, its delta included.
 
 Conflicts. Two state nodes with no path between them that write one last-write-wins
 (``replace``) field is a ``MergeConflictError`` naming the field and both nodes' keys,
@@ -33,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from weft.errors import MergeConflictError
+from weft.errors import MergeConflictError, ReducerError
 from weft.store import MISSING, Entry, FrozenList, Store, freeze, reducers
 
 
@@ -241,7 +242,13 @@ class StateTracker:
             folded = _fold(name, store.get("state", path), [v for _, v in items])
             if folded is _NO_FOLD:
                 for u, value in items:
-                    store.write("state", path, value, source=keys[u])
+                    try:
+                        store.write("state", path, value, source=keys[u])
+                    except ReducerError as exc:
+                        raise ReducerError(
+                            f"{exc} (applying the delta of {keys[u]} for the nodes after it; "
+                            "the run's store is unchanged)"
+                        ) from exc.__cause__
             else:
                 store.write("state", path, folded, source=last, replace=True)
 
@@ -268,11 +275,16 @@ class StateTracker:
     def commit(self, store: Store) -> None:
         """Write every delta to ``store`` in canonical order, all or (on conflict) none."""
         self.check_all(store)
-        for u, delta in enumerate(self.deltas):
-            if delta:
-                key = self._keys[u]
-                for path, value in delta.items():
-                    store.write("state", path, value, source=key)
+        keys = self._keys
+        store.write_many(
+            "state",
+            [
+                (path, value, keys[u])
+                for u, delta in enumerate(self.deltas)
+                if delta
+                for path, value in delta.items()
+            ],
+        )
 
 
 _PLAIN = (str, int, bool, type(None))

@@ -1,0 +1,147 @@
+"""``Store.write_many``: the same entries and events as one write after another, all or none."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import pytest
+
+from weft.errors import InvalidKeyError, ReducerError, ValueTypeError
+from weft.store import DELETE, Event, Store, reducers
+
+REDUCERS: dict[str, Any] = {
+    "state:log": reducers.append,
+    "state:parts": reducers.extend,
+    "state:profile": reducers.merge,
+    "state:tags": reducers.union,
+    "state:count": reducers.add,
+    "state:best": max,
+    "state:sum": operator.add,
+}
+
+WRITES: list[tuple[str, Any, str | None]] = [
+    ("log", "a", "n1"),
+    ("plan", {"steps": [1, 2]}, "n1"),
+    ("log", {"text": "b"}, "n2"),
+    ("parts", [1, 2], "n2"),
+    ("profile", {"name": "Ada", "city": "Paris"}, None),
+    ("tags", ["x"], "n3"),
+    ("count", 2, "n3"),
+    ("best", 4, "n4"),
+    ("best", 9, "n4"),
+    ("best", 3, "n5"),
+    ("sum", [1], "n5"),
+    ("sum", [2], "n5"),
+    ("parts", [3], "n6"),
+    ("profile", {"city": DELETE}, "n6"),
+    ("tags", ["y", "x"], "n6"),
+    ("count", 3, "n7"),
+    ("plan", "replaced", "n7"),
+]
+
+
+def both() -> tuple[Store, Store]:
+    one, many = Store(reducers=REDUCERS, name="s"), Store(reducers=REDUCERS, name="s")
+    for store in (one, many):
+        store.write("state", "log", "before", source="seed")
+        store.write("state", "count", 1, source="seed", meta={"title": "a counter"})
+    return one, many
+
+
+def test_the_same_entries_and_events_as_one_write_after_another() -> None:
+    one, many = both()
+    for path, value, source in WRITES:
+        one.write("state", path, value, source=source)
+    assert many.write_many("state", WRITES) == len(WRITES)
+
+    def shape(store: Store) -> tuple[Any, ...]:
+        entries = [(e.key, e.value, e.source, e.seq, e.meta) for e in store.entries()]
+        events = [(e.seq, e.op, e.key, e.value, e.source, e.reducer) for e in store.events()]
+        return entries, events, store.last_seq
+
+    assert shape(many) == shape(one)
+    assert many.value("state", "log") == ["before", "a", {"text": "b"}]
+    assert many.value("state", "profile") == {"name": "Ada"}
+    assert many.get("state", "count").meta == {"title": "a counter"}  # type: ignore[union-attr]
+    assert Store.from_events(many.events(), reducers=REDUCERS).value("state", "best") == 9
+
+
+def test_a_batch_has_one_timestamp_and_keeps_created_at() -> None:
+    _, store = both()
+    created = store.get("state", "log").created_at  # type: ignore[union-attr]
+    store.write_many("state", [("log", 1, None), ("new", 2, None)])
+    log, new = store.get("state", "log"), store.get("state", "new")
+    assert log is not None and new is not None
+    assert log.created_at == created
+    assert log.updated_at == new.updated_at == new.created_at
+
+
+def test_values_are_frozen_copies() -> None:
+    store = Store()
+    plan = {"steps": [1]}
+    store.write_many("state", [("plan", plan, None)])
+    plan["steps"].append(2)
+    assert store.value("state", "plan") == {"steps": [1]}
+    with pytest.raises(TypeError):
+        store.value("state", "plan")["steps"].append(3)
+
+
+def test_a_value_the_store_cannot_keep_writes_nothing() -> None:
+    _, store = both()
+    before = (list(store.entries()), store.last_seq)
+    with pytest.raises(ValueTypeError, match="state:bad"):
+        store.write_many("state", [("log", "kept?", None), ("bad", object(), None)])
+    assert (list(store.entries()), store.last_seq) == before
+    assert len(store.events()) == 2
+
+
+def test_a_failing_reducer_writes_nothing_and_names_the_field() -> None:
+    _, store = both()
+    seen: list[Event] = []
+    store.subscribe(seen.append)
+    before = (list(store.entries()), store.last_seq)
+    with pytest.raises(
+        ReducerError,
+        match=r"reducer 'add' of state:count failed on update 2 of the batch \(from 'n2'\)",
+    ) as caught:
+        store.write_many("state", [("log", "x", "n1"), ("count", "not a number", "n2")])
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert (list(store.entries()), store.last_seq) == before
+    assert seen == []
+    store.write_many("state", [("log", "x", None)])  # the store still takes writes
+    assert store.value("state", "log") == ["before", "x"]
+
+
+def test_a_bad_path_or_kind_writes_nothing() -> None:
+    store = Store()
+    with pytest.raises(InvalidKeyError, match="non-empty string"):
+        store.write_many("state", [("ok", 1, None), ("", 2, None)])
+    with pytest.raises(InvalidKeyError, match="unknown kind 'stat'"):
+        store.write_many("stat", [("ok", 1, None)])
+    assert list(store.entries()) == []
+
+
+def test_subscribers_hear_every_event_after_the_batch_is_in() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    heard: list[tuple[int, Any]] = []
+    store.subscribe(lambda e: heard.append((e.seq, store.value("state", "log"))))
+    store.write_many("state", [("log", 1, None), ("log", 2, None)])
+    assert heard == [(1, [1, 2]), (2, [1, 2])]
+
+
+def test_a_fork_batch_merges_like_single_writes() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    a, b = store.fork(name="a"), store.fork(name="b")
+    a.write_many("state", [("log", 1, None), ("log", 2, None)])
+    b.write_many("state", [("log", 3, None)])
+    assert store.value("state", "log", None) is None
+    store.merge([b, a])
+    assert store.value("state", "log") == [3, 1, 2]
+    assert [e.source for e in store.events()] == ["b", "a", "a"]
+
+
+def test_an_empty_batch_writes_nothing() -> None:
+    store = Store()
+    assert store.write_many("state", []) == 0
+    assert store.last_seq == 0
