@@ -167,3 +167,17 @@ def test_sorted_index_splits_chunks_and_stays_ordered() -> None:
     for key in keys[::2]:
         index = index.remove(key)
     assert list(index) == sorted(set(keys[1::2]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(reduced_write(), st.tuples(st.just("state:plain"), json_values))))
+def test_a_batch_equals_the_same_writes_one_by_one(writes: list[tuple[str, Any]]) -> None:
+    one, many = Store(reducers=REDUCED), Store(reducers=REDUCED)
+    for store in (one, many):
+        store.write("state", "log", "init")
+        store.write("state", "items", [0])
+    for key, value in writes:
+        _write(one, key, value)
+    many.write_many("state", [(key.partition(":")[2], value, None) for key, value in writes])
+    assert many.to_dict() == one.to_dict()
+    assert [e[:7] for e in many.events()] == [e[:7] for e in one.events()]
