@@ -108,9 +108,12 @@ class Run(Dispatching):
                 "store) with it"
             )
         self.store = store
+        # Lifecycle notes go to the observers of the store as the run starts; a run nobody
+        # watches and nobody resumes has no recorder at all, and its nodes are not timed.
+        watched = events and store is not None and store.observed
         self.recorder = (
-            Recorder(store, run_id, plan.keys, plan.labels, events=events)
-            if store is not None and (events or run_id is not None)
+            Recorder(store, run_id, plan.keys, plan.labels, events=watched)
+            if store is not None and (watched or run_id is not None)
             else None
         )
         self.restored: dict[int, Recorded] = {}

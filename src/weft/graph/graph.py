@@ -39,9 +39,10 @@ class WorkGraph:
 
     ``run(*args, run_id=None, store=None, events=True, **kwargs)`` passes the arguments to
     every start node (``run_id``, ``store`` and ``events`` are the engine's own keywords).
-    With a ``store``, state nodes read and write it and node-lifecycle events go to its
-    log and subscribers (``events=False`` leaves them out: two ``Store.note`` calls per
-    node, ~4 us each, add up in a fan-out over thousands of quick nodes); with a
+    With a ``store``, state nodes read and write it and, when someone subscribes to it
+    before the run starts, node-lifecycle events go to its log and subscribers
+    (``events=False`` leaves them out even then: two ``Store.note`` calls per node, ~4 us
+    each, add up in a fan-out over thousands of quick nodes); with a
     ``run_id`` as well, each finished node is recorded so that running again with that id
     resumes.
     """

@@ -19,8 +19,9 @@ type (register it with ``weft.store.register_type``). Results come back frozen (
 dicts and lists); a tuple result comes back a tuple.
 
 Events go to observers through ``Store.note`` (kind ``"step"``, same paths), only when a
-store is given and someone observes it (``Store.observed``: a subscriber such as a live UI
-or a durable backend's feed), so a run nobody watches pays nothing for them. The step
+store is given and someone observes it as the run starts (``Store.observed``: a subscriber
+such as a live UI or a durable backend's feed; subscribe before you start the run), so a
+run nobody watches pays nothing for them, not even a clock read per node. The step
 records above are written either way: resume needs them, observers do not::
 
     {"event": "started" | "finished" | "failed" | "skipped", "node": key, "id": label,

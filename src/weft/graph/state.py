@@ -261,30 +261,20 @@ class StateTracker:
                 "or let one of the two nodes write it"
             )
 
-    def check_all(self, store: Store) -> None:
-        """The conflict check of ``commit``, without writing."""
-        last: dict[str, int] = {}
-        for u, delta in enumerate(self.deltas):
-            if not delta:
-                continue
-            for path in delta:
-                if self.reducer(store, path) == "replace":
-                    self._check_pair(path, last.get(path), u)
-                    last[path] = u
-
     def commit(self, store: Store) -> None:
         """Write every delta to ``store`` in canonical order, all or (on conflict) none."""
-        self.check_all(store)
-        keys = self._keys
-        store.write_many(
-            "state",
-            [
-                (path, value, keys[u])
-                for u, delta in enumerate(self.deltas)
-                if delta
-                for path, value in delta.items()
-            ],
-        )
+        keys, reducer, check = self._keys, self.reducer, self._check_pair
+        last: dict[str, int] = {}  # the last writer of each replace field
+        writes: list[tuple[str, Any, str]] = []
+        for u, delta in enumerate(self.deltas):
+            if delta:
+                key = keys[u]
+                for path, value in delta.items():
+                    if reducer(store, path) == "replace":
+                        check(path, last.get(path), u)
+                        last[path] = u
+                    writes.append((path, value, key))
+        store.write_many("state", writes)
 
 
 _PLAIN = (str, int, bool, type(None))
