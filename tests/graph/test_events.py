@@ -128,3 +128,37 @@ def test_notes_start_when_a_subscriber_arrives() -> None:
     graph.run(store=store, run_id="after")
     assert {e["run_id"] for e in seen} == {"after"}
     assert [e["event"] for e in seen] == ["started", "finished"]
+
+
+def test_the_log_keeps_the_order_things_happened_in_a_fan_out(mode: Mode) -> None:
+    """Notes are logged in batches, but never after what followed them: a node's started
+    note comes before its own writes, its finished note after them and before its step
+    record's successor starts, whatever the parallel branches do."""
+    store = Store()
+
+    def branch(name: str) -> Any:
+        def write() -> str:
+            store.write("shared", f"by/{name}", name, source=name)
+            return name
+
+        return mode.fn(write, sleep=0.01 if name == "b1" else 0.0)
+
+    first = WorkGraphNode(mode.fn(lambda: None), id="start")
+    join = WorkGraphNode(mode.fn(lambda *parts: len(parts)), R.ResultAsLeadingArgs, id="join")
+    for name in ("b0", "b1", "b2"):
+        first.add_next(WorkGraphNode(branch(name), R.ResultAsFirstArg, id=name)).add_next(join)
+    listen(store)  # an observer, so the notes are built
+    mode.run(WorkGraph(start_nodes=[first]), run_id="r1", store=store)
+    log = [(e.op, e.path, e.value.get("event") if e.op == "note" else None) for e in store.events()]
+
+    def at(op: str, path: str, event: str | None = None) -> int:
+        return log.index((op, path, event))
+
+    for key, name in (("b0#1", "b0"), ("b1#2", "b1"), ("b2#3", "b2")):
+        started = at("note", f"r1/{key}", "started")
+        finished = at("note", f"r1/{key}", "finished")
+        record = at("write", f"r1/{key}")
+        assert started < at("write", f"by/{name}") < record < finished
+        assert at("note", "r1/start#0", "finished") < started
+        assert finished < at("note", "r1/join#4", "started")
+    assert [e for e in log if e[0] == "note"].count(("note", "r1/join#4", "finished")) == 1

@@ -145,3 +145,28 @@ def test_an_empty_batch_writes_nothing() -> None:
     store = Store()
     assert store.write_many("state", []) == 0
     assert store.last_seq == 0
+
+
+def test_note_many_logs_like_note_one_after_another() -> None:
+    one, many = Store(name="s"), Store(name="s")
+    notes: list[tuple[str, Any, str | None]] = [
+        ("r1/a", {"event": "started"}, "a"),
+        ("r1/b", {"event": "started", "tags": ["x"]}, None),
+        ("r1/a", None, "a"),
+    ]
+    for path, value, source in notes:
+        one.note("step", path, value, source=source)
+    heard: list[Event] = []
+    many.subscribe(heard.append)
+    assert many.note_many("step", notes) == 3
+    shape = [(e.seq, e.op, e.key, e.value, e.source) for e in one.events()]
+    assert [(e.seq, e.op, e.key, e.value, e.source) for e in many.events()] == shape
+    assert heard == many.events()
+    assert list(many.entries()) == []  # notes change no entry
+
+
+def test_note_many_with_a_value_the_store_cannot_keep_logs_nothing() -> None:
+    store = Store()
+    with pytest.raises(ValueTypeError, match=r"note step:r1/b"):
+        store.note_many("step", [("r1/a", 1, None), ("r1/b", object(), None)])
+    assert store.events() == [] and store.last_seq == 0

@@ -147,14 +147,27 @@ class Dispatching:
     # -------------------------------------------------------------- dispatching
 
     def _dispatch(self) -> None:
-        ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
-        assert loop is not None
-        asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
-        copy_context = contextvars.copy_context
+        ready, recorder = self.ready, self.recorder
         room = len(ready) if self.limit is None else self.limit - self.running
         room = min(room, len(ready))
         self.running += max(room, 0)
         batch: list[tuple[Any, ...]] = []
+        if recorder is not None:
+            recorder.hold()  # the started notes go in one batch, before any of the nodes runs
+        try:
+            self._dispatch_some(room, batch)
+        finally:
+            if recorder is not None:
+                recorder.release()
+        if batch:
+            self._queue().push(batch)
+
+    def _dispatch_some(self, room: int, batch: list[tuple[Any, ...]]) -> None:
+        """Start ``room`` ready nodes: tasks and timed sync nodes now, the others into ``batch``."""
+        ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
+        assert loop is not None
+        asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
+        copy_context = contextvars.copy_context
         for _ in range(room):
             i = ready.popleft()
             args, kwargs = inputs[i]  # type: ignore[misc]
@@ -174,12 +187,12 @@ class Dispatching:
             if timeout is None:
                 batch.append(item)
             else:
+                if recorder is not None:
+                    recorder.flush()  # its started note before it runs
                 self._queue().run_alone(item)
                 self.timers[i] = loop.call_later(
                     timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
                 )
-        if batch:
-            self._queue().push(batch)
 
     def _queue(self) -> SyncQueue:
         if self.sync is None:
@@ -257,6 +270,17 @@ class Dispatching:
     # -------------------------------------------------------------- completions
 
     def _drain(self) -> None:
+        recorder = self.recorder
+        if recorder is None:
+            self._drain_all()
+            return
+        recorder.hold()  # the notes of the batch go in one go (a record flushes them first)
+        try:
+            self._drain_all()
+        finally:
+            recorder.release()
+
+    def _drain_all(self) -> None:
         done, tokens, plan = self.done, self.tokens, self.plan
         while done:
             i, token, ok, value, started, ended, attempts = done.popleft()

@@ -55,7 +55,7 @@ class Recorded:
 class Recorder:
     """Writes one run's step records (when it has a run id) and events (always)."""
 
-    __slots__ = ("_keys", "_labels", "events", "record", "run_id", "store")
+    __slots__ = ("_held", "_keys", "_labels", "_paths", "events", "record", "run_id", "store")
 
     def __init__(
         self,
@@ -76,6 +76,8 @@ class Recorder:
         self.run_id = run_id if run_id is not None else f"run-{uuid.uuid4().hex[:12]}"
         self._keys = keys
         self._labels = labels
+        self._paths: list[str] | None = None  # "<run id>/<node key>", built on the first note
+        self._held: list[tuple[str, FrozenDict, str]] | None = None  # notes kept by hold()
 
     # --------------------------------------------------------------- records
 
@@ -136,6 +138,7 @@ class Recorder:
             "delta": delta,
             "tuple": result.__class__ is tuple,
         }
+        self.flush()  # the notes before this record stay before it in the log
         try:
             self.store.write("step", f"{self.run_id}/{key}", record, source=key)
         except ValueTypeError as exc:
@@ -158,45 +161,68 @@ class Recorder:
 
     # ---------------------------------------------------------------- events
 
-    def _note(self, i: int, event: dict[str, Any]) -> None:
-        if not self.store.observed:
-            return
-        key = self._keys[i]
-        event["node"] = key
-        event["id"] = self._labels[i]
-        event["run_id"] = self.run_id
-        # every value is a str or a number: freeze it here, so the store need not walk it
-        self.store.note("step", f"{self.run_id}/{key}", FrozenDict(event), source=key)
+    def _note(self, i: int, event: str) -> dict[str, Any] | None:
+        """A new note about node ``i``, or None when nobody observes the store."""
+        if not self.events or not self.store.observed:
+            return None
+        return {"event": event, "node": self._keys[i], "id": self._labels[i], "run_id": self.run_id}
+
+    def _send(self, i: int, note: dict[str, Any]) -> None:
+        paths = self._paths
+        if paths is None:
+            paths = self._paths = [f"{self.run_id}/{key}" for key in self._keys]
+        # every value is a str or a number: frozen here, so the store need not walk it
+        if self._held is not None:
+            self._held.append((paths[i], FrozenDict(note), self._keys[i]))
+        else:
+            self.store.note("step", paths[i], FrozenDict(note), source=self._keys[i])
+
+    def hold(self) -> None:
+        """Keep the notes from now on, to log them in one batch at ``flush`` or ``release``.
+
+        The engine holds them while it settles a batch of completions or dispatches a batch
+        of nodes, and flushes them before any node can run or any record is written, so the
+        log keeps the order in which things happened."""
+        if self._held is None:
+            self._held = []
+
+    def flush(self) -> None:
+        """Log the notes kept so far (and go on keeping them, if held)."""
+        held = self._held
+        if held:
+            self._held = []
+            self.store.note_many("step", held)
+
+    def release(self) -> None:
+        """Log the notes kept so far and stop keeping them."""
+        self.flush()
+        self._held = None
 
     def started(self, i: int) -> None:
-        if not self.events or not self.store.observed:
-            return
-        self._note(i, {"event": "started"})
+        note = self._note(i, "started")
+        if note is not None:
+            self._send(i, note)
 
     def finished(self, i: int, flag: WorkGraphStopFlags, seconds: float) -> None:
-        if not self.events or not self.store.observed:
-            return
-        event: dict[str, Any] = {"event": "finished", "duration_ms": round(seconds * 1000, 3)}
-        if flag is not WorkGraphStopFlags.Continue:
-            event["flag"] = flag.name
-        self._note(i, event)
+        note = self._note(i, "finished")
+        if note is not None:
+            note["duration_ms"] = int(seconds * 1e6) / 1000  # to the microsecond
+            if flag is not WorkGraphStopFlags.Continue:
+                note["flag"] = flag.name
+            self._send(i, note)
 
     def failed(self, i: int, error: BaseException, seconds: float) -> None:
-        if not self.events or not self.store.observed:
-            return
-        self._note(
-            i,
-            {
-                "event": "failed",
-                "duration_ms": round(seconds * 1000, 3),
-                "error": f"{type(error).__name__}: {error}",
-            },
-        )
+        note = self._note(i, "failed")
+        if note is not None:
+            note["duration_ms"] = int(seconds * 1e6) / 1000
+            note["error"] = f"{type(error).__name__}: {error}"
+            self._send(i, note)
 
     def skipped(self, i: int, reason: str) -> None:
-        if not self.events or not self.store.observed:
-            return
-        self._note(i, {"event": "skipped", "reason": reason})
+        note = self._note(i, "skipped")
+        if note is not None:
+            note["reason"] = reason
+            self._send(i, note)
 
 
 def _short(record: Any) -> str:

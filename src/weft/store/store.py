@@ -269,11 +269,43 @@ class Store:
     def note(self, kind: str, path: str, value: Any = None, *, source: str | None = None) -> Event:
         """Log an event that changes no entry, for observers (a node started, say)."""
         key = _checked_key(kind, path)
-        update = freeze(value, where=f"note {key}", types=self._types)
+        update = (
+            value
+            if value.__class__ in _AS_IS
+            else freeze(value, where=f"note {key}", types=self._types)
+        )
         with self._lock:
             event = self._log("note", kind, path, update, source or self.name, "replace", None)
             self._notify(event)
             return event
+
+    def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
+        """Log many ``(path, value, source)`` notes of one kind, in order, as ``note`` would,
+        under one lock and one timestamp; a value that cannot be stored is an error naming
+        it, and then none of them is logged. Returns how many were logged."""
+        _check_kind(kind)
+        types, name = self._types, self.name
+        prepared = []
+        for path, value, source in notes:
+            key = f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
+            if value.__class__ not in _AS_IS:
+                value = freeze(value, where=f"note {key}", types=types)
+            prepared.append((path, value, source or name))
+        if not prepared:
+            return 0
+        at = time.time()
+        with self._lock:
+            seq = self._seq
+            events = [
+                _build(Event, (seq + n, "note", kind, path, value, source, "replace", at, None))
+                for n, (path, value, source) in enumerate(prepared, 1)
+            ]
+            self._seq = seq + len(events)
+            self._own.extend(events)
+            if self._subscribers:
+                for event in events:
+                    self._notify(event)
+        return len(events)
 
     # -------------------------------------------------------------------- reads
 
