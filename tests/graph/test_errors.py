@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -292,3 +294,28 @@ async def test_a_base_exception_in_an_async_node_ends_the_run_as_itself() -> Non
 
     with pytest.raises(_Interrupt):
         await WorkGraph(start_nodes=[WorkGraphNode(interrupted), WorkGraphNode(other)]).arun()
+
+
+CTRL_C = """
+import os, signal, threading, time
+from weft.graph import WorkGraph, WorkGraphNode
+
+def slow() -> None:
+    time.sleep(30)
+
+graph = WorkGraph(start_nodes=[WorkGraphNode(slow), WorkGraphNode(slow)])
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    graph.run()
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_ends_a_run_waiting_for_its_threads() -> None:
+    """``run()`` of sync nodes waits for its threads with no event loop; Ctrl-C still
+    reaches it (the nodes' threads are daemons, left to finish on their own)."""
+    done = subprocess.run(
+        [sys.executable, "-c", CTRL_C], capture_output=True, text=True, timeout=20, check=False
+    )
+    assert done.stdout.strip() == "interrupted", done.stderr

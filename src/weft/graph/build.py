@@ -142,7 +142,8 @@ class Plan:
     chain: tuple[int, ...]
     """``chain[i]``: ``i``'s only successor when ``i`` is that one's only predecessor; else -1."""
     loopless: bool
-    """Every node runs inline, one at a time: ``run()`` needs no event loop."""
+    """No node is async and none has a timeout: ``run()`` needs no event loop. Sync nodes
+    that run in parallel go to threads, and the run waits for them in a blocking wait."""
     state_plan: StatePlan | None
     wiring: int
 
@@ -211,7 +212,6 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
         not a and n.timeout is None and (n.retry is None or n.retry.backoff == 0)
         for n, a in zip(order, asyncs, strict=True)
     )
-    total = all(i + 1 in succs[i] for i in range(len(order) - 1))
     states = tuple(n.state for n in order)
     return Plan(
         nodes=tuple(order),
@@ -236,7 +236,7 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
             succs[i][0] if len(succs[i]) == 1 and len(preds[succs[i][0]]) == 1 else -1
             for i in range(len(order))
         ),
-        loopless=total and all(inline),
+        loopless=not any(asyncs) and all(n.timeout is None for n in order),
         state_plan=StatePlan.build(preds, states, keys) if any(states) else None,
         wiring=WorkGraphNode.wiring,
     )

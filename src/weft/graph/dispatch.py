@@ -2,9 +2,11 @@
 
 ``Dispatching`` is the half of a run that deals with concurrency; ``weft.graph.engine.Run``
 is the other half (the core loop and the settling of results) and inherits this one. A
-completion, from a task or a thread, is appended to ``done`` and wakes the loop once per
-batch; ``_drain`` settles the batch on the loop's thread, so results are only ever
-touched by one thread.
+completion, from a task or a thread, is appended to ``done`` and wakes the run once per
+batch; ``_drain`` settles the batch on the run's thread, so results are only ever
+touched by one thread. A run with an event loop is woken through the loop; a driven run
+(``run()`` of a graph with no async node and no timeout, which has no loop) blocks on
+its ``bell``, a queue the threads ring.
 
 A sync node with a ``timeout`` runs on a thread of its own with a loop timer: when the
 timer fires first the node has failed with a timeout and the run stops waiting (its
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import queue
 import time
 import types
 from collections import deque
@@ -63,6 +66,8 @@ class Dispatching:
     loop: asyncio.AbstractEventLoop | None
     waiter: asyncio.Future[None] | None
     signalled: bool
+    driven: bool
+    bell: queue.SimpleQueue[None] | None
 
     def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
         raise NotImplementedError
@@ -77,7 +82,12 @@ class Dispatching:
     async def _wait(self) -> None:
         if self.done:
             return
-        assert self.loop is not None, "a run without an event loop never waits"
+        if self.driven:  # no event loop: block this thread until a worker rings
+            assert self.bell is not None, "a run waits only after it dispatched to a thread"
+            self.bell.get()
+            self.signalled = False
+            return
+        assert self.loop is not None
         waiter = self.waiter = self.loop.create_future()
         try:
             await waiter
@@ -91,9 +101,12 @@ class Dispatching:
             waiter.set_result(None)
 
     def _signal(self) -> None:
-        """From a worker thread: wake the loop once per batch of completions."""
+        """From a worker thread: wake the run once per batch of completions."""
         if not self.signalled:
             self.signalled = True
+            if self.bell is not None:
+                self.bell.put(None)
+                return
             loop = self.loop
             assert loop is not None
             with contextlib.suppress(RuntimeError):  # a closed loop: the run is over
@@ -165,7 +178,6 @@ class Dispatching:
     def _dispatch_some(self, room: int, batch: list[tuple[Any, ...]]) -> None:
         """Start ``room`` ready nodes: tasks and timed sync nodes now, the others into ``batch``."""
         ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
-        assert loop is not None
         asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
         copy_context = contextvars.copy_context
         for _ in range(room):
@@ -178,6 +190,7 @@ class Dispatching:
                 recorder.started(i)
                 started = perf_counter()
             if asyncs[i]:
+                assert loop is not None, "a run with async nodes has an event loop"
                 task = loop.create_task(self._attempts(i, args, kwargs))
                 self.tasks[task] = (i, started)
                 task.add_done_callback(self._task_done)
@@ -190,12 +203,15 @@ class Dispatching:
                 if recorder is not None:
                     recorder.flush()  # its started note before it runs
                 self._queue().run_alone(item)
+                assert loop is not None, "a run with timeouts has an event loop"
                 self.timers[i] = loop.call_later(
                     timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
                 )
 
     def _queue(self) -> SyncQueue:
         if self.sync is None:
+            if self.driven:
+                self.bell = queue.SimpleQueue()
             width = DEFAULT_THREADS if self.limit is None else self.limit
             self.sync = SyncQueue(width, self._work, self._drop)
         return self.sync

@@ -8,7 +8,8 @@ or been skipped). Then:
 - the only ready node, nothing running, async value: awaited directly;
 - otherwise async values start as asyncio tasks and sync values go to the run's queue of
   sync work, drained by threads (``weft.graph.pool``); ``max_concurrency`` bounds the
-  nodes in flight, tasks and threads together.
+  nodes in flight, tasks and threads together. ``run()`` of a graph with no async node
+  and no timeout has no event loop: it waits for its threads in a blocking wait.
 
 Failures. A node that raises (after its retries) stops the run: nothing new starts,
 running async nodes are cancelled, sync nodes queued for a thread are dropped, sync
@@ -30,6 +31,7 @@ contributed. What the run returns, and its errors: ``weft.graph.outcome``.
 from __future__ import annotations
 
 import asyncio
+import queue
 import types
 from collections import deque
 from collections.abc import Coroutine
@@ -82,7 +84,7 @@ class Run(Dispatching):
         self.plan = plan
         self.base: Args = (args, kwargs)
         self.limit = limit
-        self.driven = driven  # run by drive(): no event loop, nothing may suspend
+        self.driven = driven  # run by drive(): no event loop; waits block on the bell
         self.status = [PENDING] * n
         self.results: list[Any] = [None] * n
         self.inputs: list[Args | None] = [None] * n
@@ -101,6 +103,7 @@ class Run(Dispatching):
         self.sync: SyncQueue | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.waiter: asyncio.Future[None] | None = None
+        self.bell: queue.SimpleQueue[None] | None = None  # a driven run's wake-up call
         self.signalled = False
         if run_id is not None and store is None:
             raise GraphError(

@@ -6,7 +6,7 @@ an event loop (a sync node inside an async app calls ``graph.run()``), it runs t
 coroutine on a helper thread and blocks until it ends: a sync call blocks its caller in
 any case, and this keeps nested graphs (a node that runs a graph) working. ``drive(coro)``
 runs a coroutine that never suspends with no event loop at all: the engine uses it for
-graphs that run one sync node at a time.
+graphs with no async node and no timeout, whose run blocks its thread when it waits.
 """
 
 from __future__ import annotations

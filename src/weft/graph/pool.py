@@ -3,7 +3,8 @@
 Submitting each ready sync node as its own thread-pool job costs a future, a lock and a
 wake-up per node (tens of microseconds). Instead a run puts its ready sync nodes in one
 queue, and at most ``width`` threads drain it, each taking the next node as it frees up;
-finished nodes are handed back in a batch with one wake-up of the event loop. So a
+finished nodes are handed back in a batch with one wake-up of the run (its event loop,
+or the blocking wait of a run without one). So a
 thousand quick branches cost a few microseconds each, and slow ones (a model call) still
 get ``width`` threads.
 
