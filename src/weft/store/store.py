@@ -285,22 +285,23 @@ class Store:
         it, and then none of them is logged. Returns how many were logged."""
         _check_kind(kind)
         types, name = self._types, self.name
-        prepared = []
-        for path, value, source in notes:
-            key = f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
-            if value.__class__ not in _AS_IS:
-                value = freeze(value, where=f"note {key}", types=types)
-            prepared.append((path, value, source or name))
-        if not prepared:
-            return 0
         at = time.time()
         with self._lock:
             seq = self._seq
-            events = [
-                _build(Event, (seq + n, "note", kind, path, value, source, "replace", at, None))
-                for n, (path, value, source) in enumerate(prepared, 1)
-            ]
-            self._seq = seq + len(events)
+            events: list[Event] = []
+            for path, value, source in notes:  # nothing is kept until every note is good
+                key = (
+                    f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
+                )
+                if value.__class__ not in _AS_IS:
+                    value = freeze(value, where=f"note {key}", types=types)
+                seq += 1
+                events.append(
+                    _build(
+                        Event, (seq, "note", kind, path, value, source or name, "replace", at, None)
+                    )
+                )
+            self._seq = seq
             self._own.extend(events)
             if self._subscribers:
                 for event in events:
