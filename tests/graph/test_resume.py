@@ -163,6 +163,37 @@ def test_resumed_state_deltas_are_committed_once(mode: Mode) -> None:
     assert store.value("state", "log") == ["first", "second saw ['first']"]
 
 
+def test_a_state_node_record_holds_its_delta_once_and_resumes_from_it(mode: Mode) -> None:
+    flaky = Flaky()
+    store = Store(reducers={"state:log": reducers.append})
+    first = flaky.node(mode, "first", value=lambda view: {"log": "first"}, state=True)
+    passed = WorkGraphNode(mode.fn(lambda view: None), id="nothing", state=True)
+    last = flaky.node(mode, "last", value=lambda view, *parts: {"log": f"last got {list(parts)}"})
+    last.state = True
+    last.result_pass_down_mode = R.ResultAsLeadingArgs
+    first.result_pass_down_mode = R.ResultAsFirstArg
+    passed.result_pass_down_mode = R.ResultAsFirstArg
+    first.add_next(last)
+    passed.add_next(last)
+    graph = WorkGraph(start_nodes=[first, passed])
+    flaky.fail = {"last"}
+    with pytest.raises(NodeError):
+        mode.run(graph, run_id="r", store=store)
+    record = store.value("step", "r/first#0")
+    assert record["delta"] == {"log": "first"} and "result" not in record
+    assert store.value("step", "r/nothing#1") == {
+        "node": "nothing#1",
+        "id": "nothing",
+        "flag": "Continue",
+        "result": None,
+        "tuple": False,
+    }
+    flaky.fail = set()
+    mode.run(graph, run_id="r", store=store)
+    assert store.value("state", "log") == ["first", "last got [{'log': 'first'}, None]"]
+    assert flaky.calls == {"first": 1, "last": 2}  # first's result came from its record
+
+
 def test_run_id_needs_a_store() -> None:
     with pytest.raises(GraphError, match="needs a store"):
         WorkGraph([[len]]).run("x", run_id="r1")

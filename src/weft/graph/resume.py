@@ -3,8 +3,9 @@
 With ``run(..., run_id="r1", store=store)`` the engine writes, as each node finishes and
 before its successors start, a step record at kind ``"step"``, path ``"r1/<node key>"``::
 
-    {"node": "fetch#2", "id": "fetch", "flag": "Continue", "result": ..., "delta": {...},
-     "tuple": false}
+    {"node": "fetch#2", "id": "fetch", "flag": "Continue", "result": ..., "tuple": false}
+
+A state node's result is its delta, recorded once as ``"delta": {...}`` (no ``result``).
 
 and one run record at path ``"r1"``: ``{"graph": [node keys...], "status": "running"}``,
 ``"completed"`` with the run's ``output`` once it ends. Running the same graph again with
@@ -114,10 +115,10 @@ class Recorder:
             value = entry.value
             if i is None or not isinstance(value, dict) or "flag" not in value:
                 continue
-            result = value.get("result")
+            delta = value.get("delta")
+            result = delta if "delta" in value and "result" not in value else value.get("result")
             if value.get("tuple") and isinstance(result, list):
                 result = tuple(result)
-            delta = value.get("delta")
             out[i] = Recorded(
                 WorkGraphStopFlags[value["flag"]],
                 result,
@@ -130,14 +131,12 @@ class Recorder:
     ) -> None:
         """Record a finished node, before its successors start."""
         key = self._keys[i]
-        record = {
-            "node": key,
-            "id": self._labels[i],
-            "flag": flag.name,
-            "result": result,
-            "delta": delta,
-            "tuple": result.__class__ is tuple,
-        }
+        record: dict[str, Any] = {"node": key, "id": self._labels[i], "flag": flag.name}
+        if delta is not None and delta is result:  # a state node: its result is its delta
+            record["delta"] = delta
+        else:
+            record["result"] = result
+            record["tuple"] = result.__class__ is tuple
         self.flush()  # the notes before this record stay before it in the log
         try:
             self.store.write("step", f"{self.run_id}/{key}", record, source=key)
