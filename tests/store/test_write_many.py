@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from weft.errors import InvalidKeyError, ReducerError, ValueTypeError
+from weft.errors import InvalidKeyError, ReducerError, StoreError, ValueTypeError
 from weft.store import DELETE, Event, Store, reducers
 
 REDUCERS: dict[str, Any] = {
@@ -170,3 +170,20 @@ def test_note_many_with_a_value_the_store_cannot_keep_logs_nothing() -> None:
     with pytest.raises(ValueTypeError, match=r"note step:r1/b"):
         store.note_many("step", [("r1/a", 1, None), ("r1/b", object(), None)])
     assert store.events() == [] and store.last_seq == 0
+
+
+@pytest.mark.parametrize("item", [("log", 1), 5, ("log", 1, None, "extra")])
+def test_an_update_that_is_not_a_triple_writes_nothing(item: Any) -> None:
+    store = Store()
+    with pytest.raises(StoreError, match=r"write_many takes \(path, value, source\) tuples"):
+        store.write_many("state", [("ok", 1, None), item])
+    with pytest.raises(StoreError, match=r"note_many takes \(path, value, source\) tuples"):
+        store.note_many("step", [("ok", 1, None), item])
+    assert list(store.entries()) == [] and store.events() == []
+
+
+def test_a_bad_note_path_logs_nothing() -> None:
+    store = Store()
+    with pytest.raises(InvalidKeyError, match="non-empty string"):
+        store.note_many("step", [("r1/a", 1, None), ("", 2, None)])
+    assert store.events() == []

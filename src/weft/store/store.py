@@ -182,7 +182,11 @@ class Store:
             # key -> [entry before, value so far, path, last source, last seq, appends to add]
             staged: dict[str, list[Any]] = {}
             events: list[Event] = []
-            for path, value, source in writes:
+            for item in writes:
+                try:
+                    path, value, source = item
+                except (TypeError, ValueError):
+                    raise _not_a_triple("write_many", item) from None
                 key = (
                     f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
                 )
@@ -269,11 +273,7 @@ class Store:
     def note(self, kind: str, path: str, value: Any = None, *, source: str | None = None) -> Event:
         """Log an event that changes no entry, for observers (a node started, say)."""
         key = _checked_key(kind, path)
-        update = (
-            value
-            if value.__class__ in _AS_IS
-            else freeze(value, where=f"note {key}", types=self._types)
-        )
+        update = freeze(value, where=f"note {key}", types=self._types)
         with self._lock:
             event = self._log("note", kind, path, update, source or self.name, "replace", None)
             self._notify(event)
@@ -289,7 +289,11 @@ class Store:
         with self._lock:
             seq = self._seq
             events: list[Event] = []
-            for path, value, source in notes:  # nothing is kept until every note is good
+            for item in notes:  # nothing is kept until every note is good
+                try:
+                    path, value, source = item
+                except (TypeError, ValueError):
+                    raise _not_a_triple("note_many", item) from None
                 key = (
                     f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
                 )
@@ -701,6 +705,13 @@ class Store:
             f"nothing is stored at {key}; {kind} holds: {known}. Check the path for a typo, "
             "or pass a default to read a key that may be absent"
         )
+
+
+def _not_a_triple(method: str, item: Any) -> StoreError:
+    return StoreError(
+        f"{method} takes (path, value, source) tuples, got {item!r}; pass source=None for "
+        "the store's name. Nothing of the batch was written"
+    )
 
 
 def _grown(stored: Any, items: list[Any]) -> AppendLog:
