@@ -47,6 +47,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
+from weft._sync import run_sync
 from weft.agent.actors import ActorSpec, ActorTable
 from weft.agent.context import (
     AgentInputs,
@@ -54,7 +55,6 @@ from weft.agent.context import (
     NextActions,
     Summarizer,
     default_summarizer,
-    run_sync,
 )
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompting import action_results_xml, attachments_string, value_string

@@ -1,21 +1,17 @@
 """What one iteration works with: the reasoner's inputs, the context of its work, and the
-pieces of the loop that do not need the agent (the default summarizer, the sync bridge)."""
+pieces of the loop that do not need the agent (the default summarizer)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from weft.agent.types import ActionGroups, AgentAttachment, AgentResult, AgentStates
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
     from weft.agent.resume import IterationRecords
-
-T = TypeVar("T")
 
 Summarizer = Callable[..., Any]
 """``summarizer(*branch_results: AgentResult) -> merged value`` (sync or async)."""
@@ -55,14 +51,3 @@ class IterationContext:
 def default_summarizer(*branch_results: AgentResult) -> list[Any]:
     """Merge a parallel group: every branch's ``action_results``, in the actions' order."""
     return [result.action_results for result in branch_results]
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run the async core from sync code (on a helper thread inside a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="weft-agent-sync") as pool:
-        done: T = pool.submit(asyncio.run, coro).result()
-        return done

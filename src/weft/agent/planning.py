@@ -177,7 +177,7 @@ class ProblemPlan:
 
     def __call__(self) -> Any:
         """The blocking form of :meth:`arun`."""
-        from weft.agent.context import run_sync
+        from weft._sync import run_sync
 
         return run_sync(self.arun())
 

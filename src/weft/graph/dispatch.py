@@ -27,8 +27,8 @@ from collections import deque
 from time import perf_counter
 from typing import Any, Final
 
+from weft._sync import run_sync
 from weft.graph.build import Plan
-from weft.graph.loops import run_sync
 from weft.graph.modes import Args
 from weft.graph.node import RetryPolicy
 from weft.graph.outcome import SKIPPED, TimedOut

@@ -38,10 +38,10 @@ from collections.abc import Coroutine
 from time import perf_counter
 from typing import Any, Final
 
+from weft._sync import run_sync
 from weft.errors import GraphError, NodeError, ValueTypeError
 from weft.graph.build import Plan
 from weft.graph.dispatch import Completion, Dispatching
-from weft.graph.loops import run_sync
 from weft.graph.modes import FIRST, NO, Args, WorkGraphStopFlags, pass_many, pass_one
 from weft.graph.outcome import (
     ABORTED,

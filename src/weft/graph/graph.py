@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from weft._sync import drive, run_sync
 from weft.errors import GraphBuildError
 from weft.graph.build import Plan, build_nodes_from_paths, compile_plan, to_mermaid
 from weft.graph.engine import Run
-from weft.graph.loops import drive, run_sync
 from weft.graph.node import WorkGraphNode
 from weft.store import Store
 

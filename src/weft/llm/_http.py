@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Self
 
 from weft.errors import ModelConfigError, ProviderError
-from weft.llm._sync import in_sync_bridge
 from weft.llm.messages import json_kind
 from weft.llm.protocols import ChatModelBase
 
@@ -162,8 +161,6 @@ class ProviderHTTP:
         )
 
     def _pooled_client(self) -> httpx.AsyncClient | None:
-        if in_sync_bridge.get():
-            return None
         loop = asyncio.get_running_loop()
         stale = self._client_loop is not None and self._client_loop.is_closed()
         if self._client is None or self._client.is_closed or stale:

@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from weft.llm._sync import run_sync
+from weft._sync import run_sync
 from weft.llm.messages import AssistantMessage, ChatMessage, Completion, MessageLike
 from weft.llm.tools import ToolLike
 

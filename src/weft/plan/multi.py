@@ -22,11 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from weft._sync import run_sync
 from weft.agent import Agent, AgentResult
 from weft.errors import ExecutorError, ModelError, PlanValidationError
 from weft.llm import ChatMessage, ChatModel, Completion
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
-from weft.plan._sync import run_sync
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.prompts import planner_system_prompt
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport

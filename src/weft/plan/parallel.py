@@ -24,9 +24,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from weft._sync import run_sync
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan._sync import run_sync
 from weft.plan.dag import DagReport, run_dag
 from weft.plan.task import TaskExecutor, TaskResult
 from weft.plan.types import TaskPlan

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from weft._sync import run_sync
 from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import WorkGraph, WorkGraphNode
-from weft.graph.loops import run_sync
 from weft.persist import DurableRun
 from weft.persist._gc import paused
 from weft.refs import CompiledPlan, Plan, PlanResult, Tool

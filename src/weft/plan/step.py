@@ -34,10 +34,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from weft._sync import run_sync
 from weft.errors import ModelError
 from weft.llm import ChatMessage, ChatModel, ToolCall, Usage
 from weft.memory import AgentMemory, memory_keys
-from weft.plan._sync import run_sync
 from weft.plan.prompts import (
     CONCLUSION_NOTE,
     FINISH_STEP,

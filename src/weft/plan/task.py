@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from weft._sync import run_sync
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan._sync import run_sync
 from weft.plan.dag import DagReport, run_dag
 from weft.plan.step import StepExecutor, StepResult
 from weft.plan.types import Step, Task

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from weft._sync import run_sync
 from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan._sync import run_sync
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.prompts import team_system_prompt
 from weft.plan.tools import LocalTool, ToolBox

@@ -32,9 +32,9 @@ from time import perf_counter
 from types import TracebackType
 from typing import Any, Final, cast
 
+from weft._sync import run_sync
 from weft.errors import ConflictError, NodeError, TurnError
 from weft.graph import StateView
-from weft.graph.loops import run_sync
 from weft.memory import Owner, RecallResult
 from weft.persist import Backend, MemoryBackend, SQLiteBackend
 from weft.runtime.codec import (

@@ -1,4 +1,8 @@
-"""Running the async core from sync code, without paying for a new event loop per call.
+"""The one sync-over-async bridge: running an async core from sync code.
+
+Every layer's blocking API (``graph.run``, ``agent.run``, ``model.chat``, ``executor.execute``,
+``runtime.run_turn``) is a thin wrapper over its async core through ``run_sync``, so
+there is one behaviour to learn and test.
 
 ``run_sync(coro)`` runs a coroutine to completion on this thread's cached event loop
 (creating a loop costs ~100 us, reusing one ~9 us). When the calling thread already runs
@@ -90,7 +94,7 @@ def _on_helper_thread(coro: Coroutine[Any, Any, T]) -> T:
         except BaseException as exc:
             box.append((False, exc))
 
-    thread = threading.Thread(target=target, name="weft-graph-run", daemon=True)
+    thread = threading.Thread(target=target, name="weft-sync", daemon=True)
     thread.start()
     thread.join()
     ok, value = box[0]
@@ -109,6 +113,6 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
         return value
     coro.close()
     raise RuntimeError(
-        "weft.graph internal error: a run planned without an event loop tried to wait; "
+        "weft internal error: a run planned without an event loop tried to wait; "
         "please report it, and use 'await graph.arun()' meanwhile"
     )
