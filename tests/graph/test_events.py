@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -9,17 +10,19 @@ from graph_helpers import Mode
 
 from weft.errors import NodeError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode, WorkGraphStopFlags
-from weft.store import Event, Store
+from weft.store import Event, Note, Store
 
 R = ResultPassDownMode
 
 
 def listen(store: Store) -> list[dict[str, Any]]:
+    """The typed notes the store's subscribers hear, as dicts with the note's path."""
     seen: list[dict[str, Any]] = []
 
     def on(event: Event) -> None:
-        if event.op == "note" and event.kind == "step":
-            seen.append({"path": event.path, **event.value})
+        if event.op == "note" and isinstance(event.value, Note):
+            fields = {k: v for k, v in dataclasses.asdict(event.value).items() if v is not None}
+            seen.append({"path": event.path, **fields})
 
     store.subscribe(on)
     return seen
@@ -31,7 +34,7 @@ def test_started_and_finished_with_durations(mode: Mode) -> None:
     store = Store()
     seen = listen(store)
     mode.run(WorkGraph(start_nodes=[first]), run_id="r1", store=store)
-    assert [(e["event"], e["node"], e["id"], e["path"]) for e in seen] == [
+    assert [(e["event"], e["unit"], e["label"], e["path"]) for e in seen] == [
         ("started", "plan#0", "plan", "r1/plan#0"),
         ("finished", "plan#0", "plan", "r1/plan#0"),
         ("started", "act#1", "act", "r1/act#1"),
@@ -65,8 +68,8 @@ def test_skipped_event_for_a_node_below_an_aborted_branch(mode: Mode) -> None:
         "path": seen[-1]["path"],
         "event": "skipped",
         "reason": "aborted",
-        "node": "b#1",
-        "id": "b",
+        "unit": "b#1",
+        "label": "b",
         "run_id": seen[-1]["run_id"],
     }
 
@@ -87,7 +90,7 @@ def test_resumed_nodes_are_reported_skipped_as_recorded(mode: Mode) -> None:
         mode.run(graph, run_id="r", store=store)
     seen = listen(store)
     mode.run(graph, run_id="r", store=store)
-    assert [(e["event"], e["node"]) for e in seen] == [
+    assert [(e["event"], e["unit"]) for e in seen] == [
         ("skipped", "first#0"),
         ("started", "second#1"),
         ("finished", "second#1"),
@@ -149,7 +152,7 @@ def test_the_log_keeps_the_order_things_happened_in_a_fan_out(mode: Mode) -> Non
         first.add_next(WorkGraphNode(branch(name), R.ResultAsFirstArg, id=name)).add_next(join)
     listen(store)  # an observer, so the notes are built
     mode.run(WorkGraph(start_nodes=[first]), run_id="r1", store=store)
-    log = [(e.op, e.path, e.value.get("event") if e.op == "note" else None) for e in store.events()]
+    log = [(e.op, e.path, e.value.event if e.op == "note" else None) for e in store.events()]
 
     def at(op: str, path: str, event: str | None = None) -> int:
         return log.index((op, path, event))

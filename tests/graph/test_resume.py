@@ -12,7 +12,7 @@ from graph_helpers import Mode
 
 from weft.errors import GraphError, NodeError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
-from weft.store import Store, reducers
+from weft.store import StepRecord, Store, reducers
 
 R = ResultPassDownMode
 
@@ -45,9 +45,21 @@ def test_each_finished_node_is_recorded_under_run_id_and_key(mode: Mode) -> None
     graph = chain(flaky.node(mode, "a"), flaky.node(mode, "b"))
     store = Store()
     mode.run(graph, "x", run_id="r1", store=store)
-    assert store.value("step", "r1/a#0")["result"] == "a(x)"
-    assert store.value("step", "r1/b#1")["result"] == "b(a(x))"
-    assert store.value("step", "r1")["status"] == "completed"
+    assert store.value("step", "r1/a#0") == StepRecord(
+        kind="node",
+        label="a",
+        result="a(x)",
+        started_at=store.value("step", "r1/a#0").started_at,
+        ended_at=store.value("step", "r1/a#0").ended_at,
+    )
+    assert store.value("step", "r1/b#1").result == "b(a(x))"
+    run = store.value("step", "r1")
+    assert (run.kind, run.status, run.units, run.output) == (
+        "graph",
+        "completed",
+        ("a#0", "b#1"),
+        "b(a(x))",
+    )
 
 
 def test_records_are_written_as_nodes_finish_not_at_the_end(mode: Mode) -> None:
@@ -116,7 +128,7 @@ def test_a_run_id_recorded_for_another_graph_is_refused(mode: Mode) -> None:
     flaky = Flaky()
     store = Store()
     mode.run(chain(flaky.node(mode, "a")), run_id="r1", store=store)
-    with pytest.raises(GraphError, match="recorded for a different graph"):
+    with pytest.raises(GraphError, match=r"recorded for a graph \(units \[a#0\]\), not"):
         mode.run(chain(flaky.node(mode, "other")), run_id="r1", store=store)
 
 
@@ -157,13 +169,13 @@ def test_resumed_state_deltas_are_committed_once(mode: Mode) -> None:
     flaky.fail = {"second"}
     with pytest.raises(NodeError):
         mode.run(graph, run_id="r", store=store)
-    assert not store.has("state", "log")
+    assert store.value("state", "log") == ["first"]  # what finished before the failure stays
     flaky.fail = set()
     mode.run(graph, run_id="r", store=store)
     assert store.value("state", "log") == ["first", "second saw ['first']"]
 
 
-def test_a_state_node_record_holds_its_delta_once_and_resumes_from_it(mode: Mode) -> None:
+def test_a_state_node_record_holds_its_delta_and_resumes_from_it(mode: Mode) -> None:
     flaky = Flaky()
     store = Store(reducers={"state:log": reducers.append})
     first = flaky.node(mode, "first", value=lambda view: {"log": "first"}, state=True)
@@ -180,14 +192,8 @@ def test_a_state_node_record_holds_its_delta_once_and_resumes_from_it(mode: Mode
     with pytest.raises(NodeError):
         mode.run(graph, run_id="r", store=store)
     record = store.value("step", "r/first#0")
-    assert record["delta"] == {"log": "first"} and "result" not in record
-    assert store.value("step", "r/nothing#1") == {
-        "node": "nothing#1",
-        "id": "nothing",
-        "flag": "Continue",
-        "result": None,
-        "tuple": False,
-    }
+    assert record.result == {"log": "first"} and record.committed
+    assert store.value("step", "r/nothing#1").result is None
     flaky.fail = set()
     mode.run(graph, run_id="r", store=store)
     assert store.value("state", "log") == ["first", "last got [{'log': 'first'}, None]"]

@@ -86,14 +86,15 @@ def test_parallel_writes_to_a_replace_field_conflict_naming_both_nodes(mode: Mod
         first.add_next(node)
         node.add_next(join)
     store = Store()
-    with pytest.raises(MergeConflictError, match=r"state:status .*left#1 and right#2"):
+    with pytest.raises(MergeConflictError, match=r"state:status .*'left#1' and 'right#2'"):
         mode.run(WorkGraph(start_nodes=[first]), store=store)
-    assert not store.has("state", "status")
+    assert store.value("state", "status") == "mine"  # left was committed; right never was
+    assert store.get("state", "status").source == "left#1"
 
 
 def test_parallel_replace_writes_with_no_join_conflict_at_commit(mode: Mode) -> None:
     nodes = [state_node(mode, lambda view, i=i: {"status": i}, id=f"n{i}") for i in range(2)]
-    with pytest.raises(MergeConflictError, match="n0#0 and n1#1"):
+    with pytest.raises(MergeConflictError, match="'n0#0' and 'n1#1'"):
         mode.run(WorkGraph(start_nodes=nodes), store=Store())
 
 
@@ -124,7 +125,7 @@ def test_merge_reducer_field_takes_deltas_with_delete(mode: Mode) -> None:
     assert store.value("state", "notes") == {"keep": 2, "new": 3}
 
 
-def test_a_failed_run_writes_no_state(mode: Mode) -> None:
+def test_a_failed_run_keeps_what_was_committed_before_the_failure(mode: Mode) -> None:
     def fails(view: StateView) -> None:
         raise ValueError("boom")
 
@@ -133,7 +134,19 @@ def test_a_failed_run_writes_no_state(mode: Mode) -> None:
     store = Store()
     with pytest.raises(NodeError):
         mode.run(WorkGraph(start_nodes=[first]), store=store)
-    assert not store.has("state", "done")
+    assert store.to_dict(kind="state") == {"state:done": 1}
+
+
+def test_a_run_inside_a_transaction_stores_nothing_when_it_fails(mode: Mode) -> None:
+    def fails(view: StateView) -> None:
+        raise ValueError("boom")
+
+    first = state_node(mode, lambda view: {"done": 1}, id="first")
+    first.add_next(state_node(mode, fails, id="fails"))
+    store = Store()
+    with pytest.raises(NodeError), store.transaction() as tx:
+        mode.run(WorkGraph(start_nodes=[first]), store=tx)
+    assert store.to_dict(kind="state") == {}
 
 
 def no_twos(current: int, update: int) -> int:
@@ -142,27 +155,28 @@ def no_twos(current: int, update: int) -> int:
     return current + update
 
 
-def test_a_user_reducer_failing_at_a_join_names_the_delta_and_writes_nothing(mode: Mode) -> None:
+def test_a_user_reducer_refusing_a_delta_names_the_node(mode: Mode) -> None:
     store = Store(reducers={"state:total": no_twos})
     store.write("state", "total", 0)
     first = state_node(mode, lambda view: None, id="start")
     join = state_node(mode, lambda view: {"joined": True}, id="join")
     for i in (1, 2):
         first.add_next(state_node(mode, lambda view, i=i: {"total": i}, id=f"b{i}")).add_next(join)
-    with pytest.raises(ReducerError, match=r"state:total failed: no twos.*the delta of b2#2"):
+    with pytest.raises(ReducerError, match=r"state:total failed .*'b2#2'\): no twos"):
         mode.run(WorkGraph(start_nodes=[first]), store=store)
-    assert store.to_dict(kind="state") == {"state:total": 0}
+    assert store.to_dict(kind="state") == {"state:total": 1}  # b1's delta, never b2's
 
 
-def test_a_user_reducer_failing_at_the_commit_writes_nothing(mode: Mode) -> None:
+def test_a_delta_a_reducer_refuses_is_written_not_at_all(mode: Mode) -> None:
     store = Store(reducers={"state:total": no_twos, "state:items": reducers.append})
     store.write("state", "total", 0)
     nodes = [
         state_node(mode, lambda view, i=i: {"items": i, "total": i}, id=f"n{i}") for i in (1, 2)
     ]
-    with pytest.raises(ReducerError, match=r"state:total failed on update 4 .*'n2#1'.*no twos"):
+    with pytest.raises(ReducerError, match=r"state:total failed on update 2 .*'n2#1'.*no twos"):
         mode.run(WorkGraph(start_nodes=nodes), store=store)
-    assert store.to_dict(kind="state") == {"state:total": 0}  # not items [1], not total 1
+    # n1's delta is committed whole; of n2's, not even the append that came before
+    assert store.to_dict(kind="state") == {"state:total": 1, "state:items": [1]}
 
 
 def test_a_terminated_run_commits_what_finished(mode: Mode) -> None:

@@ -99,7 +99,7 @@ def test_merged_writes_keep_their_source_and_reach_subscribers() -> None:
     assert seen == [("state:log", "hi", "branch-1")]
 
 
-def test_a_fork_merges_once_and_only_into_its_parent() -> None:
+def test_a_fork_merges_once_into_a_store_and_only_into_its_family() -> None:
     store, other = Store(), Store()
     child = store.fork()
     with pytest.raises(StoreError, match="not a fork of this store"):
@@ -107,6 +107,19 @@ def test_a_fork_merges_once_and_only_into_its_parent() -> None:
     store.merge([child])
     with pytest.raises(StoreError, match="merged already"):
         store.merge([child])
+    middle = store.fork()
+    with pytest.raises(StoreError, match="forked from it"):
+        middle.fork().merge([middle])
+
+
+def test_a_fork_can_carry_its_writes_to_a_sibling_view_as_well() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    a = store.fork(name="a")
+    a.write("state", "log", "from a")
+    view = store.fork(name="view")  # another store of the family, holding what a's parent did
+    view.merge([a])
+    store.merge([a])
+    assert view.value("state", "log") == ["from a"] == store.value("state", "log")
 
 
 def test_nested_forks_merge_up_level_by_level() -> None:

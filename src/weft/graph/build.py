@@ -1,8 +1,8 @@
-"""Building a graph: nodes from paths, the wiring checks, the compiled plan, and mermaid.
+"""Building a graph: nodes from paths, the wiring checks, the compiled schedule, and mermaid.
 
-The plan is computed once, when the graph is built: the canonical order, each node's
-unique key, predecessors and successors by index, in-degrees, mode codes. Running a
-graph then costs index arithmetic, not graph walks.
+The schedule is computed once, when the graph is built: the canonical order, each node's
+unique key, predecessors and successors by index, in-degrees, mode codes, and which nodes
+see everything before them. Running a graph then costs index arithmetic, not graph walks.
 
 *Canonical order* is a topological order: Kahn's algorithm with a first-in-first-out
 queue seeded with the start nodes in the order given, successors joining the queue in
@@ -22,7 +22,6 @@ from typing import Any
 from weft.errors import GraphBuildError
 from weft.graph.modes import KEYWORD, mode_code
 from weft.graph.node import RetryPolicy, WorkGraphNode, is_async
-from weft.graph.state import StatePlan
 
 
 def build_nodes_from_paths(
@@ -116,7 +115,7 @@ def check_acyclic(nodes: Iterable[WorkGraphNode]) -> None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Plan:
+class Schedule:
     """The compiled graph: everything the engine needs, by index in canonical order."""
 
     nodes: tuple[WorkGraphNode, ...]
@@ -139,12 +138,16 @@ class Plan:
     timeouts: tuple[float | None, ...]
     retries: tuple[RetryPolicy | None, ...]
     states: tuple[bool, ...]
+    ctxs: tuple[bool, ...]
+    """Nodes whose function takes a ``ctx`` parameter (they get the ``RunContext``)."""
+    full: tuple[bool, ...]
+    """``full[i]``: every node before ``i`` in canonical order is an ancestor of ``i``, so
+    the run's store holds exactly ``i``'s view once every node before it is committed."""
     chain: tuple[int, ...]
     """``chain[i]``: ``i``'s only successor when ``i`` is that one's only predecessor; else -1."""
     loopless: bool
     """No node is async and none has a timeout: ``run()`` needs no event loop. Sync nodes
     that run in parallel go to threads, and the run waits for them in a blocking wait."""
-    state_plan: StatePlan | None
     wiring: int
 
     @property
@@ -161,8 +164,9 @@ class Plan:
                 )
 
 
-def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
-    """Check the wiring and compile the plan; every wiring mistake is a ``GraphBuildError``."""
+def compile_schedule(start_nodes: Sequence[WorkGraphNode]) -> Schedule:
+    """Check the wiring and compile the schedule; every wiring mistake is a
+    ``GraphBuildError``."""
     if not start_nodes:
         raise GraphBuildError(
             "the graph is empty: it has no start nodes; pass start_nodes=[...] or a "
@@ -213,7 +217,8 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
         for n, a in zip(order, asyncs, strict=True)
     )
     states = tuple(n.state for n in order)
-    return Plan(
+    ctxs = tuple(_takes_ctx(n.value) for n in order)
+    return Schedule(
         nodes=tuple(order),
         keys=keys,
         labels=tuple(n.id for n in order),
@@ -232,13 +237,45 @@ def compile_plan(start_nodes: Sequence[WorkGraphNode]) -> Plan:
         timeouts=tuple(n.timeout for n in order),
         retries=tuple(n.retry for n in order),
         states=states,
+        ctxs=ctxs,
+        full=_full(succs),
         chain=tuple(
             succs[i][0] if len(succs[i]) == 1 and len(preds[succs[i][0]]) == 1 else -1
             for i in range(len(order))
         ),
         loopless=not any(asyncs) and all(n.timeout is None for n in order),
-        state_plan=StatePlan.build(preds, states, keys) if any(states) else None,
         wiring=WorkGraphNode.wiring,
+    )
+
+
+def _full(succs: Sequence[Sequence[int]]) -> tuple[bool, ...]:
+    """``full[i]`` for every node, in O(nodes + edges).
+
+    Every node before ``i`` is an ancestor of ``i`` exactly when ``i`` is the only sink of
+    the graph cut down to the nodes up to ``i``: that is, when every node before ``i`` has
+    a successor at or before ``i`` (following such edges from any of them ends at ``i``).
+    """
+    out: list[bool] = []
+    reach = -1  # the largest "first successor" among the nodes seen so far
+    for i, ss in enumerate(succs):
+        out.append(reach <= i)
+        first = min(ss) if ss else len(succs)
+        reach = max(reach, first)
+    return tuple(out)
+
+
+def _takes_ctx(value: Any) -> bool:
+    """Whether a node value declares a ``ctx`` parameter (it then gets the run context)."""
+    if not callable(value):
+        return False
+    try:
+        params = inspect.signature(value).parameters
+    except (TypeError, ValueError):  # builtins and C callables
+        return False
+    found = params.get("ctx")
+    return found is not None and found.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
     )
 
 
@@ -328,7 +365,7 @@ def _multi_keywords(
     return frozenset(k for k, c in counts.items() if c > 1)
 
 
-def to_mermaid(plan: Plan, direction: str = "TD") -> str:
+def to_mermaid(plan: Schedule, direction: str = "TD") -> str:
     """A mermaid ``flowchart``: one line per node (its id) and one per edge."""
     lines = [f"flowchart {direction}"]
     for i, label in enumerate(plan.labels):

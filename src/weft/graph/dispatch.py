@@ -28,13 +28,12 @@ from time import perf_counter
 from typing import Any, Final
 
 from weft._sync import run_sync
-from weft.graph.build import Plan
+from weft.graph.build import Schedule
 from weft.graph.modes import Args
 from weft.graph.node import RetryPolicy
+from weft.graph.observe import Observer
 from weft.graph.outcome import SKIPPED, TimedOut
 from weft.graph.pool import SyncQueue
-from weft.graph.resume import Recorder
-from weft.graph.state import StateView
 
 DEFAULT_THREADS: Final = 32
 """Threads for sync nodes of one run when ``max_concurrency`` is None."""
@@ -48,11 +47,11 @@ Completion = tuple[int, int, bool | None, Any, float, float, int]
 class Dispatching:
     """Tasks, threads and completions of one run (mixed into ``Run``)."""
 
-    plan: Plan
+    schedule: Schedule
     limit: int | None
-    recorder: Recorder | None
+    observer: Observer | None
+    timed: bool
     inputs: list[Args | None]
-    views: list[StateView | None]
     status: list[int]
     ready: deque[int]
     done: deque[Completion]
@@ -75,6 +74,9 @@ class Dispatching:
     def _fail(
         self, i: int, exc: BaseException, started: float, attempts: int = 1, ended: float = 0.0
     ) -> None:
+        raise NotImplementedError
+
+    def _call_args(self, i: int) -> Args:
         raise NotImplementedError
 
     # -------------------------------------------------------------- waiting
@@ -131,7 +133,11 @@ class Dispatching:
         self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[bool, Any, int]:
         """Await async node ``i`` with its timeout and retries: ``(ok, value, attempts)``."""
-        fn, retry, timeout = self.plan.fns[i], self.plan.retries[i], self.plan.timeouts[i]
+        fn, retry, timeout = (
+            self.schedule.fns[i],
+            self.schedule.retries[i],
+            self.schedule.timeouts[i],
+        )
         attempt = 1
         while True:
             try:
@@ -160,35 +166,33 @@ class Dispatching:
     # -------------------------------------------------------------- dispatching
 
     def _dispatch(self) -> None:
-        ready, recorder = self.ready, self.recorder
+        ready, observer = self.ready, self.observer
         room = len(ready) if self.limit is None else self.limit - self.running
         room = min(room, len(ready))
         self.running += max(room, 0)
         batch: list[tuple[Any, ...]] = []
-        if recorder is not None:
-            recorder.hold()  # the started notes go in one batch, before any of the nodes runs
+        if observer is not None:
+            observer.hold()  # the started notes go in one batch, before any of the nodes runs
         try:
             self._dispatch_some(room, batch)
         finally:
-            if recorder is not None:
-                recorder.release()
+            if observer is not None:
+                observer.release()
         if batch:
             self._queue().push(batch)
 
     def _dispatch_some(self, room: int, batch: list[tuple[Any, ...]]) -> None:
         """Start ``room`` ready nodes: tasks and timed sync nodes now, the others into ``batch``."""
-        ready, plan, loop, recorder = self.ready, self.plan, self.loop, self.recorder
-        asyncs, states, timeouts, inputs = plan.asyncs, plan.states, plan.timeouts, self.inputs
+        ready, schedule, loop, observer = self.ready, self.schedule, self.loop, self.observer
+        asyncs, timeouts, call_args = schedule.asyncs, schedule.timeouts, self._call_args
         copy_context = contextvars.copy_context
+        timed = self.timed
         for _ in range(room):
             i = ready.popleft()
-            args, kwargs = inputs[i]  # type: ignore[misc]
-            if states[i]:
-                args = (self.views[i], *args)
-            started = 0.0
-            if recorder is not None:
-                recorder.started(i)
-                started = perf_counter()
+            args, kwargs = call_args(i)
+            if observer is not None:
+                observer.started(i)
+            started = perf_counter() if timed else 0.0
             if asyncs[i]:
                 assert loop is not None, "a run with async nodes has an event loop"
                 task = loop.create_task(self._attempts(i, args, kwargs))
@@ -200,8 +204,8 @@ class Dispatching:
             if timeout is None:
                 batch.append(item)
             else:
-                if recorder is not None:
-                    recorder.flush()  # its started note before it runs
+                if observer is not None:
+                    observer.flush()  # its started note before it runs
                 self._queue().run_alone(item)
                 assert loop is not None, "a run with timeouts has an event loop"
                 self.timers[i] = loop.call_later(
@@ -219,18 +223,18 @@ class Dispatching:
     def _work(self, item: tuple[Any, ...]) -> None:
         """On a worker thread: run one sync node (with retries unless it has a timeout)."""
         i, token, args, kwargs, context = item
-        timed = self.recorder is not None
+        timed = self.timed
         started = perf_counter() if timed else 0.0
         try:
-            value = context.run(self.plan.fns[i], *args, **kwargs)
+            value = context.run(self.schedule.fns[i], *args, **kwargs)
             if value.__class__ is _CORO:
                 value = run_sync(value)
             self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
         except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run, not hang it
-            retry = self.plan.retries[i]
+            retry = self.schedule.retries[i]
             if (
                 retry is None
-                or self.plan.timeouts[i] is not None  # the loop retries those
+                or self.schedule.timeouts[i] is not None  # the loop retries those
                 or not isinstance(exc, Exception)
             ):
                 self.done.append((i, token, False, exc, started, perf_counter(), 1))
@@ -249,7 +253,7 @@ class Dispatching:
             time.sleep(retry.delay(attempt))
             attempt += 1
             try:
-                value = context.run(self.plan.fns[i], *args, **kwargs)
+                value = context.run(self.schedule.fns[i], *args, **kwargs)
                 if value.__class__ is _CORO:
                     value = run_sync(value)
             except Exception as again:
@@ -286,18 +290,18 @@ class Dispatching:
     # -------------------------------------------------------------- completions
 
     def _drain(self) -> None:
-        recorder = self.recorder
-        if recorder is None:
+        observer = self.observer
+        if observer is None:
             self._drain_all()
             return
-        recorder.hold()  # the notes of the batch go in one go (a record flushes them first)
+        observer.hold()  # the notes of the batch go in one go
         try:
             self._drain_all()
         finally:
-            recorder.release()
+            observer.release()
 
     def _drain_all(self) -> None:
-        done, tokens, plan = self.done, self.tokens, self.plan
+        done, tokens, schedule = self.done, self.tokens, self.schedule
         while done:
             i, token, ok, value, started, ended, attempts = done.popleft()
             if token != tokens[i]:
@@ -313,13 +317,13 @@ class Dispatching:
             elif ok is None:
                 self.running -= 1
                 self.status[i] = SKIPPED
-                if self.recorder is not None:
-                    self.recorder.skipped(i, "cancelled")
+                if self.observer is not None:
+                    self.observer.skipped(i, "cancelled")
             else:
-                retry = plan.retries[i]
+                retry = schedule.retries[i]
                 if (
-                    plan.timeouts[i] is not None
-                    and not plan.asyncs[i]
+                    schedule.timeouts[i] is not None
+                    and not schedule.asyncs[i]
                     and not self.halted
                     and retry is not None
                     and self.attempts[i] < retry.attempts

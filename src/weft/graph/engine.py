@@ -1,4 +1,4 @@
-"""The engine: one async core that runs a compiled plan.
+"""The engine: one async core that runs a compiled schedule.
 
 Scheduling. A node becomes ready when every predecessor has settled (finished, aborted
 or been skipped). Then:
@@ -33,16 +33,19 @@ from __future__ import annotations
 import asyncio
 import queue
 import types
+import uuid
 from collections import deque
 from collections.abc import Coroutine
-from time import perf_counter
+from time import perf_counter, time
 from typing import Any, Final
 
 from weft._sync import run_sync
-from weft.errors import GraphError, NodeError, ValueTypeError
-from weft.graph.build import Plan
+from weft.errors import GraphError, NodeError, ValueTypeError, WeftError
+from weft.graph.build import Schedule
+from weft.graph.context import RunContext
 from weft.graph.dispatch import Completion, Dispatching
 from weft.graph.modes import FIRST, NO, Args, WorkGraphStopFlags, pass_many, pass_one
+from weft.graph.observe import Observer
 from weft.graph.outcome import (
     ABORTED,
     DONE,
@@ -54,9 +57,10 @@ from weft.graph.outcome import (
     path_to,
 )
 from weft.graph.pool import SyncQueue
-from weft.graph.resume import Recorded, Recorder
-from weft.graph.state import StateTracker, StateView, checked_delta
-from weft.store import MISSING, Store
+from weft.graph.state import StateView, checked_delta
+from weft.graph.stores import RunStores
+from weft.store import RunLog, StepRecord, Store
+from weft.store.records import check_run_id
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -66,11 +70,11 @@ _FAILED_CALL: Final = object()
 
 
 class Run(Dispatching):
-    """One run of a plan: its bookkeeping, the async core, and the settling of results."""
+    """One run of a schedule: its bookkeeping, the async core, and the settling of results."""
 
     def __init__(
         self,
-        plan: Plan,
+        schedule: Schedule,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         *,
@@ -79,19 +83,21 @@ class Run(Dispatching):
         limit: int | None,
         driven: bool,
         events: bool = True,
+        context: Any = None,
     ) -> None:
-        n = plan.size
-        self.plan = plan
+        n = schedule.size
+        self.schedule = schedule
         self.base: Args = (args, kwargs)
         self.limit = limit
         self.driven = driven  # run by drive(): no event loop; waits block on the bell
         self.status = [PENDING] * n
         self.results: list[Any] = [None] * n
         self.inputs: list[Args | None] = [None] * n
-        self.remaining = list(plan.indegree)
+        self.remaining = list(schedule.indegree)
         self.ready: deque[int] = deque()
         self.replay: deque[int] = deque()
         self.done: deque[Completion] = deque()
+        self.restored: dict[int, StepRecord] = {}
         self.running = 0
         self.halted = False
         self.failure: BaseException | None = None
@@ -110,37 +116,55 @@ class Run(Dispatching):
                 f"run_id={run_id!r} needs a store to record into; pass store=Store() (or your "
                 "store) with it"
             )
-        self.store = store
-        # Lifecycle notes go to the observers of the store as the run starts; a run nobody
-        # watches and nobody resumes has no recorder at all, and its nodes are not timed.
-        watched = events and store is not None and store.observed
-        self.recorder = (
-            Recorder(store, run_id, plan.keys, plan.labels, events=watched)
-            if store is not None and (watched or run_id is not None)
+        if store is not None and not isinstance(store, Store):
+            raise GraphError(
+                f"store={store!r}: expected a weft.store.Store (or a DurableRun's store), "
+                f"not a {type(store).__name__}"
+            )
+        if not isinstance(events, bool):
+            raise GraphError(f"events={events!r}: expected True or False")
+        self.deps = context
+        self.log = (
+            RunLog(store, check_run_id(run_id, GraphError))
+            if run_id is not None and store is not None
             else None
         )
-        self.restored: dict[int, Recorded] = {}
-        self.tracker: StateTracker | None = None
-        self.views: list[StateView | None] = []
-        if plan.state_plan is not None:
-            self.store = store if store is not None else Store()
-            self.tracker = StateTracker(plan.state_plan, plan.preds, plan.keys, self.store)
-            self.views = [None] * n
-        self.plain = self.recorder is None and self.tracker is None  # no events, records, state
+        writes = any(schedule.states) or any(schedule.ctxs)
+        if store is None and writes:
+            store = Store()
+        self.store = store
+        # the forks and commits of a run whose nodes touch the store, or that is recorded
+        self.stores = (
+            RunStores(schedule, store, log=self.log)
+            if store is not None and (writes or run_id is not None)
+            else None
+        )
+        self.views: list[StateView | Store | None] = [None] * n if self.stores is not None else []
+        # Lifecycle notes go to the observers of the store as the run starts; a run nobody
+        # watches has no observer at all, and its nodes are not timed unless recorded.
+        self.observer = (
+            Observer(
+                store, run_id or f"run-{uuid.uuid4().hex[:12]}", schedule.keys, schedule.labels
+            )
+            if events and store is not None and store.observed
+            else None
+        )
+        self.timed = self.observer is not None or self.log is not None
+        self.plain = self.stores is None and self.observer is None  # no events, records, state
 
     # ------------------------------------------------------------------ the core
 
     async def execute(self) -> Any:
-        recorder = self.recorder
-        if recorder is not None:
-            output = recorder.begin()
-            if output is not MISSING:
-                return output
-            self.restored = recorder.load()
+        log = self.log
+        if log is not None:
+            run = log.begin("graph", self.schedule.keys, error=GraphError)
+            if run.status == "completed":
+                return run.output
+            self._load(run.began)
         if not self.driven:
             self.loop = asyncio.get_running_loop()
         try:
-            for i in self.plan.starts:
+            for i in self.schedule.starts:
                 self.inputs[i] = self.base
                 self._admit(i)
             await self._main()
@@ -149,17 +173,25 @@ class Run(Dispatching):
             raise
         if self.failure is not None:
             raise self.failure
-        output = output_of(self.plan, self.status, self.results, self.terminators)
-        if self.tracker is not None:
-            assert self.store is not None
-            self.tracker.commit(self.store)
-        if recorder is not None:
-            recorder.complete(output)
+        output = output_of(self.schedule, self.status, self.results, self.terminators)
+        if self.stores is not None:
+            self.stores.complete(output)
         return output
+
+    def _load(self, began: int) -> None:
+        """Resume: take the step records of the nodes that finished in an earlier run."""
+        assert self.log is not None and self.stores is not None
+        by_key = {key: i for i, key in enumerate(self.schedule.keys)}
+        for unit, record in self.log.recorded().items():
+            i = by_key.get(unit)
+            if i is not None:
+                self.restored[i] = record
+        if any(r.committed for r in self.restored.values()) and began < self.stores.store.last_seq:
+            self.stores.start = self.stores.store.at(began)
 
     async def _main(self) -> None:
         ready, replay = self.ready, self.replay
-        inline, asyncs = self.plan.inline, self.plan.asyncs
+        inline, asyncs = self.schedule.inline, self.schedule.asyncs
         while True:
             if self.done:
                 self._drain()
@@ -193,17 +225,11 @@ class Run(Dispatching):
         """Call ready sync node ``i`` here, then its successor while it is the only work."""
         if self.plain:
             return self._run_chain(i)
-        plan = self.plan
-        fns, states, inline = plan.fns, plan.states, plan.inline
-        inputs, ready, recorder = self.inputs, self.ready, self.recorder
+        schedule = self.schedule
+        fns, inline, ready = schedule.fns, schedule.inline, self.ready
         while True:
-            args, kwargs = inputs[i]  # type: ignore[misc]
-            if states[i]:
-                args = (self.views[i], *args)
-            started = 0.0
-            if recorder is not None:
-                recorder.started(i)
-                started = perf_counter()
+            args, kwargs = self._call_args(i)
+            started = self._started(i)
             try:
                 result = fns[i](*args, **kwargs)
             except Exception as exc:
@@ -230,8 +256,8 @@ class Run(Dispatching):
         """``_run_inline`` for a run with no store, no state and no records: along a chain
         (one successor that has one predecessor) the arguments stay in locals and each
         step is a call and a few list stores."""
-        plan = self.plan
-        fns, chain, inline, codes = plan.fns, plan.chain, plan.inline, plan.codes
+        schedule = self.schedule
+        fns, chain, inline, codes = schedule.fns, schedule.chain, schedule.inline, schedule.codes
         results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
         args, kwargs = inputs[i]  # type: ignore[misc]
         while True:
@@ -258,7 +284,7 @@ class Run(Dispatching):
                 args = (result, *args[1:]) if len(args) > 1 else (result,)
             elif code != NO:
                 try:
-                    args, kwargs = pass_one(code, plan.mode_args[i], result, (args, kwargs))
+                    args, kwargs = pass_one(code, schedule.mode_args[i], result, (args, kwargs))
                 except Exception as exc:
                     self._fail_pass_down(i, s, exc)
                     return None
@@ -289,12 +315,12 @@ class Run(Dispatching):
     def _retry_inline(
         self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception, started: float
     ) -> Any:
-        retry = self.plan.retries[i]
+        retry = self.schedule.retries[i]
         attempt = 1
         while retry is not None and attempt < retry.attempts and isinstance(exc, retry.retry_on):
             attempt += 1  # inline nodes have no backoff: nothing to wait for
             try:
-                return self.plan.fns[i](*args, **kwargs)
+                return self.schedule.fns[i](*args, **kwargs)
             except Exception as again:
                 exc = again
         self._fail(i, exc, started, attempt)
@@ -326,26 +352,24 @@ class Run(Dispatching):
         flag = _CONTINUE
         if result.__class__ is tuple and len(result) == 2 and result[0].__class__ is _FLAGS:
             flag, result = result
-        delta = None
-        tracker, recorder = self.tracker, self.recorder
-        if tracker is not None and self.plan.states[i]:
-            assert self.store is not None
-            try:
-                delta = result = checked_delta(result, self.plan.keys[i], tracker, self.store)
-            except (TypeError, ValueTypeError) as exc:
-                self._fail(i, exc, started)
-                return
-            if flag is not _ABORT:
-                tracker.deltas[i] = delta
-        if recorder is not None:
-            if recorder.record:
+        stores = self.stores
+        if stores is not None:
+            delta = None
+            if self.schedule.states[i]:
+                view = self.views[i]
+                store = view._store if isinstance(view, StateView) else stores.store
                 try:
-                    recorder.save(i, flag, result, delta)
-                except NodeError as exc:
-                    self.status[i] = FAILED
-                    self._halt_with(exc)
+                    delta = result = checked_delta(result, self.schedule.keys[i], store)
+                except (TypeError, ValueTypeError) as exc:
+                    self._fail(i, exc, started)
                     return
-            recorder.finished(i, flag, (ended or perf_counter()) - started)
+            try:
+                stores.finish(i, flag, result, delta, self._wall(started))
+            except WeftError as exc:
+                self._fail_commit(i, exc)
+                return
+        if self.observer is not None:
+            self.observer.finished(i, flag, (ended or perf_counter()) - started)
         self._settle(i, flag, result)
 
     def _replay(self) -> None:
@@ -353,11 +377,16 @@ class Run(Dispatching):
         while self.replay and not self.halted:
             i = self.replay.popleft()
             record = self.restored[i]
-            if self.tracker is not None and record.flag is not _ABORT:
-                self.tracker.deltas[i] = record.delta
-            if self.recorder is not None:
-                self.recorder.skipped(i, "recorded")
-            self._settle(i, record.flag, record.result)
+            flag = WorkGraphStopFlags[record.flag] if record.flag else _CONTINUE
+            if self.observer is not None:
+                self.observer.skipped(i, "recorded")
+            assert self.stores is not None
+            try:
+                self.stores.restore(i, record)
+            except WeftError as exc:
+                self._fail_commit(i, exc)
+                return
+            self._settle(i, flag, record.value)
 
     def _settle(self, i: int, flag: WorkGraphStopFlags, result: Any) -> None:
         self.results[i] = result
@@ -374,7 +403,7 @@ class Run(Dispatching):
 
     def _release_all(self, i: int) -> None:
         remaining = self.remaining
-        for s in self.plan.succs[i]:
+        for s in self.schedule.succs[i]:
             left = remaining[s] - 1
             remaining[s] = left
             if not left:
@@ -382,12 +411,12 @@ class Run(Dispatching):
 
     def _release(self, s: int) -> None:
         """Every predecessor of ``s`` settled: build its arguments, or skip it."""
-        plan, status, results, inputs = self.plan, self.status, self.results, self.inputs
-        preds = plan.preds[s]
+        schedule, status, results, inputs = self.schedule, self.status, self.results, self.inputs
+        preds = schedule.preds[s]
         if len(preds) == 1:
             p = preds[0]
             if status[p] == DONE:
-                code = plan.codes[p]
+                code = schedule.codes[p]
                 if code == NO:
                     inputs[s] = inputs[p]
                 elif code == FIRST:
@@ -395,7 +424,7 @@ class Run(Dispatching):
                     inputs[s] = ((results[p], *args[1:]), kwargs)
                 else:
                     try:
-                        inputs[s] = pass_one(code, plan.mode_args[p], results[p], inputs[p])  # type: ignore[arg-type]
+                        inputs[s] = pass_one(code, schedule.mode_args[p], results[p], inputs[p])  # type: ignore[arg-type]
                     except Exception as exc:
                         self._fail_pass_down(p, s, exc)
                         return
@@ -406,9 +435,12 @@ class Run(Dispatching):
             if contributing:
                 try:
                     inputs[s] = pass_many(
-                        [(plan.codes[p], plan.mode_args[p], results[p]) for p in contributing],
+                        [
+                            (schedule.codes[p], schedule.mode_args[p], results[p])
+                            for p in contributing
+                        ],
                         inputs[contributing[0]],  # type: ignore[arg-type]
-                        plan.multi_keywords[s],
+                        schedule.multi_keywords[s],
                     )
                 except Exception as exc:
                     self._fail_pass_down(contributing[0], s, exc)
@@ -418,30 +450,34 @@ class Run(Dispatching):
         self._skip(s)
 
     def _admit(self, s: int) -> None:
-        if self.tracker is not None:
-            view = self.tracker.enter(s)
-            if self.plan.states[s]:
-                self.views[s] = view
         if self.restored and s in self.restored:
             self.replay.append(s)
-        else:
-            self.ready.append(s)
+            return
+        stores = self.stores
+        if stores is not None:
+            try:
+                store = stores.enter(s)
+            except WeftError as exc:  # the forks of a join's parallel branches conflict
+                self._fail_commit(s, exc)
+                return
+            self.views[s] = StateView(store) if self.schedule.states[s] else store
+        self.ready.append(s)
 
     def _skip(self, first: int) -> None:
         """Skip ``first`` (its predecessors were all aborted or skipped) and what that strands."""
-        plan, status, remaining = self.plan, self.status, self.remaining
+        schedule, status, remaining = self.schedule, self.status, self.remaining
         work = [first]
         while work:
             s = work.pop()
             status[s] = SKIPPED
-            if self.tracker is not None:
-                self.tracker.enter(s)
-            if self.recorder is not None:
-                self.recorder.skipped(s, "aborted")
-            for c in plan.succs[s]:
+            if self.stores is not None:
+                self.stores.skip(s)
+            if self.observer is not None:
+                self.observer.skipped(s, "aborted")
+            for c in schedule.succs[s]:
                 remaining[c] -= 1
                 if not remaining[c]:
-                    if any(status[p] == DONE for p in plan.preds[c]):
+                    if any(status[p] == DONE for p in schedule.preds[c]):
                         self._release(c)
                     else:
                         work.append(c)
@@ -457,19 +493,28 @@ class Run(Dispatching):
         ended: float = 0.0,
     ) -> None:
         self.status[i] = FAILED
-        if self.recorder is not None:
-            self.recorder.failed(i, exc, (ended or perf_counter()) - started)
+        if self.observer is not None:
+            self.observer.failed(i, exc, (ended or perf_counter()) - started)
         if self.failure is None:
             if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: raised as they are
                 self._halt_with(exc)
             else:
-                self._halt_with(node_error(self.plan, self.status, self.recorder, i, exc, attempts))
+                run_id = self.log.run_id if self.log is not None else None
+                self._halt_with(node_error(self.schedule, self.status, run_id, i, exc, attempts))
+
+    def _fail_commit(self, i: int, exc: WeftError) -> None:
+        """Node ``i``'s writes or record could not be committed (a conflict with a parallel
+        branch, a reducer that refused them, a journal that refused them): the run stops
+        with that error as it is."""
+        self.status[i] = FAILED
+        if self.failure is None:
+            self._halt_with(exc)
 
     def _fail_pass_down(self, p: int, s: int, exc: Exception) -> None:
-        keys = self.plan.keys
+        keys = self.schedule.keys
         error = NodeError(
             f"the pass-down of {keys[p]} into {keys[s]} raised {type(exc).__name__}: {exc} "
-            f"(path: {path_to(self.plan, self.status, p)}); fix the result_pass_down_mode "
+            f"(path: {path_to(self.schedule, self.status, p)}); fix the result_pass_down_mode "
             f"of {keys[p]}"
         )
         error.__cause__ = exc
@@ -496,12 +541,32 @@ class Run(Dispatching):
 
     def _call_args(self, i: int) -> Args:
         args, kwargs = self.inputs[i]  # type: ignore[misc]
-        if self.plan.states[i]:
+        schedule = self.schedule
+        if schedule.states[i]:
             args = (self.views[i], *args)
+        if schedule.ctxs[i]:
+            kwargs = {**kwargs, "ctx": self._context(i)}
         return args, kwargs
 
+    def _context(self, i: int) -> RunContext[Any]:
+        view = self.views[i] if self.views else None
+        store = view._store if isinstance(view, StateView) else view
+        assert isinstance(store, Store), "a node taking ctx works on a fork"
+        return RunContext(
+            deps=self.deps,
+            store=store,
+            node=self.schedule.keys[i],
+            label=self.schedule.labels[i],
+            run_id=self.log.run_id if self.log is not None else None,
+            log=self.log,
+        )
+
     def _started(self, i: int) -> float:
-        if self.recorder is None:
-            return 0.0
-        self.recorder.started(i)
-        return perf_counter()
+        if self.observer is not None:
+            self.observer.started(i)
+        return perf_counter() if self.timed else 0.0
+
+    @staticmethod
+    def _wall(started: float) -> float:
+        """The wall-clock time of a ``perf_counter`` reading (0.0: not timed)."""
+        return time() - (perf_counter() - started) if started else 0.0

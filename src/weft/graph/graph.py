@@ -16,7 +16,7 @@ from typing import Any
 
 from weft._sync import drive, run_sync
 from weft.errors import GraphBuildError
-from weft.graph.build import Plan, build_nodes_from_paths, compile_plan, to_mermaid
+from weft.graph.build import Schedule, build_nodes_from_paths, compile_schedule, to_mermaid
 from weft.graph.engine import Run
 from weft.graph.node import WorkGraphNode
 from weft.store import Store
@@ -48,7 +48,7 @@ class WorkGraph:
     resumes.
     """
 
-    __slots__ = ("_plan", "_runnable", "max_concurrency", "start_nodes")
+    __slots__ = ("_runnable", "_schedule", "max_concurrency", "start_nodes")
 
     def __init__(
         self,
@@ -80,7 +80,7 @@ class WorkGraph:
             )
         self.start_nodes: list[WorkGraphNode] = list(start_nodes)
         self.max_concurrency = max_concurrency
-        self._plan = compile_plan(self.start_nodes)
+        self._schedule = compile_schedule(self.start_nodes)
         self._runnable = False
 
     # ------------------------------------------------------------------ running
@@ -91,12 +91,15 @@ class WorkGraph:
         run_id: str | None = None,
         store: Store | None = None,
         events: bool = True,
+        context: Any = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to the end and return the sink's result (a list for several sinks)."""
-        plan = self._ready_plan()
-        run = self._new_run(plan, args, kwargs, store, run_id, events, driven=plan.loopless)
-        return drive(run.execute()) if plan.loopless else run_sync(run.execute())
+        schedule = self._ready_schedule()
+        run = self._new_run(
+            schedule, args, kwargs, store, run_id, events, context, driven=schedule.loopless
+        )
+        return drive(run.execute()) if schedule.loopless else run_sync(run.execute())
 
     __call__ = run
 
@@ -106,26 +109,28 @@ class WorkGraph:
         run_id: str | None = None,
         store: Store | None = None,
         events: bool = True,
+        context: Any = None,
         **kwargs: Any,
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
-        plan = self._ready_plan()
-        run = self._new_run(plan, args, kwargs, store, run_id, events, driven=False)
+        schedule = self._ready_schedule()
+        run = self._new_run(schedule, args, kwargs, store, run_id, events, context, driven=False)
         return await run.execute()
 
     def _new_run(
         self,
-        plan: Plan,
+        schedule: Schedule,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         store: Store | None,
         run_id: str | None,
         events: bool,
+        context: Any,
         *,
         driven: bool,
     ) -> Run:
         return Run(
-            plan,
+            schedule,
             args,
             kwargs,
             store=store,
@@ -133,48 +138,49 @@ class WorkGraph:
             limit=self.max_concurrency,
             driven=driven,
             events=events,
+            context=context,
         )
 
-    def _ready_plan(self) -> Plan:
-        plan = self._plan
-        if plan.wiring != WorkGraphNode.wiring:  # some node was rewired since: check again
-            plan = self._plan = compile_plan(self.start_nodes)
+    def _ready_schedule(self) -> Schedule:
+        schedule = self._schedule
+        if schedule.wiring != WorkGraphNode.wiring:  # some node was rewired since: check again
+            schedule = self._schedule = compile_schedule(self.start_nodes)
             self._runnable = False
         if not self._runnable:
-            plan.check_runnable()
+            schedule.check_runnable()
             self._runnable = True
-        return plan
+        return schedule
 
     # -------------------------------------------------------------- inspecting
 
     @property
     def nodes(self) -> tuple[WorkGraphNode, ...]:
         """Every node, in canonical order (the order of their keys' positions)."""
-        return self._ready_plan_unchecked().nodes
+        return self._ready_schedule_unchecked().nodes
 
     @property
     def keys(self) -> tuple[str, ...]:
         """Each node's unique key (``id#position``), in canonical order."""
-        return self._ready_plan_unchecked().keys
+        return self._ready_schedule_unchecked().keys
 
     def key_of(self, node: WorkGraphNode) -> str:
         """The unique key of ``node`` in this graph."""
-        plan = self._ready_plan_unchecked()
-        for n, key in zip(plan.nodes, plan.keys, strict=True):
+        schedule = self._ready_schedule_unchecked()
+        for n, key in zip(schedule.nodes, schedule.keys, strict=True):
             if n is node:
                 return key
         raise KeyError(f"{node!r} is not a node of this graph")
 
     def to_mermaid(self, direction: str = "TD") -> str:
         """The graph as a mermaid ``flowchart``: one line per node and per edge."""
-        return to_mermaid(self._ready_plan_unchecked(), direction)
+        return to_mermaid(self._ready_schedule_unchecked(), direction)
 
-    def _ready_plan_unchecked(self) -> Plan:
-        if self._plan.wiring != WorkGraphNode.wiring:
-            self._plan = compile_plan(self.start_nodes)
+    def _ready_schedule_unchecked(self) -> Schedule:
+        if self._schedule.wiring != WorkGraphNode.wiring:
+            self._schedule = compile_schedule(self.start_nodes)
             self._runnable = False
-        return self._plan
+        return self._schedule
 
     def __repr__(self) -> str:
         starts = ", ".join(n.id for n in self.start_nodes)
-        return f"<WorkGraph nodes={self._plan.size} start=[{starts}]>"
+        return f"<WorkGraph nodes={self._schedule.size} start=[{starts}]>"

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from weft.errors import NodeError, NodeTimeoutError
-from weft.graph.build import Plan
-from weft.graph.resume import Recorder
+from weft.graph.build import Schedule
 
 PENDING: Final = 0
 DONE: Final = 1
@@ -33,18 +32,18 @@ class TimedOut(TimeoutError):
 
 
 def node_error(
-    plan: Plan,
+    schedule: Schedule,
     status: Sequence[int],
-    recorder: Recorder | None,
+    run_id: str | None,
     i: int,
     exc: BaseException,
     attempts: int,
 ) -> NodeError:
     """The error of a run that node ``i`` stopped by raising ``exc``."""
-    key, label = plan.keys[i], plan.labels[i]
+    key, label = schedule.keys[i], schedule.labels[i]
     if isinstance(exc, TimedOut):
         what = f"ran past its timeout of {exc.args[0]:g} s"
-        if not plan.asyncs[i]:
+        if not schedule.asyncs[i]:
             what += " (its thread keeps running: Python cannot stop a thread)"
         cls: type[NodeError] = NodeTimeoutError
     else:
@@ -52,31 +51,33 @@ def node_error(
         cls = NodeError
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     hint = "the run stopped; nodes already running finished and nothing new started"
-    if recorder is not None and recorder.record:
+    if run_id is not None:
         hint += (
-            f". Finished nodes are recorded: run again with run_id={recorder.run_id!r} "
+            f". Finished nodes are recorded: run again with run_id={run_id!r} "
             "and the same store to resume from here"
         )
-    error = cls(f"node {key} ({label!r}) {what}{tries} (path: {path_to(plan, status, i)}); {hint}")
+    error = cls(
+        f"node {key} ({label!r}) {what}{tries} (path: {path_to(schedule, status, i)}); {hint}"
+    )
     error.__cause__ = exc
     return error
 
 
-def path_to(plan: Plan, status: Sequence[int], i: int) -> str:
+def path_to(schedule: Schedule, status: Sequence[int], i: int) -> str:
     """Ids from a start node to ``i``, through each node's first finished predecessor."""
-    ids = [plan.labels[i]]
-    while plan.preds[i]:
-        preds = plan.preds[i]
+    ids = [schedule.labels[i]]
+    while schedule.preds[i]:
+        preds = schedule.preds[i]
         i = next((p for p in preds if status[p] == DONE), preds[0])
-        ids.append(plan.labels[i])
+        ids.append(schedule.labels[i])
     return " -> ".join(reversed(ids))
 
 
 def output_of(
-    plan: Plan, status: Sequence[int], results: Sequence[Any], terminators: Sequence[int]
+    schedule: Schedule, status: Sequence[int], results: Sequence[Any], terminators: Sequence[int]
 ) -> Any:
     """What ``run()`` returns."""
-    sinks = plan.sinks
+    sinks = schedule.sinks
     if len(sinks) == 1:
         sink = sinks[0]
         if status[sink] == DONE:
@@ -84,4 +85,4 @@ def output_of(
         return results[min(terminators)] if terminators else None
     ends = {s for s in sinks if status[s] == DONE}
     ends.update(terminators)
-    return [results[i] for i in sorted(ends, key=plan.start_rank.__getitem__)]
+    return [results[i] for i in sorted(ends, key=schedule.start_rank.__getitem__)]

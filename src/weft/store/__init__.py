@@ -1,9 +1,11 @@
-"""The store: entries by kind and path, reducers, O(1) forks, and the event log."""
+"""The store: entries by kind and path, reducers, O(1) forks, transactions, the event log,
+and the typed records of the one run model."""
 
 from weft.store import reducers
 from weft.store.codec import dumps, from_jsonable, loads, to_jsonable, value_bytes
 from weft.store.events import KINDS, Entry, Event, Kind, Op, make_key
-from weft.store.store import Store, Subscriber
+from weft.store.records import Note, RunLog, RunRecord, StepRecord
+from weft.store.store import BatchSubscriber, Journal, Store, Subscriber
 from weft.store.values import (
     DELETE,
     MISSING,
@@ -20,12 +22,18 @@ __all__ = [
     "DELETE",
     "KINDS",
     "MISSING",
+    "BatchSubscriber",
     "Entry",
     "Event",
     "FrozenDict",
     "FrozenList",
+    "Journal",
     "Kind",
+    "Note",
     "Op",
+    "RunLog",
+    "RunRecord",
+    "StepRecord",
     "Store",
     "Subscriber",
     "TypeRegistry",

@@ -44,7 +44,12 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
     name = types.name_of(cls)
     if name is not None:
         if dataclasses.is_dataclass(value):
-            data = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            # a field still at its plain default is left out: the class fills it in on load
+            data = {}
+            for f in dataclasses.fields(value):
+                item = getattr(value, f.name)
+                if item is not f.default or f.default is dataclasses.MISSING:
+                    data[f.name] = item
         else:
             data = value.model_dump(mode="python")
         return {TAG: name, "data": to_jsonable(data, types)}

@@ -1,14 +1,21 @@
-"""The store: entries by kind and path, declared reducers, O(1) forks, and the event log.
+"""The store: entries by kind and path, declared reducers, O(1) forks, transactions and the
+event log.
 
-Everything that flows through weft is an entry here. Every change is an
-``Event`` in an append-only log, which is at once the checkpoint
-(``Store.from_events`` rebuilds a store), the audit trail (``source``) and
-the feed that subscribers follow.
+Everything that flows through weft is an entry here. Every change is an ``Event`` in an
+append-only log, which is at once the checkpoint (``Store.from_events`` rebuilds a store),
+the audit trail (``source``) and the feed that subscribers follow.
 
-A fork shares the parent's persistent map and index, so it costs O(1)
-however large the store is; its writes stay its own until the parent
-merges it, and the merge replays them through each field's reducer in the
-order the forks are given, never in the order they finished.
+Commits. Every change is made by one *commit*: a ``write``, a ``write_many`` batch, a
+``delete``, a ``clear``, notes, a ``merge``, or a whole ``transaction()``. A commit is all or
+nothing: it is applied under the store's lock, handed to the store's journal (a durable
+backend, if one is attached: ``set_journal``), and only then shown to subscribers, each
+event in order (``subscribe(fn)``) or the commit as one batch (``subscribe(fn,
+batches=True)``). A journal that refuses the commit (it raises) undoes it: the store is left
+as it was and the error reaches the code that wrote.
+
+Forks. A fork shares the parent's persistent map and index, so it costs O(1) however large
+the store is; its writes stay its own until it is merged. ``merge`` and its conflict rule are
+in ``weft.store.merge``.
 """
 
 from __future__ import annotations
@@ -19,31 +26,44 @@ import operator
 import threading
 import time
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import immutables
 
-from weft.errors import (
-    InvalidKeyError,
-    MergeConflictError,
-    MissingEntryError,
-    ReducerError,
-    StoreError,
-)
+from weft.errors import InvalidKeyError, MissingEntryError, ReducerError, StoreError
 from weft.store import reducers as _reducers
 from weft.store._index import SortedKeys
 from weft.store._log import AppendLog, read
 from weft.store.events import KINDS, Entry, Event, Op, make_key
+from weft.store.merge import Merging, _Mark
 from weft.store.values import _AS_IS, MISSING, TypeRegistry, freeze, registry
 
 logger: Final = logging.getLogger("weft.store")
 
 Subscriber = Callable[[Event], object]
+BatchSubscriber = Callable[[tuple[Event, ...]], object]
 _KIND_SET: Final = frozenset(KINDS)
 _GROWS: Final = frozenset({"append", "extend", "operator.add"})
 """Reducers whose list results are kept as an ``AppendLog`` (O(1) per write)."""
+
+
+class Journal(Protocol):
+    """Where a store's commits go to be kept (a durable backend's run, say).
+
+    ``commit(store, events)`` is called under the store's lock with the events of one commit
+    that are to be kept (events of never-persisted fields are left out), after they are
+    applied (so ``store`` reads as of the end of the commit) and before any subscriber hears
+    of them. Raising refuses the commit: the store undoes it and the error propagates to
+    the code that wrote. ``state_at(seq)`` gives the store as it was at ``seq`` (None when
+    the journal cannot tell), for ``Store.at`` past the start of the store's own log.
+    """
+
+    def commit(self, store: Store, events: Sequence[Event]) -> None: ...
+
+    def state_at(self, seq: int) -> Store | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +71,7 @@ class _Declared:
     name: str
     fn: _reducers.Reducer
     frozen_output: bool
+    persist: bool = True
 
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
@@ -60,8 +81,8 @@ tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``; o
 each is made per write)."""
 
 
-class Store:
-    """A namespaced store with reducers, cheap forks and an event log.
+class Store(Merging):
+    """A namespaced store with reducers, cheap forks, transactions and an event log.
 
     >>> from weft.store import Store, reducers
     >>> store = Store(reducers={"state:messages": reducers.append})
@@ -74,6 +95,16 @@ class Store:
     >>> store.value("state", "messages")
     ['hello', 'from b1']
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_batch_subscribers",
+        "_declared",
+        "_history_from",
+        "_journal",
+        "_subscribers",
+        "_types",
+    )
 
     def __init__(
         self,
@@ -89,32 +120,54 @@ class Store:
         self._declared: dict[str, _Declared] = {}
         self._lock = threading.RLock()
         self._subscribers: list[Subscriber] = []
+        self._batch_subscribers: list[BatchSubscriber] = []
+        self._journal: Journal | None = None
         self._own: list[Event] = []
         self._seq = 0
         self._parent: Store | None = None
+        self._root: Store = self
+        self._base = self._data
         self._fork_seq = 0
-        self._merged = False
+        self._merged = None
+        self._history_from = 0
         for key, fn in (reducers or {}).items():
             kind, _, path = key.partition(":")
             self.declare(kind, path, fn)
 
     # ----------------------------------------------------------------- reducers
 
-    def declare(self, kind: str, path: str, reducer: _reducers.Reducer) -> None:
-        """Say once how a field takes writes; declaring a different reducer later is an error."""
+    def declare(
+        self,
+        kind: str,
+        path: str,
+        reducer: _reducers.Reducer = _reducers.replace,
+        *,
+        persist: bool = True,
+    ) -> None:
+        """Say once how a field takes writes, and whether it is kept.
+
+        Declaring a different reducer later is an error. ``persist=False`` marks a field
+        that is never persisted (a turn's scratch values, say): its events reach
+        subscribers but never the journal, and snapshots leave it out.
+        """
         key = _checked_key(kind, path)
         name, fn, frozen_output = _reducers.prepare(reducer)
         with self._lock:
             known = self._declared.get(key)
             if known is not None:
-                if known.fn is fn:
+                if known.fn is fn and known.persist == persist:
                     return
+                if known.fn is not fn:
+                    raise ReducerError(
+                        f"{key} already has the reducer {known.name!r}; a field's reducer is "
+                        f"declared once, so {name!r} cannot replace it. Use another path for "
+                        "differently reduced data"
+                    )
                 raise ReducerError(
-                    f"{key} already has the reducer {known.name!r}; a field's reducer is "
-                    f"declared once, so {name!r} cannot replace it. Use another path for "
-                    "differently reduced data"
+                    f"{key} is already declared with persist={known.persist}; a field is "
+                    "persisted or not for good, so use another path"
                 )
-            self._declared[key] = _Declared(name, fn, frozen_output)
+            self._declared[key] = _Declared(name, fn, frozen_output, persist)
 
     @property
     def types(self) -> TypeRegistry:
@@ -124,6 +177,10 @@ class Store:
     def reducer_of(self, kind: str, path: str) -> str:
         """The name of the reducer a field's writes go through (``replace`` by default)."""
         return self._declared.get(make_key(kind, path), _REPLACE).name
+
+    def persisted(self, kind: str, path: str) -> bool:
+        """Whether the field's writes are kept by a journal (see ``declare``)."""
+        return self._declared.get(make_key(kind, path), _REPLACE).persist
 
     # ------------------------------------------------------------------- writes
 
@@ -144,7 +201,9 @@ class Store:
         when given and is kept when omitted.
         """
         key = _checked_key(kind, path)
-        declared = _REPLACE if replace else self._declared.get(key, _REPLACE)
+        declared = self._declared.get(key, _REPLACE)
+        if replace and declared.name != "replace":
+            declared = _Declared("replace", _reducers.replace, True, declared.persist)
         update = (
             value
             if type(value) in _AS_IS
@@ -154,18 +213,21 @@ class Store:
         )
         frozen_meta = freeze(meta, where=f"{key} meta", types=self._types) if meta else None
         with self._lock:
-            return self._apply_write(
+            mark = self._mark()
+            entry, event = self._stage_write(
                 key, kind, path, update, source or self.name, frozen_meta, declared, time.time()
             )
+            self._publish((event,), mark)
+            return entry
 
     def write_many(self, kind: str, writes: Iterable[tuple[str, Any, str | None]]) -> int:
-        """Write many ``(path, value, source)`` updates of one kind, in order, all or none.
+        """Write many ``(path, value, source)`` updates of one kind, in order, as one commit.
 
         Each update goes through its field's reducer and is one event in the log, exactly
         as ``write`` would make it, but the batch takes the lock once, has one timestamp,
-        and publishes every entry at once: if a value cannot be stored or a reducer
-        fails, the error names it and nothing of the batch is written. Subscribers hear
-        the events after the batch is in. Returns how many updates were written.
+        and is all or nothing: if a value cannot be stored or a reducer fails, the error
+        names it and nothing of the batch is written. Returns how many updates were
+        written.
 
         >>> from weft.store import reducers
         >>> store = Store(reducers={"state:log": reducers.append})
@@ -205,7 +267,7 @@ class Store:
                 if (
                     reducer in _GROWS
                     and (reducer == "append" or isinstance(value, list))
-                    and (pending is not None or self._can_grow(slot[1], reducer, value))
+                    and (pending is not None or _can_grow(slot[1], reducer, value))
                 ):  # gathered, and added to the AppendLog in one step below
                     if pending is None:
                         pending = slot[5] = []
@@ -232,6 +294,7 @@ class Store:
                 )
             if not events:
                 return 0
+            mark = self._mark()
             index = self._index
             with data.mutate() as changed:
                 for key, (old, stored, path, source, last, pending) in staged.items():
@@ -247,9 +310,7 @@ class Store:
                 self._data = changed.finish()
             self._index, self._seq = index, seq
             self._own.extend(events)
-            if self._subscribers:
-                for event in events:
-                    self._notify(event)
+            self._publish(events, mark)
         return len(events)
 
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
@@ -258,7 +319,9 @@ class Store:
         with self._lock:
             if key not in self._data:
                 return False
-            self._apply_delete(key, kind, path, source or self.name, time.time())
+            mark = self._mark()
+            event = self._stage_delete(key, kind, path, source or self.name, time.time())
+            self._publish((event,), mark)
             return True
 
     def clear(
@@ -268,21 +331,25 @@ class Store:
         if kind is not None:
             _check_kind(kind)
         with self._lock:
-            return self._apply_clear(kind, key_prefix, source or self.name, time.time())
+            mark = self._mark()
+            gone, event = self._stage_clear(kind, key_prefix, source or self.name, time.time())
+            self._publish((event,), mark)
+            return gone
 
     def note(self, kind: str, path: str, value: Any = None, *, source: str | None = None) -> Event:
         """Log an event that changes no entry, for observers (a node started, say)."""
         key = _checked_key(kind, path)
         update = freeze(value, where=f"note {key}", types=self._types)
         with self._lock:
+            mark = self._mark()
             event = self._log("note", kind, path, update, source or self.name, "replace", None)
-            self._notify(event)
+            self._publish((event,), mark)
             return event
 
     def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
-        """Log many ``(path, value, source)`` notes of one kind, in order, as ``note`` would,
-        under one lock and one timestamp; a value that cannot be stored is an error naming
-        it, and then none of them is logged. Returns how many were logged."""
+        """Log many ``(path, value, source)`` notes of one kind, in order, as one commit, as
+        ``note`` would, under one lock and one timestamp; a value that cannot be stored is
+        an error naming it, and then none of them is logged. Returns how many were logged."""
         _check_kind(kind)
         types, name = self._types, self.name
         at = time.time()
@@ -305,12 +372,30 @@ class Store:
                         Event, (seq, "note", kind, path, value, source or name, "replace", at, None)
                     )
                 )
+            if not events:
+                return 0
+            mark = self._mark()
             self._seq = seq
             self._own.extend(events)
-            if self._subscribers:
-                for event in events:
-                    self._notify(event)
+            self._publish(events, mark)
         return len(events)
+
+    def apply(self, events: Iterable[Event]) -> int:
+        """Apply events from another log (a fork's, a record's) through this store's
+        reducers, in order, as one commit; they get this store's next sequence numbers.
+        Returns how many were applied. Nothing is applied if one of them fails."""
+        with self._lock:
+            mark = self._mark()
+            staged: list[Event] = []
+            try:
+                for event in events:
+                    staged.append(self._replay(event, keep_seq=False))
+            except BaseException:
+                self._rollback(mark)
+                raise
+            if staged:
+                self._publish(staged, mark)
+            return len(staged)
 
     # -------------------------------------------------------------------- reads
 
@@ -364,35 +449,99 @@ class Store:
         return self._seq
 
     def events(self, since: int = 0) -> list[Event]:
-        """Events with ``seq > since``, oldest first, including those inherited from a parent."""
-        with self._lock:
-            own = self._own[bisect_right(self._own, since, key=_seq_of) :]
-            if self._parent is None or since >= self._fork_seq:
-                return own
-            inherited = [e for e in self._parent.events(since) if e.seq <= self._fork_seq]
-            return inherited + own
+        """Events with ``seq > since``, oldest first, including those inherited from the
+        stores this one was forked from (up to the moment of each fork)."""
+        parts: list[list[Event]] = []
+        store: Store | None = self
+        upto: int | None = None
+        while store is not None:
+            with store._lock:
+                own = store._own
+                if upto is not None:
+                    own = own[: bisect_right(own, upto, key=_seq_of)]
+                parts.append(own[bisect_right(own, since, key=_seq_of) :])
+            if store._parent is None or since >= store._fork_seq:
+                break
+            upto = store._fork_seq
+            store = store._parent
+        if len(parts) == 1:
+            return parts[0]
+        return [event for part in reversed(parts) for event in part]
+
+    def at(self, seq: int) -> Store:
+        """This store as it was at ``seq``: a fork of it taken back then (its writes merge
+        into this store like any fork's, checked against what it saw).
+
+        Built from this store's log, or, for a store whose log starts later (loaded from a
+        snapshot), from its journal; a ``StoreError`` if neither reaches back that far.
+        """
+        if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= self._seq:
+            raise StoreError(f"at({seq!r}): expected a step from 0 to {self._seq}")
+        if seq >= self._root._history_from:
+            past = Store(types=self._types, name=self.name)
+            past._declared.update(self._declared)
+            with past._lock:
+                for event in self.events():
+                    if event.seq > seq:
+                        break
+                    past._replay(event)
+        else:
+            journal = self._root._journal
+            found = journal.state_at(seq) if journal is not None else None
+            if found is None:
+                raise StoreError(
+                    f"this store's log starts at step {self._root._history_from} (it was "
+                    f"loaded from a snapshot), so it cannot show step {seq}; load that step "
+                    "from its backend (DurableRun.state_at)"
+                )
+            past = found
+        fork = self.fork(name=self.name)
+        fork._data = fork._base = past._data
+        fork._index = past._index
+        fork._seq = fork._fork_seq = seq
+        return fork
 
     @property
     def observed(self) -> bool:
         """Whether anyone subscribes: events meant only for observers can be skipped if not."""
-        return bool(self._subscribers)
+        return bool(self._subscribers or self._batch_subscribers)
 
-    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
-        """Call ``fn(event)`` for every later event; returns a function that unsubscribes.
+    def subscribe(
+        self, fn: Subscriber | BatchSubscriber, *, batches: bool = False
+    ) -> Callable[[], None]:
+        """Call ``fn(event)`` for every later event (``batches=True``: ``fn(events)`` once
+        per commit, with the commit's events as a tuple); returns a function that
+        unsubscribes.
 
-        Subscribers run in order, inside the write and after the entry is set (so
-        ``store.get`` in a subscriber sees the new value), and see events in
-        sequence order; keep them quick. One that raises is logged with its name and never
-        breaks the write or the other subscribers.
+        Subscribers run in order, inside the commit and after it is applied (so
+        ``store.get`` in a subscriber sees the new value), and see events in sequence
+        order; keep them quick. One that raises is logged with its name and never breaks
+        the commit or the other subscribers.
         """
         with self._lock:
-            self._subscribers = [*self._subscribers, fn]
+            if batches:
+                self._batch_subscribers = [*self._batch_subscribers, fn]  # type: ignore[list-item]
+            else:
+                self._subscribers = [*self._subscribers, fn]  # type: ignore[list-item]
 
         def unsubscribe() -> None:
             with self._lock:
                 self._subscribers = [s for s in self._subscribers if s is not fn]
+                self._batch_subscribers = [s for s in self._batch_subscribers if s is not fn]
 
         return unsubscribe
+
+    def set_journal(self, journal: Journal | None) -> None:
+        """Attach the journal that keeps this store's commits (None detaches it); see
+        ``Journal``. Only a store that is no fork can have one: a fork's writes reach the
+        journal when they are merged."""
+        if journal is not None and self._parent is not None:
+            raise StoreError(
+                "a fork cannot have a journal: attach it to the store the fork was made from, "
+                "which journals the fork's writes when it merges them"
+            )
+        with self._lock:
+            self._journal = journal
 
     @classmethod
     def from_events(
@@ -402,87 +551,96 @@ class Store:
         reducers: Mapping[str, _reducers.Reducer] | None = None,
         types: TypeRegistry = registry,
         name: str | None = None,
+        history_from: int = 0,
     ) -> Store:
         """Rebuild a store by replaying its events; built-in reducers are found by name.
 
         A write through a user reducer needs that reducer declared in ``reducers``.
+        ``history_from`` is where the real history begins when the first events stand for
+        a snapshot (``at`` cannot go back past it).
         """
         store = cls(reducers=reducers, types=types, name=name)
         with store._lock:
             for event in events:
                 store._replay(event)
+        store._history_from = history_from
         return store
 
     # -------------------------------------------------------------------- forks
 
     def fork(self, *, name: str | None = None) -> Store:
         """An isolated child in O(1): it sees this store as it is now, and its writes
-        stay its own until ``merge``. ``name`` is the default ``source`` of its writes."""
+        stay its own until it is merged. ``name`` is the default ``source`` of its writes."""
         child = Store.__new__(Store)
         with self._lock:
             child.name = name
             child._types = self._types
-            child._data = self._data
+            child._data = child._base = self._data
             child._index = self._index
             child._declared = self._declared
             child._lock = threading.RLock()
             child._subscribers = []
+            child._batch_subscribers = []
+            child._journal = None
             child._own = []
-            child._seq = self._seq
+            child._seq = child._fork_seq = self._seq
             child._parent = self
-            child._fork_seq = self._seq
-            child._merged = False
+            child._root = self._root
+            child._merged = None
+            child._history_from = 0
         return child
 
-    def merge(self, children: Iterable[Store]) -> None:
-        """Fold the children's writes into this store, child by child in the order given.
+    @contextmanager
+    def transaction(self, *, name: str | None = None) -> Iterator[Store]:
+        """Write to the yielded fork; when the block ends, its writes reach this store as
+        one commit (one batch for subscribers, one transaction for a journal), or, if the
+        block raises, not at all.
 
-        Each write goes through the field's reducer, so reducer fields combine in
-        child order. Two children that both replaced (or deleted) one field is a
-        ``MergeConflictError`` naming the field and both writers, and nothing is
-        merged.
+        >>> store = Store()
+        >>> with store.transaction() as tx:
+        ...     _ = tx.write("state", "a", 1)
+        ...     _ = tx.write("state", "b", 2)
+        >>> store.value("state", "a"), store.last_seq
+        (1, 2)
         """
-        forks = list(children)
-        with self._lock:
-            for child in forks:
-                if child._parent is not self:
-                    raise StoreError(
-                        f"cannot merge {child!r}: it is not a fork of this store; "
-                        "merge a fork into the store it was forked from"
-                    )
-                if child._merged:
-                    raise StoreError(f"{child!r} was merged already; a fork merges once")
-            self._check_conflicts(forks)
-            for child in forks:
-                with child._lock:
-                    for event in child._own:
-                        self._replay(event, keep_seq=False)
-                    child._merged = True
-
-    def _check_conflicts(self, forks: list[Store]) -> None:
-        first_writer: dict[str, tuple[int, str]] = {}
-        for position, child in enumerate(forks):
-            for event in child._own:
-                if event.op == "delete" or (event.op == "write" and event.reducer == "replace"):
-                    who = event.source or child.name or f"fork #{position + 1} (unnamed)"
-                    seen = first_writer.get(event.key)
-                    if seen is None:
-                        first_writer[event.key] = (position, who)
-                    elif seen[0] != position:
-                        raise MergeConflictError(
-                            f"{event.key} was written by two parallel branches, {seen[1]!r} "
-                            f"and {who!r}, and it keeps only the last write; declare a reducer "
-                            f"for it (e.g. store.declare({event.kind!r}, {event.path!r}, "
-                            "reducers.append)) or let one branch write it"
-                        )
+        tx = self.fork(name=name if name is not None else self.name)
+        yield tx
+        self.merge([tx])
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
         return f"<Store{label} entries={len(self._data)} seq={self._seq}>"
 
-    # ---------------------------------------------------------------- internals
+    # ---------------------------------------------------------------- commits
 
-    def _apply_write(
+    def _publish(self, events: Sequence[Event], mark: _Mark) -> None:
+        """The end of every commit: the journal keeps it (or refuses it: undone), then the
+        subscribers hear of it."""
+        journal = self._journal
+        if journal is not None:
+            declared = self._declared
+            kept = [
+                e
+                for e in events
+                if e.op != "write" or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
+            ]
+            if kept:
+                try:
+                    journal.commit(self, kept)
+                except BaseException:
+                    self._rollback(mark)
+                    raise
+        for fn in self._subscribers:
+            for event in events:
+                _call(fn, event)
+        if self._batch_subscribers:
+            batch = tuple(events)
+            for batch_fn in self._batch_subscribers:
+                _call(batch_fn, batch)
+
+    # ---------------------------------------------------------------- staging
+
+    def _stage_write(
         self,
         key: str,
         kind: str,
@@ -493,7 +651,7 @@ class Store:
         declared: _Declared,
         at: float,
         seq: int | None = None,
-    ) -> Entry:
+    ) -> tuple[Entry, Event]:
         old = self._data.get(key)
         new = self._reduce(key, MISSING if old is None else old.stored, update, declared)
         event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
@@ -513,15 +671,14 @@ class Store:
         if old is None:
             self._index = self._index.add(key)
         self._data = self._data.set(key, entry)
-        self._notify(event)
-        return entry
+        return entry, event
 
     def _reduce(self, key: str, stored: Any, update: Any, declared: _Declared) -> Any:
         """What ``key`` holds after ``update`` went through its reducer (``stored``: what it
         held before, as ``Entry.stored``; ``MISSING`` when absent)."""
         if declared.fn is _reducers.replace or (stored is MISSING and not declared.frozen_output):
             return update  # user reducers are first called once there is a current value
-        if declared.name in _GROWS and self._can_grow(stored, declared.name, update):
+        if declared.name in _GROWS and _can_grow(stored, declared.name, update):
             items = (update,) if declared.name == "append" else tuple(update)
             return AppendLog.grow(None if stored is MISSING else stored, items)
         try:
@@ -534,28 +691,21 @@ class Store:
             new = freeze(new, where=f"{key} (result of {declared.name})", types=self._types)
         return new
 
-    @staticmethod
-    def _can_grow(stored: Any, reducer: str, update: Any) -> bool:
-        """Whether a write can be an O(1) append to an ``AppendLog`` (else the reducer runs)."""
-        if stored is not MISSING and not isinstance(stored, (list, AppendLog)):
-            return False
-        return reducer == "append" or isinstance(update, list)
-
-    def _apply_delete(
+    def _stage_delete(
         self, key: str, kind: str, path: str, source: str | None, at: float, seq: int | None = None
-    ) -> None:
+    ) -> Event:
         self._data = self._data.delete(key)
         self._index = self._index.remove(key)
-        self._notify(self._log("delete", kind, path, None, source, "replace", None, at, seq))
+        return self._log("delete", kind, path, None, source, "replace", None, at, seq)
 
-    def _apply_clear(
+    def _stage_clear(
         self,
         kind: str | None,
         key_prefix: str,
         source: str | None,
         at: float,
         seq: int | None = None,
-    ) -> int:
+    ) -> tuple[int, Event]:
         prefix = key_prefix or (f"{kind}:" if kind is not None else "")
         keys = self._index.with_prefix(prefix) if prefix else iter(self._index)
         doomed = [key for key in keys if kind is None or key.startswith(f"{kind}:")]
@@ -569,8 +719,7 @@ class Store:
                 index = index.remove(key)
             self._index = index
         event = self._log("clear", kind or "", key_prefix, None, source, "replace", None, at, seq)
-        self._notify(event)
-        return len(doomed)
+        return len(doomed), event
 
     def _log(
         self,
@@ -585,7 +734,7 @@ class Store:
         seq: int | None = None,
     ) -> Event:
         self._seq = self._seq + 1 if seq is None else seq
-        event: Event = _build(  # as Entry in _apply_write
+        event: Event = _build(  # as Entry in _stage_write
             Event,
             (
                 self._seq,
@@ -602,30 +751,19 @@ class Store:
         self._own.append(event)
         return event
 
-    def _notify(self, event: Event) -> None:
-        for fn in self._subscribers:
-            try:
-                fn(event)
-            except Exception:
-                logger.exception(
-                    "store subscriber %s raised on event %s %s; the write stands and other "
-                    "subscribers still run",
-                    getattr(fn, "__qualname__", repr(fn)),
-                    event.op,
-                    event.key,
-                )
-
-    def _replay(self, event: Event, *, keep_seq: bool = True) -> None:
+    def _replay(self, event: Event, *, keep_seq: bool = True) -> Event:
+        """Stage ``event`` (from a log) as this store's own; returns the event logged."""
         seq = event.seq if keep_seq else None
         if seq is not None and seq <= self._seq:
             raise StoreError(
                 f"event {seq} comes after event {self._seq}; replay events oldest first, "
                 "as events() returns them"
             )
-        if event.op == "write":
+        op = event.op
+        if op == "write":
             key = _checked_key(event.kind, event.path)
             declared = self._declared_for_replay(key, event.reducer)
-            self._apply_write(
+            return self._stage_write(
                 key,
                 event.kind,
                 event.path,
@@ -635,47 +773,48 @@ class Store:
                 declared,
                 event.time,
                 seq,
-            )
-        elif event.op == "delete":
+            )[1]
+        if op == "delete":
             key = make_key(event.kind, event.path)
             if key in self._data:
-                self._apply_delete(key, event.kind, event.path, event.source, event.time, seq)
-            else:
-                self._notify(
-                    self._log(
-                        "delete",
-                        event.kind,
-                        event.path,
-                        None,
-                        event.source,
-                        "replace",
-                        None,
-                        event.time,
-                        seq,
-                    )
+                return self._stage_delete(
+                    key, event.kind, event.path, event.source, event.time, seq
                 )
-        elif event.op == "clear":
-            self._apply_clear(event.kind or None, event.path, event.source, event.time, seq)
-        elif event.op == "note":
-            self._notify(
-                self._log(
-                    "note",
-                    event.kind,
-                    event.path,
-                    event.value,
-                    event.source,
-                    event.reducer,
-                    event.meta,
-                    event.time,
-                    seq,
-                )
+            return self._log(
+                "delete",
+                event.kind,
+                event.path,
+                None,
+                event.source,
+                "replace",
+                None,
+                event.time,
+                seq,
             )
-        else:
-            raise StoreError(f"event {event.seq} has an unknown op {event.op!r}")
+        if op == "clear":
+            return self._stage_clear(event.kind or None, event.path, event.source, event.time, seq)[
+                1
+            ]
+        if op == "note":
+            return self._log(
+                "note",
+                event.kind,
+                event.path,
+                event.value,
+                event.source,
+                event.reducer,
+                event.meta,
+                event.time,
+                seq,
+            )
+        raise StoreError(f"event {event.seq} has an unknown op {op!r}")
 
     def _declared_for_replay(self, key: str, reducer: str) -> _Declared:
         if reducer == "replace":
-            return _REPLACE
+            known = self._declared.get(key)
+            if known is None or known.name == "replace":
+                return known or _REPLACE
+            return _Declared("replace", _reducers.replace, True, known.persist)
         declared = self._declared.get(key)
         if declared is None:
             builtin = _reducers.by_name(reducer)
@@ -705,6 +844,27 @@ class Store:
             f"nothing is stored at {key}; {kind} holds: {known}. Check the path for a typo, "
             "or pass a default to read a key that may be absent"
         )
+
+
+def _call(fn: Callable[[Any], object], what: Any) -> None:
+    try:
+        fn(what)
+    except Exception:
+        first = what[0] if isinstance(what, tuple) and what else what
+        logger.exception(
+            "store subscriber %s raised on event %s %s; the commit stands and other "
+            "subscribers still run",
+            getattr(fn, "__qualname__", repr(fn)),
+            getattr(first, "op", "?"),
+            getattr(first, "key", "?"),
+        )
+
+
+def _can_grow(stored: Any, reducer: str, update: Any) -> bool:
+    """Whether a write can be an O(1) append to an ``AppendLog`` (else the reducer runs)."""
+    if stored is not MISSING and not isinstance(stored, (list, AppendLog)):
+        return False
+    return reducer == "append" or isinstance(update, list)
 
 
 def _not_a_triple(method: str, item: Any) -> StoreError:

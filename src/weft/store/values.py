@@ -141,6 +141,18 @@ def frozen_dict(items: Mapping[str, Any]) -> FrozenDict:
     return FrozenDict(items)
 
 
+BUILTIN_TYPES: Final[dict[type, str]] = {}
+"""weft's own record types (``weft.store.records``), known to every registry."""
+BUILTIN_NAMES: Final[dict[str, type]] = {}
+
+
+def register_builtin(cls: type, name: str) -> type:
+    """Make one of weft's own record types known to every registry under ``name``."""
+    BUILTIN_TYPES[cls] = name
+    BUILTIN_NAMES[name] = cls
+    return cls
+
+
 class TypeRegistry:
     """Types beyond plain JSON that the store accepts: pydantic models and dataclasses.
 
@@ -161,7 +173,7 @@ class TypeRegistry:
                 "can be registered; convert other types to dicts before storing them"
             )
         name = name or f"{cls.__module__}.{cls.__qualname__}"
-        known = self._by_name.get(name)
+        known = self._by_name.get(name) or BUILTIN_NAMES.get(name)
         if known is not None and known is not cls:
             raise ValueTypeError(
                 f"type name {name!r} is already registered for {known.__qualname__}; "
@@ -172,13 +184,13 @@ class TypeRegistry:
         return cls
 
     def name_of(self, cls: type) -> str | None:
-        return self._by_type.get(cls)
+        return self._by_type.get(cls) or BUILTIN_TYPES.get(cls)
 
     def type_named(self, name: str) -> type | None:
-        return self._by_name.get(name)
+        return self._by_name.get(name) or BUILTIN_NAMES.get(name)
 
     def __contains__(self, cls: object) -> bool:
-        return cls in self._by_type
+        return cls in self._by_type or cls in BUILTIN_TYPES
 
 
 def _is_pydantic_model(cls: type) -> bool:

@@ -1,0 +1,333 @@
+"""The typed records of the one run model: what a run is, what finished in it, and what
+observers are told. Every layer writes these and nothing else to say how work went: the
+WorkGraph engine, the agent loop, plans of tool calls, the executors, keyed calls and the
+turn runtime. The persistence layer stores them through the one codec, and resume, the
+turn runtime's stage events and any inspector read the same types.
+
+Where they live (kind ``step``; ``RunLog`` reads and writes them)::
+
+    <run id>                  RunRecord    the run: its kind, status, what it is made of
+    <run id>/<unit>           StepRecord   a unit of work that finished, with its result
+    <run id>/<unit>/calls/<k> StepRecord   a keyed call made inside that unit (kind "call")
+    calls/<k>                 StepRecord   a keyed call of a durable run as a whole
+    (notes)                   Note         started / finished / failed / skipped, for observers
+
+A *unit* is whatever a layer resumes by: a graph node (its key ``fetch#2``), an agent
+iteration (``iter/3``), an action or branch of one, a call of a plan, a task of an executor,
+a turn. A unit path may have several segments; a run id has none (no ``/``).
+
+A ``StepRecord`` with ``committed=False`` holds the unit's writes (``changes``) because they
+are not in the store yet (the unit worked on a fork that was not merged when it finished);
+resume applies them. Otherwise the unit's writes are in the store already.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from weft.errors import StoreError, ValueTypeError
+from weft.store.events import Event
+from weft.store.values import MISSING, freeze, register_builtin
+
+if TYPE_CHECKING:
+    from weft.store.store import Store
+
+KIND: Final = "step"
+"""The store kind every record lives in."""
+CALLS: Final = "calls"
+"""The path segment under which keyed calls are recorded."""
+
+RunStatus = Literal["running", "completed"]
+NoteEvent = Literal["started", "finished", "failed", "skipped"]
+
+
+def _frozen(record: Any, name: str, where: str) -> None:
+    value = getattr(record, name)
+    if value is not None and value.__class__ not in (str, int, float, bool):
+        object.__setattr__(record, name, freeze(value, where=where))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunRecord:
+    """A run: ``kind`` (``graph``, ``agent``, ``plan`` ...), ``status``, the ``units`` it is
+    made of when they are known up front (a graph's node keys: a run id recorded for
+    another graph is refused), the store's step when it ``began``, and its ``output`` once
+    it completed."""
+
+    kind: str
+    status: RunStatus = "running"
+    units: tuple[str, ...] = ()
+    began: int = 0
+    output: Any = None
+    started_at: float = 0.0
+    ended_at: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.units, tuple):
+            object.__setattr__(self, "units", tuple(self.units))
+        _frozen(self, "output", "the output of a run")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepRecord:
+    """A unit of work that finished: its ``result`` and how it ended.
+
+    ``kind`` says what the unit is (``node``, ``iteration``, ``reply``, ``action``,
+    ``branch``, ``call``, ``task``, ``turn``); ``label`` is its human name (a node's id, a
+    tool's name); ``flag`` a graph node's stop flag when it is not ``Continue``;
+    ``tuple_result`` that the result was a tuple (JSON keeps lists); ``changes`` the unit's
+    writes, kept when they are not in the store yet (``committed=False``) or when a later
+    view is rebuilt from them on resume; ``began`` the store's step when the unit's view was
+    taken (for that rebuild); the times are wall-clock seconds.
+    """
+
+    kind: str = "node"
+    label: str | None = None
+    result: Any = None
+    flag: str | None = None
+    tuple_result: bool = False
+    changes: tuple[Event, ...] | None = None
+    committed: bool = True
+    began: int | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+
+    def __post_init__(self) -> None:
+        _frozen(self, "result", f"the result of a {self.kind}")
+        changes = self.changes
+        if changes is not None and not (
+            isinstance(changes, tuple) and all(e.__class__ is Event for e in changes)
+        ):
+            try:
+                rebuilt = tuple(Event(*item) for item in changes)
+            except TypeError as exc:
+                raise StoreError(f"a step record's changes are not events: {exc}") from None
+            object.__setattr__(self, "changes", rebuilt)
+
+    @property
+    def value(self) -> Any:
+        """The result as the unit returned it (a tuple again if it was one)."""
+        if self.tuple_result and isinstance(self.result, list):
+            return tuple(self.result)
+        return self.result
+
+    @property
+    def duration_ms(self) -> float | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return round((self.ended_at - self.started_at) * 1000, 3)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Note:
+    """A lifecycle event for observers: a unit ``started``, ``finished``, ``failed`` or was
+    ``skipped``. It changes no entry (``Store.note``); ``reason`` says why a unit was
+    skipped (``aborted``, ``recorded``, ``cancelled``)."""
+
+    event: NoteEvent
+    unit: str
+    label: str | None = None
+    run_id: str | None = None
+    duration_ms: float | None = None
+    flag: str | None = None
+    error: str | None = None
+    reason: str | None = None
+
+
+register_builtin(RunRecord, "weft.RunRecord")
+register_builtin(StepRecord, "weft.StepRecord")
+register_builtin(Note, "weft.Note")
+
+
+def check_run_id(run_id: object, error: type[Exception] = StoreError) -> str:
+    """A run id: a non-empty string without ``/`` (it starts the records' paths)."""
+    if not isinstance(run_id, str) or not run_id or "/" in run_id:
+        raise error(
+            f"run_id={run_id!r}: a run id is a non-empty string without '/', e.g. 'job-1'; "
+            "it names the records of one run, so reuse it to resume that run"
+        )
+    return run_id
+
+
+class RunLog:
+    """The records of one run in one store: the one resume mechanism.
+
+    ``begin`` writes (or checks) the run record; ``get(unit)`` is a unit's record if it
+    finished; ``record(unit, record)`` records one as it finishes (in ``into``, a fork,
+    when its writes are there too, so both reach the store as one commit); ``complete``
+    marks the run done with its output. ``scope(unit)`` is a log whose units are under
+    ``unit`` (a branch of an agent, say), and ``once`` runs keyed calls.
+    """
+
+    __slots__ = ("_prefix", "run_id", "store")
+
+    def __init__(self, store: Store, run_id: str, *, scope: str = "") -> None:
+        self.store = store
+        self.run_id = check_run_id(run_id)
+        self._prefix = f"{run_id}/{scope}/" if scope else f"{run_id}/"
+
+    def scope(self, unit: str) -> RunLog:
+        """The log of the units under ``unit`` of this run."""
+        inner = self._prefix[len(self.run_id) + 1 :] + unit
+        return RunLog(self.store, self.run_id, scope=inner)
+
+    def path(self, unit: str) -> str:
+        return self._prefix + unit
+
+    # ----------------------------------------------------------------- the run
+
+    def run(self) -> RunRecord | None:
+        """The run's record, or None if it never began."""
+        found = self.store.value(KIND, self.run_id, None)
+        return found if isinstance(found, RunRecord) else None
+
+    def begin(
+        self, kind: str, units: tuple[str, ...] = (), *, error: type[Exception] = StoreError
+    ) -> RunRecord:
+        """The run's record: written now (status ``running``) if the run is new, else the
+        one recorded, checked to be of the same kind and units (else ``error``)."""
+        known = self.store.value(KIND, self.run_id, None)
+        if known is None:
+            record = RunRecord(
+                kind=kind, units=units, began=self.store.last_seq, started_at=time.time()
+            )
+            self.store.write(KIND, self.run_id, record, source=f"weft.{kind}")
+            return record
+        if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
+            raise error(
+                f"run {self.run_id!r} was recorded for {_describe(known)}, not for this "
+                f"{kind} ({_units(units)}); resume a run with what started it, or use a new "
+                "run_id"
+            )
+        return known
+
+    def complete(self, output: Any, *, into: Store | None = None) -> None:
+        """Mark the run completed with ``output`` (None if it cannot be recorded)."""
+        known = self.run()
+        if known is None:
+            return
+        target = into if into is not None else self.store
+        done = replace(known, status="completed", output=None, ended_at=time.time())
+        try:
+            record = replace(done, output=output)
+        except ValueTypeError:
+            record = done  # every part was recorded already; keep the status
+        target.write(KIND, self.run_id, record, source=f"weft.{known.kind}")
+
+    # ------------------------------------------------------------------- units
+
+    def get(self, unit: str) -> StepRecord | None:
+        """The record of ``unit`` if it finished, else None."""
+        found = self.store.value(KIND, self._prefix + unit, None)
+        return found if isinstance(found, StepRecord) else None
+
+    def recorded(self) -> dict[str, StepRecord]:
+        """Every unit record under this log, by unit (nested units included, by path)."""
+        prefix = self._prefix
+        out: dict[str, StepRecord] = {}
+        for entry in self.store.entries(kind=KIND, key_prefix=f"{KIND}:{prefix}"):
+            value = entry.value
+            if isinstance(value, StepRecord):
+                out[entry.path[len(prefix) :]] = value
+        return out
+
+    def record(self, unit: str, record: StepRecord, *, into: Store | None = None) -> StepRecord:
+        """Record that ``unit`` finished (in ``into`` when given, else in the store)."""
+        target = into if into is not None else self.store
+        target.write(KIND, self._prefix + unit, record, source=record.label or unit)
+        return record
+
+    # -------------------------------------------------------------- keyed calls
+
+    def once(self, unit: str, key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` unless the call with ``key`` was recorded under ``unit``
+        (``""``: the run as a whole); returns the recorded result (frozen JSON form)."""
+        return once(self.store, self._call_path(unit, key), fn, *args, **kwargs)
+
+    async def aonce(
+        self, unit: str, key: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
+    ) -> Any:
+        """The async form of ``once``."""
+        return await aonce(self.store, self._call_path(unit, key), fn, *args, **kwargs)
+
+    def _call_path(self, unit: str, key: str) -> str:
+        _check_key(key)
+        base = self._prefix + unit if unit else self._prefix.rstrip("/")
+        return f"{base}/{CALLS}/{key}"
+
+
+def call_path(key: str) -> str:
+    """Where a keyed call of a durable run as a whole is recorded (kind ``step``)."""
+    _check_key(key)
+    return f"{CALLS}/{key}"
+
+
+def once(store: Store, path: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn`` unless a call was recorded at ``path``; record and return its result."""
+    found = _recorded(store, path)
+    if found is not MISSING:
+        return found
+    started = time.time()
+    result = fn(*args, **kwargs)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise StoreError(
+            f"the keyed call {path!r} got an awaitable from {getattr(fn, '__name__', fn)!r}; "
+            "for an async function use the async form (acall_once / aonce) and await it"
+        )
+    return _record_call(store, path, result, started)
+
+
+async def aonce(
+    store: Store, path: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
+) -> Any:
+    """The async form of ``once``."""
+    found = _recorded(store, path)
+    if found is not MISSING:
+        return found
+    started = time.time()
+    return _record_call(store, path, await fn(*args, **kwargs), started)
+
+
+def _recorded(store: Store, path: str) -> Any:
+    found = store.value(KIND, path, None)
+    return found.value if isinstance(found, StepRecord) else MISSING
+
+
+def _record_call(store: Store, path: str, result: Any, started: float) -> Any:
+    key = path.rsplit("/", 1)[-1]
+    record = StepRecord(
+        kind="call",
+        label=key,
+        result=result,
+        tuple_result=result.__class__ is tuple,
+        started_at=started,
+        ended_at=time.time(),
+    )
+    store.write(KIND, path, record, source=f"call:{key}")
+    return record.value
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str) or not key:
+        raise StoreError(f"idempotency key {key!r}: expected a non-empty string")
+
+
+def _describe(known: Any) -> str:
+    if isinstance(known, RunRecord):
+        return f"a {known.kind} ({_units(known.units)})"
+    if isinstance(known, Mapping):
+        return "an older record format"
+    return f"a {type(known).__name__}"
+
+
+def _units(units: tuple[str, ...]) -> str:
+    if not units:
+        return "no fixed units"
+    shown = ", ".join(units[:5])
+    return f"units [{shown}{', ...' if len(units) > 5 else ''}]"
