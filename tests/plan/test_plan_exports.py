@@ -39,8 +39,6 @@ def test_public_names_are_pinned() -> None:
         "TeamMember",
         "TeamMessage",
         "TeamReport",
-        "arun_plan",
-        "run_plan",
     ]
     for name in weft.plan.__all__:
         assert hasattr(weft.plan, name), name

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from weft._sync import run_sync
+from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.dag import DagReport, run_dag
 from weft.plan.step import StepExecutor, StepResult
 from weft.plan.types import Step, Task
-from weft.refs import Tool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

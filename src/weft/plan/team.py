@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from weft._sync import run_sync
+from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel
 from weft.memory import AgentMemory, memory_keys
@@ -33,7 +34,6 @@ from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMe
 from weft.plan.prompts import team_system_prompt
 from weft.plan.tools import LocalTool, ToolBox
 from weft.plan.types import Task
-from weft.refs import Tool
 
 _STRING: Final = {"type": "string", "minLength": 1}
 StopReason = Literal["finished", "idle", "max_rounds"]
