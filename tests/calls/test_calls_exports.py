@@ -10,7 +10,7 @@ import pytest
 
 import weft.calls
 
-MODULES = [importlib.import_module(f"weft.calls.{name}") for name in ("call", "plan")]
+MODULES = [importlib.import_module(f"weft.calls.{name}") for name in ("call", "plan", "tools")]
 
 
 def test_public_names_are_pinned() -> None:
@@ -21,6 +21,7 @@ def test_public_names_are_pinned() -> None:
         "PlanProblem",
         "PlanResult",
         "Tool",
+        "tool",
     ]
     for name in weft.calls.__all__:
         assert hasattr(weft.calls, name), name

@@ -7,7 +7,7 @@ from weft.calls.call import Call
 from weft.calls.dataflow import CompiledPlan, PlanProblem
 from weft.calls.plan import Plan
 from weft.calls.result import PlanResult
-from weft.calls.tools import Tool
+from weft.calls.tools import Tool, tool
 
 __all__ = [
     "Call",
@@ -16,4 +16,5 @@ __all__ = [
     "PlanProblem",
     "PlanResult",
     "Tool",
+    "tool",
 ]

@@ -1,11 +1,22 @@
 """``Tool``: a function a plan (or an executor's model) can call, with the JSON Schema of
-its arguments."""
+its arguments; ``@tool`` makes one from a function.
+
+>>> @tool
+... def upper(text: str) -> str:
+...     "The text in capitals."
+...     return text.upper()
+>>> upper.name, upper.description
+('upper', 'The text in capitals.')
+>>> upper.fn("ada")
+'ADA'
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias, overload
 
 from weft.errors import PlanValidationError
 from weft.refs.schemas import schema_error
@@ -109,6 +120,64 @@ class SubPlan(Protocol):
 
 
 ToolsLike: TypeAlias = Mapping[str, "Tool | Callable[..., Any]"] | Sequence[Tool]
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    output_examples: Sequence[Any] = (),
+    isolated: bool = False,
+    blocking: bool = True,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    output_examples: Sequence[Any] = (),
+    isolated: bool = False,
+    blocking: bool = True,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """A ``Tool`` from a function: ``@tool`` or ``@tool(parameters=..., ...)``.
+
+    The name defaults to the function's ``__name__`` and the description to its
+    docstring; every other field is ``Tool``'s, passed as given (the parameters stay an
+    open object schema unless you give one).
+    """
+
+    def make(function: Callable[..., Any]) -> Tool:
+        if not callable(function):
+            raise PlanValidationError(
+                f"@tool makes a tool from a function; {function!r:.80} is not callable"
+            )
+        own = getattr(function, "__name__", None)
+        if name is None and not (isinstance(own, str) and own.isidentifier()):
+            raise PlanValidationError(
+                f"@tool cannot name {function!r:.80} after itself (its __name__ is "
+                f"{own!r}); give a name: @tool(name=...)"
+            )
+        return Tool(
+            name=name if name is not None else str(own),
+            fn=function,
+            description=description if description is not None else inspect.getdoc(function) or "",
+            parameters=parameters if parameters is not None else dict(_OPEN_OBJECT),
+            output_examples=tuple(output_examples),
+            isolated=isolated,
+            blocking=blocking,
+        )
+
+    return make if fn is None else make(fn)
 
 
 def as_tools(tools: ToolsLike) -> dict[str, Tool]:
