@@ -4,7 +4,7 @@ ParallelTask, Team, the WorkGraph bridge, the multi-mode agent), and the runner 
 
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.bridge import AgentStepExecutor
-from weft.plan.dag import DagReport
+from weft.plan.jobs import DagReport
 from weft.plan.multi import ModeResult, MultiModeAgent
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.runner import arun_plan, run_plan
