@@ -1,6 +1,7 @@
-"""The executors of seed 001 on AgentMemory and the chat-model protocol (Step, Task,
-ParallelTask, Team, the WorkGraph bridge, the multi-mode agent), and the runner of
-``weft.refs`` plans on the WorkGraph engine."""
+"""The executors on AgentMemory and the chat-model protocol (Step, Task, ParallelTask,
+Team, the WorkGraph bridge, the multi-mode agent), the team's board and bus on the store,
+and the runner of ``weft.refs`` plans on the WorkGraph engine. Every DAG here (a task's
+steps, a plan's tasks, a plan of calls) runs as a WorkGraph."""
 
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.bridge import AgentStepExecutor
