@@ -12,7 +12,7 @@ import weft.plan
 
 MODULES = [
     importlib.import_module(f"weft.plan.{name}")
-    for name in ("types", "step", "task", "parallel", "bridge")
+    for name in ("types", "step", "task", "parallel", "bridge", "board", "jobs")
 ]
 
 

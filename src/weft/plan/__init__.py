@@ -1,9 +1,10 @@
-"""The executors of seed 001 on AgentMemory and the chat-model protocol (Step, Task,
-ParallelTask, Team, the WorkGraph bridge, the multi-mode agent)."""
+"""The executors on AgentMemory and the chat-model protocol (Step, Task, ParallelTask,
+Team, the WorkGraph bridge, the multi-mode agent), and the team's board and bus on the
+store. Every DAG here (a task's steps, a plan's tasks) runs as a WorkGraph."""
 
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.bridge import AgentStepExecutor
-from weft.plan.dag import DagReport
+from weft.plan.jobs import DagReport
 from weft.plan.multi import ModeResult, MultiModeAgent
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.step import StepExecutor, StepResult
