@@ -332,7 +332,7 @@ W1_DOES = {
     "weft": "state node: reads `x` from its view, returns the delta; the delta goes through the field's reducer into the `Store` and is one event in its log",
     "LangGraph": "`StateGraph` node, `invoke`: the update goes through the field's channel (last value)",
     "Burr": "action with `reads=['x'], writes=['x']`, returns `state.update(...)`; one application reset to x=0 per run (no tracker, no persister)",
-    "pydantic-graph": "`BaseNode` class: sets `ctx.state.x` on a dataclass state, returns the next node; `Graph.run` on one event loop",
+    "pydantic-graph": "`BaseNode` class: sets `ctx.state.x` on a dataclass state, returns the next node; `Graph.run` on one event loop, `auto_instrument=False`",
 }
 
 

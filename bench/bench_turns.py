@@ -18,15 +18,16 @@ does not grow with the thread's length.
   of GB, so it runs only with ``--langgraph-10k`` and is otherwise reported as skipped,
   with a projection from the 1,000-turn run.
 
-At one setting the two systems take turns: weft's turn i, then LangGraph's turn i, so a
-machine (or disk) whose speed drifts during the run slows both alike.
+At 1,000 turns each system's run is repeated (three times; once with --quick) on a new
+file, one run at a time, in alternating order, and the table gives the medians: running
+the two side by side turn by turn would put LangGraph's growing checkpoint I/O inside
+weft's timings.
 Needs the bench extra: pip install -e '.[bench]'.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import operator
 import statistics
 import sys
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Protocol, TypedDict
 
-from harness import block, connect, db_bytes, machine
+from harness import block, connect, db_bytes, machine, rotated
 
 from weft.persist import SQLiteBackend
 from weft.runtime import Input, Reducer, TurnRuntime, TurnScoped, node
@@ -73,21 +74,31 @@ class Row:
         return self.last / self.first
 
 
-def run_together(conversations: list[Conversation], n: int, synchronous: str) -> list[Row]:
-    """Turn i of every conversation, in turn; then each one's row."""
-    times: list[list[float]] = [[] for _ in conversations]
-    gc.collect()
+def alone(conversation: Conversation, n: int, synchronous: str) -> Row:
+    """``n`` turns of one conversation, timed one by one; then its row."""
+    spent = []
     for i in range(n):
-        for conversation, spent in zip(conversations, times, strict=True):
-            start = time.perf_counter()
-            conversation.turn(i)
-            spent.append(time.perf_counter() - start)
-    rows = []
-    for conversation, spent in zip(conversations, times, strict=True):
-        size, cold = conversation.finish(n)
-        first, last = statistics.median(spent[:100]), statistics.median(spent[-100:])
-        rows.append(Row(conversation.name, synchronous, n, first, last, size, cold))
-    return rows
+        start = time.perf_counter()
+        conversation.turn(i)
+        spent.append(time.perf_counter() - start)
+    size, cold = conversation.finish(n)
+    first, last = statistics.median(spent[:100]), statistics.median(spent[-100:])
+    return Row(conversation.name, synchronous, n, first, last, size, cold)
+
+
+def combined(rows: list[Row]) -> Row:
+    """The medians of several repetitions of one system's run (the ratio: of theirs)."""
+    ratio = statistics.median(r.ratio for r in rows)
+    last = statistics.median(r.last for r in rows)
+    return Row(
+        rows[0].name,
+        rows[0].synchronous,
+        rows[0].turns,
+        first=last / ratio,
+        last=last,
+        size=rows[0].size,
+        cold=statistics.median(r.cold for r in rows),
+    )
 
 
 # ----------------------------------------------------------------------- weft
@@ -215,7 +226,7 @@ def projection(small: Row, n: int) -> tuple[float, float]:
 # ---------------------------------------------------------------------- table
 
 
-def table(rows: list[Row], notes: list[str]) -> str:
+def table(rows: list[Row], notes: list[str], small: int, repetitions: int) -> str:
     lines = [
         "| turns | system | synchronous | first 100 | last 100 | last / first | database | turn after a restart |",
         "|---:|---|---|---:|---:|---:|---:|---:|",
@@ -244,7 +255,9 @@ def table(rows: list[Row], notes: list[str]) -> str:
         "\n".join(lines)
         + "\n\nOne thread; per-turn time around the whole call (load, graph, commit), "
         "medians of the first and the last 100 turns; both systems on SQLite in WAL mode at "
-        "the setting shown, taking turns (weft's turn i, then LangGraph's). The restart "
+        f"the setting shown. At {small:,} turns each system's run is repeated {repetitions} "
+        "times on a new file, one run at a time in alternating order, and each cell is the median over "
+        "the repetitions (last / first: the median of the runs' ratios). The restart "
         "column is one more turn by a new runtime on the same file.\n" + "\n".join(ratios + notes)
     )
 
@@ -260,21 +273,34 @@ def main() -> None:
         sys.exit("needs the bench extra: pip install -e '.[bench]' (langgraph-checkpoint-sqlite)")
     print(f"machine: {machine()}\n")
     small, large = (200, 1000) if args.quick else (1000, 10_000)
+    repetitions = 1 if args.quick else 3
     rows: list[Row] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="weft-bench-") as scratch:
         folder = Path(scratch)
         for sync in SETTINGS:
-            pair: list[Conversation] = [
-                WeftConversation(folder / f"weft-{small}-{sync}.db", sync),
-                LangGraphConversation(folder / f"lg-{small}-{sync}.db", sync),
-            ]
-            rows += run_together(pair, small, sync)
+            got = rotated(
+                {
+                    "weft": lambda rep, sync=sync: alone(
+                        WeftConversation(folder / f"weft-{small}-{sync}-{rep}.db", sync),
+                        small,
+                        sync,
+                    ),
+                    "LangGraph": lambda rep, sync=sync: alone(
+                        LangGraphConversation(folder / f"lg-{small}-{sync}-{rep}.db", sync),
+                        small,
+                        sync,
+                    ),
+                },
+                repetitions,
+            )
+            rows += [combined(got["weft"]), combined(got["LangGraph"])]
             print(f"  done: {small:,} turns at {sync}", file=sys.stderr)
         # The long thread: weft at NORMAL; LangGraph only on request (tens of GB).
-        long: list[Conversation] = [WeftConversation(folder / f"weft-{large}.db", "NORMAL")]
+        rows.append(alone(WeftConversation(folder / f"weft-{large}.db", "NORMAL"), large, "NORMAL"))
         if args.langgraph_10k:
-            long.append(LangGraphConversation(folder / f"lg-{large}.db", "NORMAL"))
+            lg_long = LangGraphConversation(folder / f"lg-{large}.db", "NORMAL")
+            rows.append(alone(lg_long, large, "NORMAL"))
         else:
             lg = next(
                 r for r in rows if r.name.startswith("LangGraph") and r.synchronous == "NORMAL"
@@ -286,8 +312,7 @@ def main() -> None:
                 f"NORMAL it would take ~{took} and write ~{size / 1e9:,.1f} GB (each "
                 "checkpoint stores the whole history again); `--langgraph-10k` runs it"
             )
-        rows += run_together(long, large, "NORMAL")
-    block("turns", table(rows, notes))
+    block("turns", table(rows, notes, small, repetitions))
 
 
 if __name__ == "__main__":

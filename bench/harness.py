@@ -23,11 +23,12 @@ import platform
 import sqlite3
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 Cell = Callable[[], float]  # takes one sample, returns its microseconds
 
 PEERS = {  # distribution name -> how tables call it
@@ -80,6 +81,20 @@ def samples(cells: dict[str, Cell], rounds: int) -> dict[str, list[float]]:
     finally:
         gc.unfreeze()
     return taken
+
+
+def rotated(runs: Mapping[str, Callable[[int], T]], repetitions: int) -> dict[str, list[T]]:
+    """Every run ``repetitions`` times, one at a time (never overlapping, so one system's
+    I/O never lands inside another's timings), the order rotated every repetition; each
+    run gets the repetition's number (for fresh file names) and returns its measurement."""
+    names = list(runs)
+    out: dict[str, list[T]] = {name: [] for name in names}
+    for rep in range(repetitions):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            gc.collect()
+            out[name].append(runs[name](rep))
+    return out
 
 
 def interleaved(cells: dict[str, Cell], rounds: int) -> dict[str, float]:
