@@ -1,31 +1,38 @@
-"""Durable runs: weft's event log against LangGraph's SqliteSaver, side by side in one run.
+"""Durable graph runs on SQLite: weft, Burr and LangGraph at the same settings, one run.
 
     .venv/bin/python bench/bench_persist.py [--quick]
 
-W3  a checkpointed 200-node chain: time per node, every node's output durable when the
-    node finishes (weft: its record is committed before the next node starts;
-    LangGraph: durability="sync", a checkpoint per step).
-W4  a state whose message list grows by one ~100-byte message per step, 1,000 and
-    10,000 steps: per-step time of the first and the last 100 steps (medians), and the
-    database bytes at the end. weft is measured two ways: a store write per step (the
-    checkpoint itself), and a one-node WorkGraph turn per step (the graph's records
-    included, like LangGraph's invoke per step).
+W3  the 200-node state chain of ``bench_graph.py`` (each node reads ``x`` and returns
+    ``{"x": x + 1}``), durable: every node's work is committed before the next node
+    starts. weft: ``DurableRun.open(SQLiteBackend(path, synchronous=...), thread)
+    .run_graph(graph)``; Burr: an application with its ``SQLitePersister`` (a state row
+    committed after every step); LangGraph: ``invoke(..., durability="sync")`` with
+    ``SqliteSaver``. Each sample is a fresh thread / app id on one database file per
+    system and setting; opening the run, building the application or compiling the
+    graph is not timed. All three run in WAL mode, at ``synchronous=NORMAL`` and at
+    ``FULL`` (Burr's and LangGraph's connections get the pragmas here and are checked).
+    The physical floor is a bare ``INSERT`` of one small row and its commit, on the same
+    disk, at the same setting. Before timing, one run of each system checks from a
+    second connection that every node's write is visible before the next node starts,
+    and counts what each writes per node.
+W4  1,000 graph steps on one thread, each adding one ~100-byte message to a list field
+    with an append reducer (weft: a one-node WorkGraph of a state node, run per step with
+    its own run id on a DurableRun; LangGraph: one ``invoke`` per step, an
+    ``Annotated[list, operator.add]`` field), both at ``synchronous=NORMAL``: the median
+    time of the first and of the last 100 steps, and the database's size at the end. Each
+    system's run is repeated on a new file, one run at a time (never side by side, which
+    would put LangGraph's growing checkpoint I/O inside weft's timings), and the table
+    gives the medians over the repetitions.
 
-Both run on SQLite files in one temporary folder, each at its default
-``synchronous`` and at the other level too, since that setting (an fsync per commit or
-not) dominates a commit's cost: weft defaults to NORMAL (durable against a process
-crash), SQLite and so SqliteSaver to FULL (durable against power loss as well).
-Needs the bench extra: pip install -e '.[bench]' (langgraph, langgraph-checkpoint-sqlite).
+Needs the bench extra: pip install -e '.[bench]'.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import itertools
 import json
 import operator
-import os
 import sqlite3
 import statistics
 import sys
@@ -36,15 +43,338 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+from bench_graph import CHAIN, ChainState, burr_chain, langgraph_chain, state_step
+from harness import (
+    Cell,
+    block,
+    connect,
+    db_bytes,
+    fraction,
+    machine,
+    paired,
+    prepared,
+    rotated,
+    samples,
+    timed,
+    us,
+    verdict,
+)
+
+from weft.graph import WorkGraph, WorkGraphNode
 from weft.persist import DurableRun, SQLiteBackend
-from weft.store import Store, reducers
+from weft.store import reducers
 
-LG_BUDGET_S = 180.0
-LG_BUDGET_BYTES = 2e9  # LangGraph's 10,000-step file is ~14 GB: opt in with --langgraph-10k
+SETTINGS = ("NORMAL", "FULL")
+W4_STEPS = 1000
+fresh = itertools.count()
 
 
-# ---------------------------------------------------------------------- helpers
+# ------------------------------------------------------------------- W3: the systems
+
+
+def weft_graph(probe: Callable[[], None] | None = None) -> WorkGraph:
+    def node(i: int) -> Callable[[Any], dict[str, int]]:
+        step = state_step(i)
+        if probe is None:
+            return step
+
+        def probed(view: Any) -> dict[str, int]:
+            probe()
+            return step(view)
+
+        return probed
+
+    nodes = [WorkGraphNode(node(i), state=True, id=f"n{i}") for i in range(CHAIN)]
+    for a, b in itertools.pairwise(nodes):
+        a.add_next(b)
+    return WorkGraph(start_nodes=[nodes[0]])
+
+
+def weft_run(backend: SQLiteBackend, graph: WorkGraph) -> tuple[str, Callable[[], None]]:
+    """Open a fresh thread holding x=0 (not timed) and return the run to time."""
+    thread = f"chain-{next(fresh)}"
+    run = DurableRun.open(backend, thread)
+    run.store.write("state", "x", 0)
+
+    def go() -> None:
+        run.run_graph(graph)
+        assert run.store.value("state", "x") == CHAIN
+        run.close()
+
+    return thread, go
+
+
+def burr_app(graph: Any, persister: Any, app_id: str) -> Any:
+    from burr.core import ApplicationBuilder
+
+    return (
+        ApplicationBuilder()
+        .with_graph(graph)
+        .with_state(x=0)
+        .with_entrypoint("n0")
+        .with_identifiers(app_id=app_id)
+        .with_state_persister(persister)
+        .build()
+    )
+
+
+def burr_persister(conn: sqlite3.Connection, path: Path) -> Any:
+    from burr.core.persistence import SQLitePersister
+
+    persister = SQLitePersister(str(path), connection=conn)
+    persister.initialize()
+    return persister
+
+
+def burr_run(graph: Any, persister: Any) -> tuple[str, Callable[[], None]]:
+    app_id = f"chain-{next(fresh)}"
+    app = burr_app(graph, persister, app_id)
+
+    def go() -> None:
+        _, _, state = app.run(halt_after=[f"n{CHAIN - 1}"])
+        assert state["x"] == CHAIN
+
+    return app_id, go
+
+
+def langgraph_saver(conn: sqlite3.Connection) -> Any:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    saver = SqliteSaver(conn)
+    saver.setup()
+    return saver
+
+
+def langgraph_run(app: Any) -> tuple[str, Callable[[], None]]:
+    thread = f"chain-{next(fresh)}"
+    config = {"configurable": {"thread_id": thread}, "recursion_limit": CHAIN + 10}
+
+    def go() -> None:
+        assert app.invoke({"x": 0}, config, durability="sync")["x"] == CHAIN
+
+    return thread, go
+
+
+def floor_commits(conn: sqlite3.Connection) -> Callable[[], None]:
+    """200 bare commits of one small row each: the disk's price of a durable step."""
+    conn.execute("CREATE TABLE IF NOT EXISTS floor (id INTEGER PRIMARY KEY, value TEXT)")
+    conn.commit()
+
+    def go() -> None:
+        for i in range(CHAIN):
+            conn.execute("INSERT INTO floor (value) VALUES (?)", (f'{{"x":{i}}}',))
+            conn.commit()
+
+    return go
+
+
+# ------------------------------------------------------------ W3: the durability check
+
+
+@dataclass
+class Written:
+    """What one run of the chain left in the database, per node."""
+
+    rows: str
+    checked: bool
+
+
+def check_weft(folder: Path) -> Written:
+    """Each node sees its predecessors' records committed (read by a second connection)."""
+    path = folder / "check-weft.db"
+    seen: list[int] = []
+    reader = sqlite3.connect(path)
+    holder: dict[str, str] = {}
+
+    def count(where: str = "1") -> int:
+        query = f"SELECT count(*) FROM weft_events WHERE thread_id = ? AND {where}"
+        return int(reader.execute(query, (holder["thread"],)).fetchone()[0])
+
+    with SQLiteBackend(path) as backend:
+        thread, go = weft_run(backend, weft_graph(lambda: seen.append(count())))
+        holder["thread"] = thread
+        before = count()
+        go()
+    kind = "json_extract(record, '$.kind')"
+    nodes = count(f"{kind} = 'step' AND json_extract(record, '$.path') LIKE '%/%'")
+    states = count(f"{kind} = 'state'") - 1  # less the x=0 written before the run
+    others = count() - before - nodes - states
+    reader.close()
+    return Written(
+        rows=f"{nodes / CHAIN:.2f} step records per node, each holding the node's delta, "
+        f"committed as the node finishes; {states / CHAIN:.2f} state events per node, "
+        f"committed together when the run ends; {others} run records",
+        checked=all(b > a for a, b in itertools.pairwise(seen)),
+    )
+
+
+def check_burr(folder: Path) -> Written:
+    from burr.core import State, action
+    from burr.core.graph import GraphBuilder
+
+    path = folder / "check-burr.db"
+    conn, reader = connect(path, "NORMAL"), connect(path, "NORMAL")
+    persister = burr_persister(conn, path)
+    seen: list[int] = []
+    app_id = f"chain-{next(fresh)}"
+
+    def count() -> int:
+        query = "SELECT count(*) FROM burr_state WHERE app_id = ?"
+        return int(reader.execute(query, (app_id,)).fetchone()[0])
+
+    def act(i: int) -> Any:
+        step = state_step(i)
+
+        @action(reads=["x"], writes=["x"])
+        def node(state: State) -> State:
+            seen.append(count())
+            return state.update(**step(state))
+
+        return node
+
+    graph = (
+        GraphBuilder()
+        .with_actions(**{f"n{i}": act(i) for i in range(CHAIN)})
+        .with_transitions(*[(f"n{i}", f"n{i + 1}") for i in range(CHAIN - 1)])
+        .build()
+    )
+    burr_app(graph, persister, app_id).run(halt_after=[f"n{CHAIN - 1}"])
+    rows = count()
+    conn.close()
+    reader.close()
+    return Written(
+        rows=f"{rows / CHAIN:.2f} rows per node (the whole state, as JSON)",
+        checked=all(b > a for a, b in itertools.pairwise(seen)),
+    )
+
+
+def check_langgraph(folder: Path) -> Written:
+    from langgraph.graph import END, START, StateGraph
+
+    path = folder / "check-langgraph.db"
+    conn, reader = connect(path, "NORMAL"), connect(path, "NORMAL")
+    saver = langgraph_saver(conn)
+    thread = f"chain-{next(fresh)}"
+    seen: list[int] = []
+
+    def count(table: str) -> int:
+        query = f"SELECT count(*) FROM {table} WHERE thread_id = ?"
+        return int(reader.execute(query, (thread,)).fetchone()[0])
+
+    def node(i: int) -> Callable[[ChainState], dict[str, int]]:
+        step = state_step(i)
+
+        def probed(state: ChainState) -> dict[str, int]:
+            seen.append(count("checkpoints"))
+            return step(state)
+
+        return probed
+
+    builder = StateGraph(ChainState)
+    previous = START
+    for i in range(CHAIN):
+        builder.add_node(f"n{i}", node(i))
+        builder.add_edge(previous, f"n{i}")
+        previous = f"n{i}"
+    builder.add_edge(previous, END)
+    config = {"configurable": {"thread_id": thread}, "recursion_limit": CHAIN + 10}
+    builder.compile(checkpointer=saver).invoke({"x": 0}, config, durability="sync")
+    checkpoints, writes = count("checkpoints"), count("writes")
+    conn.close()
+    reader.close()
+    return Written(
+        rows=f"{checkpoints / CHAIN:.2f} checkpoints + {writes / CHAIN:.2f} writes rows per "
+        "node (a checkpoint holds the channel values and versions)",
+        checked=all(b > a for a, b in itertools.pairwise(seen)),
+    )
+
+
+# -------------------------------------------------------------------------- W3: table
+
+
+def w3(folder: Path, rounds: int) -> str:
+    written = {
+        "weft": check_weft(folder),
+        "Burr": check_burr(folder),
+        "LangGraph": check_langgraph(folder),
+    }
+    lg_builder, b_graph, w_graph = langgraph_chain(), burr_chain(), weft_graph()
+    taken: dict[str, dict[str, list[float]]] = {}
+    closers: list[Callable[[], None]] = []
+    for sync in SETTINGS:
+        weft_backend = SQLiteBackend(folder / f"weft-{sync}.db", synchronous=sync)  # type: ignore[arg-type]
+        b_conn = connect(folder / f"burr-{sync}.db", sync)
+        b_persister = burr_persister(b_conn, folder / f"burr-{sync}.db")
+        lg_conn = connect(folder / f"langgraph-{sync}.db", sync)
+        lg_app = lg_builder.compile(checkpointer=langgraph_saver(lg_conn))
+        floor_conn = connect(folder / f"floor-{sync}.db", sync)
+        closers += [weft_backend.close, b_conn.close, lg_conn.close, floor_conn.close]
+        cells: dict[str, Cell] = {
+            "floor": timed(floor_commits(floor_conn)),
+            "weft": prepared(lambda b=weft_backend: weft_run(b, w_graph)[1]),
+            "Burr": prepared(lambda p=b_persister: burr_run(b_graph, p)[1]),
+            "LangGraph": prepared(lambda a=lg_app: langgraph_run(a)[1]),
+        }
+        got = samples(cells, rounds)
+        taken[sync] = {name: [v / CHAIN for v in values] for name, values in got.items()}
+    for close in closers:
+        close()
+
+    does = {
+        "floor": "one `INSERT` of a small row, then `COMMIT`",
+        "weft": "its step record, holding the delta (the state events follow in one transaction at the end)",
+        "Burr": "its state row (`SQLitePersister.save`, a commit per step)",
+        "LangGraph": "a checkpoint and its writes (`SqliteSaver`, `durability='sync'`)",
+    }
+    lines = [
+        "| W3: durable 200-node state chain | synchronous | committed per node | per node | / physical floor | weft vs this |",
+        "|---|---|---|---:|---:|---:|",
+    ]
+    ratio = {sync: {name: paired(taken[sync], "weft", name) for name in does} for sync in SETTINGS}
+    to_floor = {
+        sync: {name: paired(taken[sync], name, "floor") for name in does} for sync in SETTINGS
+    }
+    for sync in SETTINGS:
+        for name in does:
+            label = "physical floor (bare SQLite commit)" if name == "floor" else name
+            per_node = statistics.median(taken[sync][name])
+            lines.append(
+                f"| {label} | {sync} | {does[name]} | {us(per_node)} "
+                f"| {to_floor[sync][name]:,.2f}x "
+                f"| {fraction(ratio[sync][name], 1) if name in ('Burr', 'LangGraph') else ''} |"
+            )
+    normal, full = ratio["NORMAL"], ratio["FULL"]
+    targets = [
+        f"- NORMAL, weft at most 1/2 of Burr per node: {fraction(normal['Burr'], 1)}, "
+        f"{verdict(normal['Burr'] <= 0.5)}",
+        f"- NORMAL, weft at most 1/20 of LangGraph per node: {fraction(normal['LangGraph'], 1)}, "
+        f"{verdict(normal['LangGraph'] <= 0.05)}",
+        f"- FULL, weft within 1.25x of the physical floor: {full['floor']:.2f}x, "
+        f"{verdict(full['floor'] <= 1.25)}",
+    ]
+    spread = "; ".join(
+        f"{sync} {us(min(taken[sync]['floor']))} to {us(max(taken[sync]['floor']))}"
+        for sync in SETTINGS
+    )
+    rows = [f"- {name}: {w.rows}" for name, w in written.items()]
+    checked = all(w.checked for w in written.values())
+    return (
+        "\n".join(lines)
+        + "\n\nAll in WAL mode, one database file per system and setting, a fresh thread "
+        "(Burr: app id) per sample; opening the run, building the application and compiling "
+        "the graph are not timed. Per node: the median over rounds of the run's time / 200; "
+        "the ratios are medians of per-round ratios (samples taken one after the other), "
+        "because this VM's disk drifts: the floor's commit ranged over the rounds from "
+        f"{spread}. Measured in one run of "
+        "each system, read from a second connection:\n"
+        + "\n".join(rows)
+        + "\n- every node's write was visible to the second connection before the next node "
+        f"started, for all three: {'yes' if checked else '**NO**'}\n\nTargets:\n"
+        + "\n".join(targets)
+    )
+
+
+# ------------------------------------------------------------------------------ W4
 
 
 def message(i: int) -> dict[str, str]:
@@ -56,304 +386,127 @@ def message(i: int) -> dict[str, str]:
 MESSAGE_BYTES = len(json.dumps(message(1), separators=(",", ":")))
 
 
-def db_bytes(path: Path) -> int:
-    """The file and its WAL and journal, if any (read after the connection closed)."""
-    return sum(
-        os.path.getsize(p)
-        for p in (path, Path(f"{path}-wal"), Path(f"{path}-journal"))
-        if p.exists()
-    )
-
-
 @dataclass
 class Growth:
-    first: float  # median seconds per step, first 100 steps
-    last: float  # median seconds per step, last 100 steps
-    mean_last: float
+    first: float  # median us per step, first 100 steps
+    last: float  # median us per step, last 100 steps
     size: int
-    total: float
-    load: float  # seconds to open the thread again at the end
 
     @property
     def ratio(self) -> float:
         return self.last / self.first
 
 
-def timed_steps(n: int, step: Callable[[int], Any]) -> list[float]:
+def steps(n: int, step: Callable[[int], Any]) -> tuple[float, float]:
     times = []
     for i in range(n):
-        start = time.perf_counter()
+        start = time.perf_counter_ns()
         step(i)
-        times.append(time.perf_counter() - start)
-    return times
+        times.append((time.perf_counter_ns() - start) / 1000)
+    return statistics.median(times[:100]), statistics.median(times[-100:])
 
 
-def growth(times: list[float], size: int, load: float) -> Growth:
-    return Growth(
-        first=statistics.median(times[:100]),
-        last=statistics.median(times[-100:]),
-        mean_last=statistics.fmean(times[-100:]),
-        size=size,
-        total=sum(times),
-        load=load,
-    )
+def combined(runs: list[Growth]) -> Growth:
+    """Medians over repetitions; the ratio is the median of the runs' ratios."""
+    ratio = statistics.median(g.ratio for g in runs)
+    last = statistics.median(g.last for g in runs)
+    return Growth(first=last / ratio, last=last, size=runs[0].size)
 
 
-# ------------------------------------------------------------------------- weft
+def weft_w4(folder: Path, n: int, rep: int) -> Growth:
+    path = folder / f"weft-w4-{rep}.db"
 
+    def append(view: Any, item: dict[str, str]) -> dict[str, Any]:
+        return {"messages": item}
 
-def weft_chain(n: int) -> WorkGraph:
-    nodes = [WorkGraphNode(lambda x: x + 1, ResultPassDownMode.ResultAsFirstArg, id=f"n{i}")
-             for i in range(n)]  # fmt: skip
-    for a, b in itertools.pairwise(nodes):
-        a.add_next(b)
-    return WorkGraph(start_nodes=[nodes[0]])
-
-
-def weft_w3(graph: WorkGraph, path: Path, synchronous: str) -> float:
-    with SQLiteBackend(path, synchronous=synchronous) as backend:  # type: ignore[arg-type]
-        run = DurableRun.open(backend, "chain", run_id="job")
-        start = time.perf_counter()
-        assert run.run_graph(graph, 0) == 200
-        per_node = (time.perf_counter() - start) / 200
-        run.close()
-    return per_node
-
-
-def weft_w3_floor(reps: int) -> float:
-    """The same chain with no store at all: the engine's own cost."""
-    graph = weft_chain(200)
-    per_node = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        graph.run(0)
-        per_node.append((time.perf_counter() - start) / 200)
-    return statistics.median(per_node)
-
-
-def weft_w4_store(folder: Path, n: int, synchronous: str = "NORMAL") -> Growth:
-    path = folder / f"weft-w4-store-{n}-{synchronous}.db"
-    reducer = {"state:messages": reducers.append}
-    with SQLiteBackend(path, synchronous=synchronous) as backend:  # type: ignore[arg-type]
-        run = DurableRun.open(backend, "chat", reducers=reducer)
+    graph = WorkGraph(start_nodes=[WorkGraphNode(append, id="append", state=True)])
+    with SQLiteBackend(path, synchronous="NORMAL") as backend:
+        run = DurableRun.open(backend, "chat", reducers={"state:messages": reducers.append})
         run.store.declare("state", "messages", reducers.append)
-        write = run.store.write
-        times = timed_steps(n, lambda i: write("state", "messages", message(i)))
+        first, last = steps(n, lambda i: run.run_graph(graph, message(i), run_id=f"step-{i}"))
+        assert len(run.store.value("state", "messages")) == n
         run.close()
-    start = time.perf_counter()
-    with SQLiteBackend(path) as backend:
-        again = DurableRun.open(backend, "chat", reducers=reducer)
-        assert len(again.store.value("state", "messages")) == n
-        load = time.perf_counter() - start
-        again.close()
-    return growth(times, db_bytes(path), load)
+    return Growth(first, last, db_bytes(path))
 
 
-def store_alone(n: int) -> Growth:
-    """The same writes to a store with no persistence: the floor the durable run adds to."""
-    store = Store(reducers={"state:messages": reducers.append})
-    write = store.write
-    times = timed_steps(n, lambda i: write("state", "messages", message(i)))
-    return growth(times, 0, 0.0)
-
-
-def weft_w4_graph(folder: Path, n: int) -> Growth:
-    path = folder / f"weft-w4-graph-{n}.db"
-    reducer = {"state:messages": reducers.append}
-    holder: dict[str, Any] = {}
-
-    def respond(view: Any) -> dict[str, Any]:
-        return {"messages": holder["message"]}
-
-    graph = WorkGraph(start_nodes=[WorkGraphNode(respond, id="respond", state=True)])
-    with SQLiteBackend(path) as backend:
-        run = DurableRun.open(backend, "chat", reducers=reducer)
-        run.store.declare("state", "messages", reducers.append)
-
-        def turn(i: int) -> None:
-            holder["message"] = message(i)
-            run.run_graph(graph, run_id=f"turn-{i}")
-
-        times = timed_steps(n, turn)
-        run.close()
-    start = time.perf_counter()
-    with SQLiteBackend(path) as backend:
-        again = DurableRun.open(backend, "chat", reducers=reducer)
-        assert len(again.store.value("state", "messages")) == n
-        load = time.perf_counter() - start
-        again.close()
-    return growth(times, db_bytes(path), load)
-
-
-# -------------------------------------------------------------------- LangGraph
-
-
-class ChainState(TypedDict):
-    x: int
-
-
-class ChatState(TypedDict):
+class ChatState(TypedDict, total=False):
+    message: dict[str, str]
     messages: Annotated[list[dict[str, str]], operator.add]
 
 
-def lg_saver(path: Path, synchronous: str) -> tuple[Any, sqlite3.Connection]:
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    conn = sqlite3.connect(path, check_same_thread=False)
-    saver = SqliteSaver(conn)
-    saver.setup()
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    return saver, conn
-
-
-def lg_chain() -> Any:
+def langgraph_w4(folder: Path, n: int, rep: int) -> Growth:
     from langgraph.graph import END, START, StateGraph
 
-    builder = StateGraph(ChainState)
-    for i in range(200):
-        builder.add_node(f"n{i}", lambda s: {"x": s["x"] + 1})
-    builder.add_edge(START, "n0")
-    for i in range(199):
-        builder.add_edge(f"n{i}", f"n{i + 1}")
-    builder.add_edge("n199", END)
-    return builder
-
-
-def lg_w3(builder: Any, path: Path, synchronous: str) -> float:
-    saver, conn = lg_saver(path, synchronous)
-    graph = builder.compile(checkpointer=saver)
-    config = {"configurable": {"thread_id": "chain"}, "recursion_limit": 1000}
-    start = time.perf_counter()
-    assert graph.invoke({"x": 0}, config, durability="sync")["x"] == 200
-    per_node = (time.perf_counter() - start) / 200
-    conn.close()
-    return per_node
-
-
-def lg_w4(folder: Path, n: int) -> Growth:
-    from langgraph.graph import END, START, StateGraph
+    def append(state: ChatState) -> dict[str, Any]:
+        return {"messages": [state["message"]]}
 
     builder = StateGraph(ChatState)
-    builder.add_node("respond", lambda s: None)
-    builder.add_edge(START, "respond")
-    builder.add_edge("respond", END)
-    path = folder / f"lg-w4-{n}.db"
-    saver, conn = lg_saver(path, "FULL")
-    graph = builder.compile(checkpointer=saver)
+    builder.add_node("append", append)
+    builder.add_edge(START, "append")
+    builder.add_edge("append", END)
+    path = folder / f"langgraph-w4-{rep}.db"
+    conn = connect(path, "NORMAL")
+    app = builder.compile(checkpointer=langgraph_saver(conn))
     config = {"configurable": {"thread_id": "chat"}}
-    times = timed_steps(
-        n, lambda i: graph.invoke({"messages": [message(i)]}, config, durability="sync")
+    first, last = steps(n, lambda i: app.invoke({"message": message(i)}, config, durability="sync"))
+    assert len(app.get_state(config).values["messages"]) == n
+    conn.close()
+    return Growth(first, last, db_bytes(path))
+
+
+def w4(folder: Path, repetitions: int) -> str:
+    got = rotated(
+        {
+            "weft": lambda rep: weft_w4(folder, W4_STEPS, rep),
+            "LangGraph": lambda rep: langgraph_w4(folder, W4_STEPS, rep),
+        },
+        repetitions,
     )
-    conn.close()
-    start = time.perf_counter()
-    saver, conn = lg_saver(path, "FULL")
-    state = builder.compile(checkpointer=saver).get_state(config)
-    assert len(state.values["messages"]) == n
-    load = time.perf_counter() - start
-    conn.close()
-    return growth(times, db_bytes(path), load)
-
-
-def lg_projection(small: Growth, n_small: int, n: int) -> tuple[float, float]:
-    """Seconds and bytes for ``n`` steps, from the ``n_small`` run: per-step time grows
-    linearly in the step (the list it stores grows), bytes quadratically."""
-    slope = (small.last - small.first) / max(n_small - 100, 1)
-    seconds = n * small.first + slope * n * n / 2
-    return seconds, small.size * (n / n_small) ** 2
-
-
-# ------------------------------------------------------------------------ main
-
-
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.1f} us" if seconds < 1e-5 else f"{seconds * 1e6:,.0f} us"
-
-
-def mb(size: float) -> str:
-    return f"{size / 1e6:,.2f} MB"
+    weft, lg = combined(got["weft"]), combined(got["LangGraph"])
+    lines = [
+        f"| W4: {W4_STEPS:,} graph steps, one message each | a step | first 100 steps | last 100 steps | last / first | database | bytes per message byte |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, g, does in (
+        ("weft", weft, "a one-node WorkGraph (state node) on a DurableRun, its own run id"),
+        ("LangGraph + SqliteSaver", lg, "one `invoke`, `durability='sync'`"),
+    ):
+        lines.append(
+            f"| {name} | {does} | {us(g.first)} | {us(g.last)} | {g.ratio:.2f}x "
+            f"| {g.size / 1e6:,.2f} MB | {g.size / (W4_STEPS * MESSAGE_BYTES):,.1f} |"
+        )
+    targets = [
+        f"- database at least 100x smaller than LangGraph's: {lg.size / weft.size:,.0f}x, "
+        f"{verdict(lg.size >= 100 * weft.size)}",
+        f"- weft's last 100 steps within 1.2x of its first 100: {weft.ratio:.2f}x, "
+        f"{verdict(weft.ratio <= 1.2)}",
+    ]
+    return (
+        "\n".join(lines)
+        + f"\n\nEach step is a graph run whose one node appends one {MESSAGE_BYTES}-byte "
+        "message to `messages` through an append reducer (weft: the store's `append`; "
+        "LangGraph: `Annotated[list, operator.add]`), both in WAL mode at "
+        f"`synchronous=NORMAL`. Each system's run is repeated {repetitions} times on a new "
+        "file, one run at a time in alternating order; a cell is the median over the "
+        "repetitions of the median step (last / first: of the runs' ratios); the database "
+        "is the file and its WAL after closing. Targets:\n" + "\n".join(targets)
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions, no 10,000")
-    parser.add_argument(
-        "--langgraph-10k", action="store_true", help="run LangGraph at 10,000 steps (~14 GB)"
-    )
+    parser.add_argument("--quick", action="store_true", help="fewer rounds")
     args = parser.parse_args()
-    reps = 3 if args.quick else 9
-    sizes = [1_000] if args.quick else [1_000, 10_000]
     try:
+        import burr  # noqa: F401
         import langgraph.checkpoint.sqlite  # noqa: F401
-    except ImportError:
-        sys.exit("needs the bench extra: pip install -e '.[bench]' (langgraph-checkpoint-sqlite)")
-    gc.collect()
+    except ImportError as exc:
+        sys.exit(f"needs the bench extra: pip install -e '.[bench]' ({exc})")
+    print(f"machine: {machine()}\n")
     with tempfile.TemporaryDirectory(prefix="weft-bench-") as tmp:
         folder = Path(tmp)
-        print(f"# W3: a checkpointed 200-node chain, time per node (median of {reps} runs each, "
-              "alternating)\n")  # fmt: skip
-        floor = weft_w3_floor(reps)
-        rows = []
-        chain, builder = weft_chain(200), lg_chain()
-        for sync in ("NORMAL", "FULL"):
-            ours, theirs = [], []
-            for rep in range(reps):  # alternate, so both see the same machine
-                ours.append(weft_w3(chain, folder / f"weft-w3-{sync}-{rep}.db", sync))
-                theirs.append(lg_w3(builder, folder / f"lg-w3-{sync}-{rep}.db", sync))
-            rows.append((sync, statistics.median(ours), statistics.median(theirs)))
-        print("| synchronous | weft (SQLite) | LangGraph SqliteSaver | weft / LangGraph |")
-        print("|---|---:|---:|---:|")
-        for sync, w, lg in rows:
-            print(f"| {sync} | {us(w)} | {us(lg)} | 1/{lg / w:,.0f} |")
-        default = rows[1][2] / rows[0][1]
-        print(f"\nEach at its default (weft NORMAL, SqliteSaver FULL, SQLite's default): weft "
-              f"1/{default:,.0f} of LangGraph. The engine alone, no store: {us(floor)} per "
-              "node.\n")  # fmt: skip
-
-        print("# W4: a message list growing by one ~100-byte message per step\n")
-        print("| run | steps | first 100 | last 100 | last/first | last 100 mean | DB size "
-              "| DB bytes per message byte | reload |")  # fmt: skip
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-        results: dict[tuple[str, int], Growth] = {}
-        for n in sizes:
-            runs: list[tuple[str, Callable[[], Growth | None]]] = [
-                ("weft, a store write per step", lambda n=n: weft_w4_store(folder, n)),
-                ("weft, a store write per step, FULL",
-                 lambda n=n: weft_w4_store(folder, n, "FULL")),
-                ("weft, a WorkGraph turn per step", lambda n=n: weft_w4_graph(folder, n)),
-            ]  # fmt: skip
-            lg_note = ""
-            if n == sizes[0]:
-                runs.append(("LangGraph SqliteSaver (FULL)", lambda n=n: lg_w4(folder, n)))
-            else:
-                seconds, size = lg_projection(results[("LangGraph SqliteSaver (FULL)", sizes[0])],
-                                              sizes[0], n)  # fmt: skip
-                if args.langgraph_10k or (seconds < LG_BUDGET_S and size < LG_BUDGET_BYTES):
-                    runs.append(("LangGraph SqliteSaver (FULL)", lambda n=n: lg_w4(folder, n)))
-                else:
-                    lg_note = (f"LangGraph at {n:,} steps skipped: projected from its "
-                               f"{sizes[0]:,}-step run to take {seconds / 60:,.1f} min and "
-                               f"{mb(size)} of disk (budgets: {LG_BUDGET_S / 60:.0f} min, "
-                               f"{mb(LG_BUDGET_BYTES)}); --langgraph-10k runs it")  # fmt: skip
-            runs.append(("(the store alone, not persisted)", lambda n=n: store_alone(n)))
-            for name, fn in runs:
-                g = fn()
-                assert g is not None
-                results[(name, n)] = g
-                size = f"{mb(g.size)} | {g.size / (n * MESSAGE_BYTES):.2f}" if g.size else "- | -"
-                load = f"{g.load * 1e3:,.1f} ms" if g.size else "-"
-                print(f"| {name} | {n:,} | {us(g.first)} | {us(g.last)} | {g.ratio:.2f}x "
-                      f"| {us(g.mean_last)} | {size} | {load} |")  # fmt: skip
-            if lg_note:
-                print(f"\n{lg_note}\n")
-        lg = results[("LangGraph SqliteSaver (FULL)", sizes[0])]
-        print("\nThe store alone is the in-memory write with no persistence. Medians exclude the "
-              "periodic snapshots; the 'mean' column includes them.")  # fmt: skip
-        print(f"Message: {MESSAGE_BYTES} bytes of JSON. Ratios at {sizes[0]:,} steps, LangGraph "
-              "/ weft:")  # fmt: skip
-        for name in ("weft, a store write per step", "weft, a WorkGraph turn per step"):
-            g = results[(name, sizes[0])]
-            print(f"- {name}: DB {lg.size / g.size:,.0f}x smaller; last-100 step "
-                  f"{lg.last / g.last:,.0f}x faster")  # fmt: skip
+        block("w3", w3(folder, 3 if args.quick else 15))
+        block("w4", w4(folder, 1 if args.quick else 3))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from weft.refs import Plan, Tool
+from weft.calls import Plan, Tool
 
 N = 1000
 LAYERS, WIDTH = 10, 100

@@ -5,9 +5,10 @@ working-memory recall and diagnostics, three turns, a restart, and a fourth turn
 
 The state schema says where each field lives: the caller's ``message`` is an input, the
 ``history`` and the ``session_memory`` summary accumulate in the thread (SQLite),
-``working_memory`` is recalled each turn from the user's long-term memory, and the
-reply, its style and the route live for one turn only. The model is scripted, so the
-run is the same every time; swap in ``weft.llm.OpenAIChatModel`` for a real one.
+``working_memory`` is recalled each turn from the user's long-term memory (in the same
+SQLite file), and the reply, its style and the route live for one turn only. The model
+is scripted, so the run is the same every time; swap in ``weft.llm.OpenAIChatModel``
+for a real one.
 """
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ class AgentResponseError(AgentError):
 
 
 class PlanError(WeftError):
-    """Plans of tool calls (``weft.refs.Plan``) and the executors of ``weft.plan``."""
+    """Plans of tool calls (``weft.calls.Plan``) and the executors of ``weft.plan``."""
 
 
 class PlanValidationError(PlanError, ValueError):

@@ -1,7 +1,7 @@
 """Long-term memory: owners, namespaces, put/get/delete/list, TTL, working-memory entries.
 
-The same tests run on the in-memory, SQLite and PostgreSQL backends (the PostgreSQL
-server on 127.0.0.1 must be up: a test fails, never skips, when it is not).
+The same tests run on the in-memory, SQLite and PostgreSQL memory backends (the
+PostgreSQL server on 127.0.0.1 must be up: a test fails, never skips, when it is not).
 """
 
 from __future__ import annotations
@@ -18,20 +18,17 @@ import weft.memory.working
 from weft.errors import OwnerError, PersistError, StorageError
 from weft.memory import (
     EpisodicWorkingMemoryEntry,
+    InMemoryMemoryBackend,
     LongTermMemory,
+    MemoryBackend,
     Owner,
+    PostgresMemoryBackend,
     SemanticWorkingMemoryEntry,
+    SQLiteMemoryBackend,
     format_working_memory_entries,
     format_working_memory_entry,
 )
-from weft.persist import (
-    Backend,
-    DurableRun,
-    InMemoryBackend,
-    PostgresBackend,
-    SQLiteBackend,
-    load_store,
-)
+from weft.persist import DurableRun, SQLiteBackend, load_store
 
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
 
@@ -47,18 +44,18 @@ class Clock:
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryBackend]:
     kind = request.param
     if kind == "memory":
-        yield InMemoryBackend()
+        yield InMemoryMemoryBackend()
         return
     if kind == "sqlite":
-        with SQLiteBackend(tmp_path / "weft.db") as opened:
+        with SQLiteMemoryBackend(tmp_path / "weft.db") as opened:
             yield opened
         return
     schema = f"t_{uuid.uuid4().hex[:12]}"
     try:
-        pg = PostgresBackend(PG, schema=schema, timeout=5)
+        pg = PostgresMemoryBackend(PG, schema=schema, timeout=5)
     except StorageError as exc:
         pytest.fail(
             "long-term memory tests need PostgreSQL on 127.0.0.1:5432 with a database "
@@ -79,7 +76,7 @@ def clock() -> Clock:
     return Clock()
 
 
-def memory_of(backend: Backend, clock: Clock, **owner: str) -> LongTermMemory:
+def memory_of(backend: MemoryBackend, clock: Clock, **owner: str) -> LongTermMemory:
     return LongTermMemory(backend, owner=Owner(**owner), clock=clock)
 
 
@@ -94,12 +91,12 @@ def test_the_owner_is_the_user_else_the_session() -> None:
 
 def test_neither_user_nor_session_is_an_owner_error() -> None:
     with pytest.raises(OwnerError, match="neither a user id nor a session id"):
-        LongTermMemory(InMemoryBackend(), owner=Owner())
+        LongTermMemory(InMemoryMemoryBackend(), owner=Owner())
     with pytest.raises(OwnerError, match="expected an Owner"):
-        LongTermMemory(InMemoryBackend(), owner="alice")  # type: ignore[arg-type]
+        LongTermMemory(InMemoryMemoryBackend(), owner="alice")  # type: ignore[arg-type]
 
 
-def test_an_owner_never_sees_another_owners_entries(backend: Backend, clock: Clock) -> None:
+def test_an_owner_never_sees_another_owners_entries(backend: MemoryBackend, clock: Clock) -> None:
     alice = memory_of(backend, clock, user_id="alice")
     mallory = memory_of(backend, clock, user_id="mallory")
     same_name_session = memory_of(backend, clock, session_id="alice")
@@ -123,7 +120,7 @@ def test_an_owner_never_sees_another_owners_entries(backend: Backend, clock: Clo
 # -------------------------------------------------------------------------- CRUD
 
 
-def test_put_get_delete_in_namespaces(backend: Backend, clock: Clock) -> None:
+def test_put_get_delete_in_namespaces(backend: MemoryBackend, clock: Clock) -> None:
     memory = memory_of(backend, clock, user_id="u")
     first = memory.put("prefs", "tone", {"style": "brief", "emoji": False})
     assert first.value == {"style": "brief", "emoji": False}
@@ -135,7 +132,9 @@ def test_put_get_delete_in_namespaces(backend: Backend, clock: Clock) -> None:
     assert memory.get_value("facts", "tone") is not None
 
 
-def test_rewriting_keeps_created_at_and_updates_updated_at(backend: Backend, clock: Clock) -> None:
+def test_rewriting_keeps_created_at_and_updates_updated_at(
+    backend: MemoryBackend, clock: Clock
+) -> None:
     memory = memory_of(backend, clock, user_id="u")
     first = memory.put("prefs", "tone", "brief")
     clock.now += 10
@@ -145,7 +144,7 @@ def test_rewriting_keeps_created_at_and_updates_updated_at(backend: Backend, clo
     assert memory.get("prefs", "tone") == second
 
 
-def test_list_is_newest_first_by_namespace_and_prefix(backend: Backend, clock: Clock) -> None:
+def test_list_is_newest_first_by_namespace_and_prefix(backend: MemoryBackend, clock: Clock) -> None:
     memory = memory_of(backend, clock, user_id="u")
     for i, key in enumerate(["task-1", "task-2", "note-1"]):
         clock.now += 1
@@ -157,7 +156,7 @@ def test_list_is_newest_first_by_namespace_and_prefix(backend: Backend, clock: C
     assert len(memory.list()) == 4
 
 
-def test_names_are_checked(backend: Backend, clock: Clock) -> None:
+def test_names_are_checked(backend: MemoryBackend, clock: Clock) -> None:
     memory = memory_of(backend, clock, user_id="u")
     with pytest.raises(PersistError, match="namespace=''"):
         memory.put("", "k", 1)
@@ -167,7 +166,7 @@ def test_names_are_checked(backend: Backend, clock: Clock) -> None:
         memory.put("ns", "k", 1, ttl=0)
 
 
-def test_values_keep_their_types(backend: Backend, clock: Clock) -> None:
+def test_values_keep_their_types(backend: MemoryBackend, clock: Clock) -> None:
     memory = memory_of(backend, clock, user_id="u")
     episode = EpisodicWorkingMemoryEntry(
         summary="talked about loss after my dog died.", primary_themes=["grief"],
@@ -180,7 +179,7 @@ def test_values_keep_their_types(backend: Backend, clock: Clock) -> None:
 # --------------------------------------------------------------------------- TTL
 
 
-def test_expired_entries_are_invisible_then_purged(backend: Backend, clock: Clock) -> None:
+def test_expired_entries_are_invisible_then_purged(backend: MemoryBackend, clock: Clock) -> None:
     memory = memory_of(backend, clock, user_id="u")
     memory.put("session", "mood", "tired", ttl=60)
     memory.put("session", "name", "Sam")
@@ -190,13 +189,13 @@ def test_expired_entries_are_invisible_then_purged(backend: Backend, clock: Cloc
     assert memory.get("session", "mood") is None
     assert [r.key for r in memory.list()] == ["name"]
     assert memory.recall("tired").hits == []
-    rows = backend.memory.purge_expired(now=clock.now + 1e9)  # only the unexpiring entry is left
+    rows = backend.purge_expired(now=clock.now + 1e9)  # only the unexpiring entry is left
     assert rows == 0
     memory.put("session", "mood", "rested")  # the key is free again, with a new created_at
     assert memory.get("session", "mood").created_at == clock.now  # type: ignore[union-attr]
 
 
-def test_default_ttl_applies_when_put_gives_none(backend: Backend, clock: Clock) -> None:
+def test_default_ttl_applies_when_put_gives_none(backend: MemoryBackend, clock: Clock) -> None:
     memory = LongTermMemory(backend, owner=Owner(session_id="s"), default_ttl=5, clock=clock)
     memory.put("scratch", "x", 1)
     memory.put("scratch", "y", 1, ttl=100)
@@ -204,10 +203,10 @@ def test_default_ttl_applies_when_put_gives_none(backend: Backend, clock: Clock)
     assert [r.key for r in memory.list()] == ["y"]
 
 
-def test_purge_removes_expired_rows_of_every_owner(backend: Backend, clock: Clock) -> None:
+def test_purge_removes_expired_rows_of_every_owner(backend: MemoryBackend, clock: Clock) -> None:
     for user in ("a", "b"):
         memory_of(backend, clock, user_id=user).put("n", "k", 1, ttl=1)
-    assert backend.memory.purge_expired(now=clock.now + 2) == 2
+    assert backend.purge_expired(now=clock.now + 2) == 2
 
 
 # ------------------------------------------------------------- working memory
@@ -245,7 +244,7 @@ def test_dicts_of_either_shape_are_formatted_too() -> None:
         format_working_memory_entry({"text": "?"})
 
 
-def test_remembered_entries_load_per_turn(backend: Backend, clock: Clock) -> None:
+def test_remembered_entries_load_per_turn(backend: MemoryBackend, clock: Clock) -> None:
     memory = memory_of(backend, clock, user_id="u")
     fact = SemanticWorkingMemoryEntry(
         category="relationship", subject="User", predicate="WORRIES_ABOUT", object="work",

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import weft.memory
+import weft.memory.backends
 
 
 def test_public_names() -> None:
@@ -14,20 +15,26 @@ def test_public_names() -> None:
         "EmbeddingProvider",
         "EpisodicWorkingMemoryEntry",
         "HashingEmbedder",
+        "InMemoryMemoryBackend",
         "LongTermMemory",
+        "MemoryBackend",
         "MemoryEntry",
         "MemoryEvent",
         "MemoryKind",
+        "MemoryRecord",
         "MemoryTool",
         "MemoryTools",
         "Owner",
+        "PostgresMemoryBackend",
         "RecallHit",
         "RecallResult",
+        "SQLiteMemoryBackend",
         "SemanticWorkingMemoryEntry",
         "SentenceTransformerEmbedder",
         "WorkingMemoryEntry",
         "format_working_memory_entries",
         "format_working_memory_entry",
+        "memory_backend",
         "memory_keys",
         "memory_tools",
         "memory_tools_prompt_section",
@@ -37,11 +44,24 @@ def test_public_names() -> None:
         assert getattr(weft.memory, name) is not None
 
 
+def test_the_backends_public_names() -> None:
+    assert weft.memory.backends.__all__ == [
+        "InMemoryMemoryBackend",
+        "MemoryBackend",
+        "MemoryRecord",
+        "PostgresMemoryBackend",
+        "SQLiteMemoryBackend",
+        "memory_backend",
+    ]
+    for name in weft.memory.backends.__all__:
+        assert getattr(weft.memory, name) is getattr(weft.memory.backends, name)
+
+
 def test_importing_memory_loads_no_heavy_dependencies() -> None:
     code = (
         "import sys, weft.memory; "
-        "print(sorted(m for m in ('rich', 'typer', 'jsonschema', 'weft.graph', 'weft.cli') "
-        "if m in sys.modules))"
+        "print(sorted(m for m in ('rich', 'typer', 'jsonschema', 'weft.graph', 'weft.cli', "
+        "'psycopg', 'psycopg_pool') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

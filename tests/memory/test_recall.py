@@ -14,13 +14,14 @@ from test_long_term import Clock
 from weft.errors import ModelConfigError
 from weft.memory import (
     HashingEmbedder,
+    InMemoryMemoryBackend,
     LongTermMemory,
+    MemoryBackend,
     Owner,
     RecallResult,
     SentenceTransformerEmbedder,
 )
 from weft.memory.recall import RRF_K, EmbeddingProvider, rrf
-from weft.persist import Backend
 
 backend = test_long_term.backend  # the same fixtures: memory, SQLite and PostgreSQL
 clock = test_long_term.clock
@@ -54,7 +55,7 @@ class Broken:
 
 
 def filled(
-    backend: Backend, clock: Clock, embedder: EmbeddingProvider | None = None, user: str = "u"
+    backend: MemoryBackend, clock: Clock, embedder: EmbeddingProvider | None = None, user: str = "u"
 ) -> LongTermMemory:
     memory = LongTermMemory(backend, owner=Owner(user_id=user), embedder=embedder, clock=clock)
     for key, text in NOTES.items():
@@ -66,7 +67,9 @@ def keys(result: RecallResult) -> list[str]:
     return [hit.record.key for hit in result.hits]
 
 
-def test_token_recall_ranks_matching_entries_best_first(backend: Backend, clock: Clock) -> None:
+def test_token_recall_ranks_matching_entries_best_first(
+    backend: MemoryBackend, clock: Clock
+) -> None:
     result = filled(backend, clock).recall("boss report", k=3)
     assert result.path == "token_recall"
     assert keys(result) == ["n3", "n1"]  # n3 has both words
@@ -74,7 +77,9 @@ def test_token_recall_ranks_matching_entries_best_first(backend: Backend, clock:
     assert [h.token_rank for h in result.hits] == [1, 2]
 
 
-def test_token_recall_needs_a_word_that_is_not_a_stopword(backend: Backend, clock: Clock) -> None:
+def test_token_recall_needs_a_word_that_is_not_a_stopword(
+    backend: MemoryBackend, clock: Clock
+) -> None:
     memory = filled(backend, clock)
     assert memory.recall("").hits == []
     assert memory.recall("is the my and").hits == []
@@ -86,7 +91,7 @@ def test_token_recall_needs_a_word_that_is_not_a_stopword(backend: Backend, cloc
     }
 
 
-def test_recall_is_limited_to_namespaces(backend: Backend, clock: Clock) -> None:
+def test_recall_is_limited_to_namespaces(backend: MemoryBackend, clock: Clock) -> None:
     memory = filled(backend, clock)
     memory.put("diary", "d1", "my boss again")
     assert {h.record.namespace for h in memory.recall("boss", namespaces=["diary"]).hits} == {
@@ -95,7 +100,7 @@ def test_recall_is_limited_to_namespaces(backend: Backend, clock: Clock) -> None
     assert len(memory.recall("boss", k=10).hits) == 3
 
 
-def test_hybrid_recall_fuses_both_rankings(backend: Backend, clock: Clock) -> None:
+def test_hybrid_recall_fuses_both_rankings(backend: MemoryBackend, clock: Clock) -> None:
     result = filled(backend, clock, HashingEmbedder()).recall("boss report", k=4)
     assert result.path == "hybrid_rrf"
     assert keys(result)[:2] == ["n3", "n1"]
@@ -104,7 +109,7 @@ def test_hybrid_recall_fuses_both_rankings(backend: Backend, clock: Clock) -> No
     assert top.score == pytest.approx(1 / (RRF_K + 1) + 1 / (RRF_K + top.embedding_rank))
 
 
-def test_embeddings_find_what_tokens_miss(backend: Backend, clock: Clock) -> None:
+def test_embeddings_find_what_tokens_miss(backend: MemoryBackend, clock: Clock) -> None:
     memory = filled(backend, clock, HashingEmbedder())
     result = memory.recall("bos", k=2)  # a typo: no token matches, its letters do
     assert result.path == "hybrid_rrf"
@@ -112,7 +117,9 @@ def test_embeddings_find_what_tokens_miss(backend: Backend, clock: Clock) -> Non
     assert all(h.token_rank is None and h.embedding_rank for h in result.hits)
 
 
-def test_a_failing_embedder_falls_back_to_token_recall(backend: Backend, clock: Clock) -> None:
+def test_a_failing_embedder_falls_back_to_token_recall(
+    backend: MemoryBackend, clock: Clock
+) -> None:
     result = filled(backend, clock, Broken()).recall("boss")
     assert result.path == "token_recall_after_embed_error"
     assert result.error == "ConnectionError: embedding service unreachable"
@@ -120,7 +127,7 @@ def test_a_failing_embedder_falls_back_to_token_recall(backend: Backend, clock: 
 
 
 def test_an_embedder_returning_the_wrong_count_is_an_embed_error(
-    backend: Backend, clock: Clock
+    backend: MemoryBackend, clock: Clock
 ) -> None:
     class Short:
         name = "short"
@@ -134,7 +141,7 @@ def test_an_embedder_returning_the_wrong_count_is_an_embed_error(
 
 
 def test_vectors_are_computed_once_and_again_when_text_or_model_change(
-    backend: Backend, clock: Clock
+    backend: MemoryBackend, clock: Clock
 ) -> None:
     counting = Counting(HashingEmbedder())
     memory = filled(backend, clock, counting)
@@ -152,7 +159,7 @@ def test_vectors_are_computed_once_and_again_when_text_or_model_change(
     assert len(other.texts) == 5
 
 
-def test_no_recall_path_reaches_another_owner(backend: Backend, clock: Clock) -> None:
+def test_no_recall_path_reaches_another_owner(backend: MemoryBackend, clock: Clock) -> None:
     filled(backend, clock, HashingEmbedder(), user="alice")
     bob = LongTermMemory(
         backend, owner=Owner(user_id="bob"), embedder=HashingEmbedder(), clock=clock
@@ -209,8 +216,6 @@ def test_a_missing_sentence_transformers_package_says_how_to_install(
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     with pytest.raises(ModelConfigError, match=r"pip install 'weft\[embeddings\]'"):
         SentenceTransformerEmbedder().embed(["x"])
-    from weft.persist import InMemoryBackend
-
-    result = filled(InMemoryBackend(), clock, SentenceTransformerEmbedder()).recall("boss")
+    result = filled(InMemoryMemoryBackend(), clock, SentenceTransformerEmbedder()).recall("boss")
     assert result.path == "token_recall_after_embed_error"
     assert "weft[embeddings]" in (result.error or "")

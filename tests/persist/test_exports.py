@@ -21,8 +21,6 @@ def test_public_names() -> None:
         "DurableStore",
         "InMemoryBackend",
         "LoggedEvent",
-        "MemoryBackend",
-        "MemoryRecord",
         "PostgresBackend",
         "RunInfo",
         "SQLiteBackend",
@@ -43,6 +41,14 @@ def test_importing_persist_needs_neither_psycopg_nor_the_graph_engine() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_persist_never_imports_the_memory_layer() -> None:
+    code = "import sys, weft.persist; print(' '.join(m for m in sys.modules if m[:5] == 'weft.'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = out.stdout.split()
+    assert "weft.persist.sqlite" in loaded
+    assert [m for m in loaded if m.startswith("weft.memory")] == []
 
 
 def test_the_docstring_examples_run() -> None:

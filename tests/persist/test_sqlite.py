@@ -110,7 +110,7 @@ def test_a_committed_step_is_on_disk_when_append_returns(tmp_path: Path) -> None
         run.close()
 
 
-def test_fts5_is_available(tmp_path: Path) -> None:
+def test_the_file_holds_the_event_log_tables_only(tmp_path: Path) -> None:
     with SQLiteBackend(tmp_path / "w.db") as backend, backend._guard("test") as conn:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    assert "weft_memory_fts" in names
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert names == {"weft_threads", "weft_events", "weft_snapshots"}

@@ -164,3 +164,30 @@ def test_resume_after_a_crash_skips_finished_tasks() -> None:
     assert report.skipped == ("A",) and report.completed == ("B",)
     assert len(model.calls) == 1
     assert executor.get_final_result() == "report"
+
+
+def test_one_at_a_time_runs_in_the_order_listed_as_far_as_dependencies_allow() -> None:
+    plan = TaskPlan(
+        tasks=[
+            Task(id="C", depends_on=("A",), steps=[Step(id="c", instructions=".")]),
+            Task(id="A", steps=[Step(id="a", instructions=".")]),
+            Task(id="D", depends_on=("C",), steps=[Step(id="d", instructions=".")]),
+            Task(id="B", steps=[Step(id="b", instructions=".")]),
+        ]
+    )
+    model = ScriptedChatModel([finish(i) for i in range(4)])
+    report = ParallelTaskExecutor(plan, model=model, max_concurrency=1).execute()
+    assert report.completed == ("A", "C", "D", "B")
+
+
+def test_a_task_that_cannot_start_fails_alone() -> None:
+    plan = TaskPlan(
+        tasks=[
+            Task(id="A", steps=[Step(id="a", instructions=".", tools=("broken",))]),
+            Task(id="B", steps=[Step(id="b", instructions=".")]),
+        ]
+    )
+    # step a names a tool the executor was not given: its StepExecutor refuses to start
+    report = ParallelTaskExecutor(plan, model=ScriptedChatModel([finish("b")])).execute()
+    assert report.completed == ("B",)
+    assert "ExecutorError" in report.failed["A"] and "broken" in report.failed["A"]

@@ -7,11 +7,11 @@ from typing import Any
 
 from plan_helpers import call, finish, text_of, tool_results
 
+from weft.calls import Tool
 from weft.errors import ScriptExhaustedError
 from weft.llm import ScriptedChatModel
 from weft.memory import AgentMemory, memory_tools_prompt_section
 from weft.plan import Step, StepExecutor, StepResult
-from weft.refs import Tool
 
 SCHEMA = {
     "type": "object",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 from plan_helpers import call, finish, text_of
 
 from weft.errors import PlanValidationError
-from weft.llm import ChatMessage, ScriptedChatModel, ToolSpec
+from weft.llm import AssistantMessage, ChatMessage, ChatModelBase, ScriptedChatModel, ToolSpec
 from weft.memory import AgentMemory
 from weft.plan import Step, Task, TaskExecutor, TaskPlan
 
@@ -185,3 +187,72 @@ def test_task_plan_from_dict_accepts_camel_case() -> None:
         }
     )
     assert plan.tasks[0].steps[0].output_schema == {"type": "string"}
+
+
+class SlowStep(ChatModelBase):
+    """Finishes every step; the steps named in ``slow`` take a while first."""
+
+    def __init__(self, slow: Iterable[str], fail: Iterable[str] = ()) -> None:
+        self.slow = frozenset(slow)
+        self.fail = frozenset(fail)
+
+    async def achat(self, messages: Any, *, tools: Any = None, **options: Any) -> AssistantMessage:
+        title = (messages[1].content or "").split("\n", 1)[0].removeprefix("# Step: ")
+        if title in self.slow:
+            await asyncio.sleep(0.05)
+        if title in self.fail:
+            return call("memory_list")  # never finishes
+        return finish(title.upper())
+
+
+def test_the_finishing_step_runs_after_every_other_step_even_without_dependencies() -> None:
+    task = Task(id="t", steps=[Step(id="a", instructions="A."), Step(id="b", instructions="B.")])
+    memory = AgentMemory()
+    written: list[str] = []
+    memory.subscribe(lambda event: written.append(event.key))
+    result = TaskExecutor(task, model=SlowStep(["a"]), memory=memory).execute()
+    assert result.ok and result.result == "B"
+    assert written == ["step:a", "step:b", "task:t"]
+    assert result.report.completed == ("a", "b")
+
+
+def test_the_finishing_step_is_blocked_when_another_step_failed() -> None:
+    task = Task(id="t", steps=[Step(id="a", instructions="A."), Step(id="b", instructions="B.")])
+    memory = AgentMemory()
+    result = TaskExecutor(
+        task, model=SlowStep((), fail=["a"]), memory=memory, max_iterations=1
+    ).execute()
+    assert not result.ok
+    assert "depends on 'a', which failed" in result.report.blocked["b"]
+    assert not memory.has("task:t") and not memory.has("step:b")  # not marked done
+
+
+class Counting(ChatModelBase):
+    """Finishes every step after a pause, counting how many run at once."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+        self.running = 0
+        self.most = 0
+
+    async def achat(self, messages: Any, *, tools: Any = None, **options: Any) -> AssistantMessage:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        await asyncio.sleep(0.01)
+        self.running -= 1
+        return finish(self.result)
+
+
+def test_process_mode_fans_out_at_most_max_concurrency_items_at_once() -> None:
+    task = Task(
+        id="t",
+        steps=[
+            Step(id="discover", instructions="List."),
+            Step(id="each", instructions="Do one.", process_from="discover"),
+        ],
+    )
+    model = Counting(["x"] * 5)
+    memory = AgentMemory()
+    result = TaskExecutor(task, model=model, memory=memory, max_concurrency=2).execute()
+    assert result.ok and model.most == 2
+    assert memory.get_value("step:each") == [["x"] * 5] * 5

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from pathlib import Path
 
 import pytest
 from plan_helpers import call, tool_results
@@ -10,6 +13,7 @@ from plan_helpers import call, tool_results
 from weft.errors import ExecutorError
 from weft.llm import ScriptedChatModel
 from weft.memory import AgentMemory
+from weft.persist import DurableRun, SQLiteBackend
 from weft.plan import BoardTask, MessageBus, TaskBoard, TeamExecutor, TeamMember
 
 
@@ -91,7 +95,7 @@ def test_a_message_reaches_its_recipient_in_its_next_briefing() -> None:
 
 
 def test_the_board_refuses_finishing_a_task_someone_else_claimed() -> None:
-    board = TaskBoard([BoardTask(id="t", title="T")])
+    board = TaskBoard(tasks=[BoardTask(id="t", title="T")])
     board.claim("t", "ann")
     with pytest.raises(ExecutorError, match="only the agent that claimed it"):
         board.complete("t", "bob", 1)
@@ -122,3 +126,151 @@ def test_a_message_to_a_stranger_is_refused() -> None:
     bus.register("a")
     with pytest.raises(ExecutorError, match="no teammate is named 'zed'"):
         bus.send("a", "zed", "hi")
+
+
+def test_every_board_move_and_message_is_an_event_of_the_store() -> None:
+    memory = AgentMemory()
+    board = TaskBoard(memory.store, tasks=[BoardTask(id="t", title="T")])
+    bus = MessageBus(memory.store)
+    bus.register("ann")
+    bus.register("bob")
+    board.claim("t", "ann")
+    bus.send("ann", "bob", "on it")
+    board.complete("t", "ann", {"answer": 42})
+    moves = [
+        (e.source, (e.meta or {}).get("move"), e.value["status"])
+        for e in memory.store.events()
+        if e.path == "team/board/t"
+    ]
+    assert moves == [
+        (None, "task_added", "open"),
+        ("ann", "task_claimed", "claimed"),
+        ("ann", "task_completed", "completed"),
+    ]
+    assert memory.store.value("state", "team/board/t")["result"] == {"answer": 42}
+    assert memory.store.value("state", "team/bus") == [
+        {"sender": "ann", "to": "bob", "content": "on it", "seq": 1}
+    ]
+    assert memory.list() == []  # the board is state, which memory and its tools never see
+
+
+def test_a_refused_move_writes_nothing() -> None:
+    board = TaskBoard(tasks=[BoardTask(id="t", title="T")])
+    before = board.store.last_seq
+    with pytest.raises(ExecutorError, match="is open; only the agent that claimed it"):
+        board.complete("t", "ann", 1)
+    with pytest.raises(ExecutorError, match="the board has no task 'x'; its tasks: t"):
+        board.claim("x", "ann")
+    assert board.store.last_seq == before
+
+
+def test_views_over_one_store_share_the_board_and_its_events() -> None:
+    first = TaskBoard(tasks=[BoardTask(id="t", title="T")])
+    second = TaskBoard(first.store)
+    heard: list[tuple[str, str | None]] = []
+    first.on_event(lambda e: heard.append((e.type, e.agent)))
+    second.claim("t", "ann")
+    with pytest.raises(ExecutorError, match="is claimed by ann, not open"):
+        first.claim("t", "bob")
+    assert heard == [("task_claimed", "ann")]
+
+
+def test_a_fork_of_the_store_has_its_own_board() -> None:
+    board = TaskBoard(tasks=[BoardTask(id="a", title="A"), BoardTask(id="b", title="B")])
+    board.claim("a", "ann")
+    fork = TaskBoard(board.store.fork(name="what-if"))
+    fork.complete("a", "ann", "done in the fork")
+    fork.add("c", "C", agent="ann")
+    assert [(t.id, t.status) for t in fork.list()] == [
+        ("a", "completed"),
+        ("b", "open"),
+        ("c", "open"),
+    ]
+    assert [(t.id, t.status) for t in board.list()] == [("a", "claimed"), ("b", "open")]
+
+
+def test_a_team_on_a_durable_store_continues_after_a_restart(tmp_path: Path) -> None:
+    database = tmp_path / "team.db"
+    tasks = [
+        BoardTask(id="research", title="Research"),
+        BoardTask(id="write", title="Write", depends_on=("research",)),
+    ]
+    lead = ScriptedChatModel(
+        [
+            call("board_claim", {"task_id": "research"}),
+            call("board_complete", {"task_id": "research", "result": {"facts": ["f-9d1"]}}),
+            call("send_message", {"to": "writer", "content": "research is on the board"}),
+            "Done for now.",
+        ]
+    )
+    writer = ScriptedChatModel(["Waiting for research."])
+    backend = SQLiteBackend(database)
+    run = DurableRun.open(backend, "team-1")
+    first = TeamExecutor(
+        "Write a report.",
+        members=[TeamMember(name="writer", model=writer), TeamMember(name="lead", model=lead)],
+        memory=AgentMemory(run.store),
+        tasks=tasks,
+        max_rounds=1,
+    ).execute()
+    assert first.stop_reason == "max_rounds" and first.unfinished == ("write",)
+    fork = TaskBoard(run.store.fork())
+    run.close()
+    backend.close()
+    del run, backend
+
+    backend = SQLiteBackend(database)  # a fresh process would do exactly this
+    run = DurableRun.open(backend, "team-1")
+    memory = AgentMemory(run.store)
+    board = TaskBoard(run.store)
+    assert [(t.id, t.status, t.assignee) for t in board.list()] == [
+        ("research", "completed", "lead"),
+        ("write", "open", None),
+    ]
+    assert memory.get_value("task:research") == {"facts": ["f-9d1"]}
+    assert [m.content for m in MessageBus(run.store).history] == ["research is on the board"]
+
+    lead = ScriptedChatModel(["Nothing left for me."] * 3)
+    writer = ScriptedChatModel(
+        [
+            call("board_claim", {"task_id": "write"}),
+            call("board_complete", {"task_id": "write", "result": "report with f-9d1"}),
+            "Report written.",
+        ]
+    )
+    report = TeamExecutor(
+        "Write a report.",
+        members=[TeamMember(name="writer", model=writer), TeamMember(name="lead", model=lead)],
+        memory=memory,
+        tasks=tasks,  # given again: the board keeps what it holds
+    ).execute()
+    assert report.ok and report.completed == ("research", "write")
+    assert "research is on the board" in (writer.calls[0].messages[-1].content or "")
+    assert [m.content for m in report.messages] == ["research is on the board"]
+    assert memory.get_value("task:write") == "report with f-9d1"
+    run.close()
+    backend.close()
+
+    # the fork taken before the restart still has the board as it was then
+    assert [(t.id, t.status) for t in fork.list()] == [("research", "completed"), ("write", "open")]
+
+
+def test_one_claim_wins_when_threads_race_through_separate_views() -> None:
+    store = TaskBoard(tasks=[BoardTask(id="t", title="T")]).store
+    barrier = threading.Barrier(8)
+    winners: list[str] = []
+
+    def claim(agent: str) -> None:
+        board = TaskBoard(store)
+        barrier.wait()
+        with contextlib.suppress(ExecutorError):
+            board.claim("t", agent)
+            winners.append(agent)
+
+    threads = [threading.Thread(target=claim, args=(f"agent-{i}",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(winners) == 1
+    assert TaskBoard(store).get("t").assignee == winners[0]  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -14,16 +15,20 @@ from weft.llm import ScriptedReasoner
 from weft.memory import (
     EpisodicWorkingMemoryEntry,
     HashingEmbedder,
+    InMemoryMemoryBackend,
     LongTermMemory,
+    MemoryBackend,
     Owner,
     SemanticWorkingMemoryEntry,
+    SQLiteMemoryBackend,
     format_working_memory_entries,
 )
-from weft.persist import Backend
+from weft.persist import Backend, SQLiteBackend
 from weft.runtime import (
     Input,
     Loaded,
     Reducer,
+    TurnRuntime,
     TurnScoped,
     WorkflowContext,
     node,
@@ -47,7 +52,7 @@ def recall(state: Any, context: WorkflowContext) -> dict[str, Any]:
     return {"response_text": format_working_memory_entries(state["working_memory"])}
 
 
-def seed(backend: Backend, user: str) -> None:
+def seed(backend: Backend | MemoryBackend, user: str) -> None:
     memory = LongTermMemory(backend, owner=Owner(user_id=user))
     memory.remember(
         SemanticWorkingMemoryEntry(
@@ -107,6 +112,26 @@ async def test_working_memory_is_recalled_for_the_message_each_turn(
     second = await runtime.arun_turn(say("I miss my dog", tid, user_id=user))
     assert second["response_text"].startswith("Last session (grief): talked about loss")
     assert "working_memory" not in runtime.thread_state(tid)
+
+
+async def test_the_default_memory_store_is_the_checkpointers_database(
+    tmp_path: Path, tid: str
+) -> None:
+    path = tmp_path / "weft.db"
+    with SQLiteMemoryBackend(path) as rows:  # another connection, as another process would
+        seed(rows, "ada")
+    with TurnRuntime(MemoryState, [recall], SQLiteBackend(path)) as runtime:
+        out = await runtime.arun_turn(say("trouble with my boss", tid, user_id="ada"))
+    assert out["response_text"].startswith("[relationship] User WORRIES_ABOUT work")
+
+
+async def test_a_memory_store_given_to_the_runtime_is_used(make: Make, tid: str) -> None:
+    rows = InMemoryMemoryBackend()
+    seed(rows, "ada")
+    runtime = make(MemoryState, [recall], memory_store=rows, context=WorkflowContext())
+    assert runtime.context.memory_store is rows
+    out = await runtime.arun_turn(say("trouble with my boss", tid, user_id="ada"))
+    assert out["response_text"].startswith("[relationship] User WORRIES_ABOUT work")
 
 
 async def test_working_memory_belongs_to_the_turns_owner(

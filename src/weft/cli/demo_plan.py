@@ -20,9 +20,10 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from weft.calls import Plan, Tool
 from weft.cli.demo import DemoRun, Scene
 from weft.errors import PlanValidationError
-from weft.refs import ChosenPath, Plan, Tool
+from weft.refs import ChosenPath
 
 ACCOUNTS: Final[dict[str, dict[str, Any]]] = {
     "acme": {"userId": 17},

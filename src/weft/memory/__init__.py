@@ -1,5 +1,6 @@
 """AgentMemory (seed 001) over the store, its three LLM tools and their prompt text, and
-long-term memory (seed 004): owner-scoped entries, working-memory entries, recall."""
+long-term memory (seed 004): owner-scoped entries, working-memory entries, recall, and
+the memory backends that keep them (in-memory, SQLite, PostgreSQL)."""
 
 from weft.memory.agent_memory import (
     AgentMemory,
@@ -7,6 +8,14 @@ from weft.memory.agent_memory import (
     MemoryEvent,
     MemoryKind,
     memory_keys,
+)
+from weft.memory.backends import (
+    InMemoryMemoryBackend,
+    MemoryBackend,
+    MemoryRecord,
+    PostgresMemoryBackend,
+    SQLiteMemoryBackend,
+    memory_backend,
 )
 from weft.memory.long_term import LongTermMemory, Owner
 from weft.memory.prompts import memory_tools_prompt_section, upstream_memory_hint
@@ -31,20 +40,26 @@ __all__ = [
     "EmbeddingProvider",
     "EpisodicWorkingMemoryEntry",
     "HashingEmbedder",
+    "InMemoryMemoryBackend",
     "LongTermMemory",
+    "MemoryBackend",
     "MemoryEntry",
     "MemoryEvent",
     "MemoryKind",
+    "MemoryRecord",
     "MemoryTool",
     "MemoryTools",
     "Owner",
+    "PostgresMemoryBackend",
     "RecallHit",
     "RecallResult",
+    "SQLiteMemoryBackend",
     "SemanticWorkingMemoryEntry",
     "SentenceTransformerEmbedder",
     "WorkingMemoryEntry",
     "format_working_memory_entries",
     "format_working_memory_entry",
+    "memory_backend",
     "memory_keys",
     "memory_tools",
     "memory_tools_prompt_section",

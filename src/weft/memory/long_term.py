@@ -1,10 +1,12 @@
 """Long-term memory: entries owned by a user (or a session), in namespaces, with TTL and recall.
 
 Seed 004's *loaded* state: facts and session summaries that outlive a thread, fetched
-again each turn. ``LongTermMemory`` is the owner-scoped API over a backend's memory
-rows (``weft.persist``: in-memory, SQLite, PostgreSQL); every read and search is
+again each turn. ``LongTermMemory`` is the owner-scoped API over a memory backend
+(``weft.memory.backends``: in-memory, SQLite, PostgreSQL); every read and search is
 filtered by the owner in the backend's own query, so no call can reach another
-owner's entries.
+owner's entries. Given an event-log backend (``weft.persist``), it uses the memory
+backend in that backend's database (``memory_backend(backend)``): one database for
+threads and memory.
 
 Owner resolution follows the seed: the user id when there is one, else the session id;
 neither is an ``OwnerError``. The two never collide (``user:alice`` and
@@ -31,13 +33,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from weft.errors import OwnerError, PersistError
+from weft.memory.backends.base import MemoryBackend, MemoryRecord
+from weft.memory.backends.shared import memory_backend
 from weft.memory.recall import EmbeddingProvider, RecallHit, RecallResult, recall
 from weft.memory.working import (
     EpisodicWorkingMemoryEntry,
     SemanticWorkingMemoryEntry,
     WorkingMemoryEntry,
 )
-from weft.persist import Backend, MemoryBackend, MemoryRecord
+from weft.persist import Backend
 from weft.store import dumps
 
 SEMANTIC: Final = "semantic"
@@ -68,10 +72,13 @@ class Owner:
 
 
 class LongTermMemory:
-    """One owner's long-term memory on a backend (see the module docstring).
+    """One owner's long-term memory on a memory backend, or on the one in an event-log
+    backend's database (see the module docstring).
 
-    ``embedder`` turns on hybrid recall; ``default_ttl`` (seconds) applies to ``put``
-    calls that give none; ``clock`` is the time source (a test passes a fake one).
+    ``backend`` is the memory backend it reads and writes (``memory_backend(backend)`` of
+    the one given); ``embedder`` turns on hybrid recall; ``default_ttl`` (seconds) applies
+    to ``put`` calls that give none; ``clock`` is the time source (a test passes a fake
+    one).
     """
 
     def __init__(
@@ -86,7 +93,7 @@ class LongTermMemory:
         if not isinstance(owner, Owner):
             raise OwnerError(f"owner={owner!r}: expected an Owner(user_id=..., session_id=...)")
         self.owner = owner.key  # resolve now: a missing owner fails here, not on first use
-        self._rows = backend.memory if isinstance(backend, Backend) else backend
+        self.backend = memory_backend(backend)
         self.embedder = embedder
         self.default_ttl = default_ttl
         self._clock = clock
@@ -112,7 +119,7 @@ class LongTermMemory:
         ttl = self.default_ttl if ttl is None else ttl
         if ttl is not None and not ttl > 0:
             raise PersistError(f"ttl={ttl!r}: expected a positive number of seconds, or None")
-        return self._rows.put(
+        return self.backend.put(
             self.owner,
             namespace,
             key,
@@ -124,7 +131,7 @@ class LongTermMemory:
 
     def get(self, namespace: str, key: str) -> MemoryRecord | None:
         """The entry, or None when absent or expired."""
-        return self._rows.get(self.owner, namespace, key, now=self._clock())
+        return self.backend.get(self.owner, namespace, key, now=self._clock())
 
     def get_value(self, namespace: str, key: str, default: Any = None) -> Any:
         """The entry's value, or ``default``."""
@@ -133,13 +140,13 @@ class LongTermMemory:
 
     def delete(self, namespace: str, key: str) -> bool:
         """Delete one entry; returns whether it existed."""
-        return self._rows.delete(self.owner, namespace, key)
+        return self.backend.delete(self.owner, namespace, key)
 
     def list(
         self, namespace: str | None = None, *, prefix: str = "", limit: int | None = None
     ) -> builtins.list[MemoryRecord]:
         """The owner's live entries, most recently updated first."""
-        return self._rows.list(
+        return self.backend.list(
             self.owner, namespace=namespace, prefix=prefix, limit=limit, now=self._clock()
         )
 
@@ -150,7 +157,7 @@ class LongTermMemory:
     ) -> RecallResult:
         """The ``k`` entries that best match ``query``, and which path found them."""
         return recall(
-            self._rows,
+            self.backend,
             self.owner,
             query,
             namespaces=namespaces,

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from weft.errors import ModelConfigError
-from weft.persist import MemoryBackend, MemoryRecord
-from weft.persist.memory_base import tokens
+from weft.memory.backends.base import MemoryBackend, MemoryRecord
+from weft.memory.backends.text import tokens
 
 logger: Final = logging.getLogger("weft.memory")
 

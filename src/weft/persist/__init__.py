@@ -1,14 +1,14 @@
-"""Durable backends for the event log and long-term memory: in-memory, SQLite, PostgreSQL.
+"""Durable backends for the event log: in-memory, SQLite, PostgreSQL.
 
 The store's event log is the checkpoint: a run appends its events (deltas, not states)
 to a backend as they happen, snapshots every N events keep loading fast, and any step
 can be loaded again or forked. ``PostgresBackend`` imports psycopg only when made.
+Long-term memory has backends of its own, in ``weft.memory``, on the same databases.
 """
 
 from weft.persist.base import Backend, Checkpoint, LoggedEvent, RunInfo, ThreadInfo
 from weft.persist.codec import FORMAT_VERSION
 from weft.persist.memory import InMemoryBackend
-from weft.persist.memory_base import MemoryBackend, MemoryRecord
 from weft.persist.postgres import PostgresBackend
 from weft.persist.runs import DurableRun, DurableStore
 from weft.persist.snapshot import Snapshot
@@ -23,8 +23,6 @@ __all__ = [
     "DurableStore",
     "InMemoryBackend",
     "LoggedEvent",
-    "MemoryBackend",
-    "MemoryRecord",
     "PostgresBackend",
     "RunInfo",
     "SQLiteBackend",

@@ -1,4 +1,4 @@
-"""The backend interface: an append-only event log per thread, and long-term memory rows.
+"""The backend interface: an append-only event log per thread.
 
 Identity. A *thread* (``thread_id``) is one conversation or workflow: one store, one
 log. A *run* (``run_id``) is one execution that appends to it; a run that resumes
@@ -33,7 +33,6 @@ from typing import Final, NamedTuple
 from weft.errors import ConflictError, CorruptRecordError, PersistError, StepError
 from weft.persist._gc import paused
 from weft.persist.codec import decode_event, decode_snapshot, encode_event, encode_snapshot
-from weft.persist.memory_base import MemoryBackend
 from weft.persist.snapshot import Snapshot, build_store, capture
 from weft.store import Event, Store, TypeRegistry, registry
 from weft.store import reducers as _reducers
@@ -136,7 +135,8 @@ def exists(thread_id: str, last_step: int) -> ConflictError:
 
 
 class Backend(ABC):
-    """Where threads' event logs (and long-term memory, ``backend.memory``) are kept.
+    """Where threads' event logs are kept (long-term memory has backends of its own, in
+    ``weft.memory``).
 
     Backends are synchronous on purpose: the store calls its subscribers inside each
     write, and a node's record must be durable before the next node starts. Use one
@@ -322,11 +322,6 @@ class Backend(ABC):
     @abstractmethod
     def location(self) -> str:
         """Where the data lives (a file, a server and schema), for messages."""
-
-    @property
-    @abstractmethod
-    def memory(self) -> MemoryBackend:
-        """The long-term memory rows kept beside the event log."""
 
     # -------------------------------------------------------------- primitives
 

@@ -2,7 +2,7 @@
 
 It keeps the same encoded records as the database backends (so a value that would not
 survive SQLite does not survive here either) and follows the same rules (conflicts,
-snapshots, pruning, owners, TTL); token recall is a BM25 in Python.
+snapshots, pruning).
 
 >>> from weft.persist import DurableRun, InMemoryBackend
 >>> backend = InMemoryBackend()
@@ -14,10 +14,8 @@ snapshots, pruning, owners, TTL); token recall is a BM25 in Python.
 
 from __future__ import annotations
 
-import math
 import threading
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -30,7 +28,6 @@ from weft.persist.base import (
     conflict,
     exists,
 )
-from weft.persist.memory_base import MemoryBackend, MemoryRow, tokens
 from weft.store import TypeRegistry, registry
 
 
@@ -46,13 +43,12 @@ def _step(row: tuple[int, str] | tuple[int, str, str]) -> int:
 
 
 class InMemoryBackend(Backend):
-    """Threads and long-term memory in this process's memory (thread-safe)."""
+    """Threads in this process's memory (thread-safe)."""
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         super().__init__(types=types)
         self._lock = threading.Lock()
         self._threads: dict[str, _Thread] = {}
-        self._memory = InMemoryMemory(types=types)
 
     @property
     def location(self) -> str:
@@ -60,10 +56,6 @@ class InMemoryBackend(Backend):
 
     def close(self) -> None:
         """Nothing to release: the data lives as long as this object."""
-
-    @property
-    def memory(self) -> InMemoryMemory:
-        return self._memory
 
     def _append_rows(
         self,
@@ -180,122 +172,3 @@ class InMemoryBackend(Backend):
             thread.events = thread.events[at:]
             thread.info = replace(thread.info, first_step=cut)
             return at
-
-
-@dataclass(slots=True)
-class _Row:
-    record: str
-    text: str
-    created_at: float
-    updated_at: float
-    expires_at: float | None
-    model: str | None = None
-    vector: bytes | None = None
-
-
-class InMemoryMemory(MemoryBackend):
-    """Long-term memory rows in a dict; token recall is Okapi BM25 (k1=1.2, b=0.75)."""
-
-    def __init__(self, *, types: TypeRegistry = registry) -> None:
-        super().__init__(types=types)
-        self._lock = threading.Lock()
-        self._rows: dict[tuple[str, str, str], _Row] = {}
-
-    def _put_row(
-        self,
-        owner: str,
-        namespace: str,
-        key: str,
-        record: str,
-        text: str,
-        expires_at: float | None,
-        now: float,
-    ) -> float:
-        with self._lock:
-            old = self._rows.get((owner, namespace, key))
-            live = old is not None and (old.expires_at is None or old.expires_at > now)
-            created = old.created_at if old is not None and live else now
-            self._rows[(owner, namespace, key)] = _Row(record, text, created, now, expires_at)
-            return created
-
-    def _get_row(self, owner: str, namespace: str, key: str) -> MemoryRow | None:
-        with self._lock:
-            row = self._rows.get((owner, namespace, key))
-            return None if row is None else _as_row(namespace, key, row)
-
-    def _delete_row(self, owner: str, namespace: str, key: str) -> bool:
-        with self._lock:
-            return self._rows.pop((owner, namespace, key), None) is not None
-
-    def _owned(self, owner: str, namespaces: tuple[str, ...] | None) -> list[tuple[str, str, _Row]]:
-        with self._lock:
-            return [
-                (ns, key, row)
-                for (o, ns, key), row in self._rows.items()
-                if o == owner and (namespaces is None or ns in namespaces)
-            ]
-
-    def _list_rows(
-        self, owner: str, namespace: str | None, prefix: str, limit: int | None
-    ) -> list[MemoryRow]:
-        rows = [
-            _as_row(ns, key, row)
-            for ns, key, row in self._owned(owner, None if namespace is None else (namespace,))
-            if key.startswith(prefix)
-        ]
-        rows.sort(key=lambda r: (-r[5], r[0], r[1]))
-        return rows if limit is None else rows[:limit]
-
-    def _search_rows(
-        self, owner: str, words: Sequence[str], namespaces: tuple[str, ...] | None, limit: int
-    ) -> list[tuple[MemoryRow, float]]:
-        docs = [(ns, key, row, tokens(row.text)) for ns, key, row in self._owned(owner, namespaces)]
-        if not docs:
-            return []
-        average = sum(len(d[3]) for d in docs) / len(docs) or 1.0
-        counts = [Counter(d[3]) for d in docs]
-        query = set(words)
-        idf = {}
-        for word in query:
-            n = sum(1 for c in counts if word in c)
-            idf[word] = math.log(1 + (len(docs) - n + 0.5) / (n + 0.5))
-        scored = []
-        for (ns, key, row, words_of), count in zip(docs, counts, strict=True):
-            norm = 1.2 * (0.25 + 0.75 * len(words_of) / average)
-            score = sum(idf[w] * count[w] * 2.2 / (count[w] + norm) for w in query if count[w])
-            if score > 0:
-                scored.append((_as_row(ns, key, row), score))
-        scored.sort(key=lambda hit: (-hit[1], hit[0][0], hit[0][1]))
-        return scored[:limit]
-
-    def _vector_rows(
-        self, owner: str, model: str, namespaces: tuple[str, ...] | None
-    ) -> list[tuple[MemoryRow, bytes | None]]:
-        return [
-            (_as_row(ns, key, row), row.vector if row.model == model else None)
-            for ns, key, row in sorted(self._owned(owner, namespaces), key=lambda r: r[:2])
-        ]
-
-    def _set_vector_rows(self, owner: str, model: str, rows: list[tuple[str, str, bytes]]) -> None:
-        with self._lock:
-            for namespace, key, blob in rows:
-                row = self._rows.get((owner, namespace, key))
-                if row is not None:
-                    row.model, row.vector = model, blob
-
-    def _purge(self, owner: str | None, now: float) -> int:
-        with self._lock:
-            doomed = [
-                k
-                for k, row in self._rows.items()
-                if (owner is None or k[0] == owner)
-                and row.expires_at is not None
-                and row.expires_at <= now
-            ]
-            for k in doomed:
-                del self._rows[k]
-            return len(doomed)
-
-
-def _as_row(namespace: str, key: str, row: _Row) -> MemoryRow:
-    return (namespace, key, row.record, row.text, row.created_at, row.updated_at, row.expires_at)

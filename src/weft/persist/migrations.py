@@ -6,6 +6,10 @@ inside the write transaction, so an append touches the events table only; Postgr
 ``<schema>.schema_migrations`` (one row per applied migration), inside one schema
 (``weft`` by default). A database whose number is higher than the newest migration here
 was made by a newer weft: opening it is a ``FutureFormatError``, and nothing is changed.
+
+These are the event log's tables only; long-term memory creates and migrates its own
+(``weft.memory.backends.migrations``). Databases made before that split got the memory
+tables from migration 1 here, and keep them: the memory backends adopt them.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from typing import Final
 
 SQLITE: Final[tuple[str, ...]] = (
-    # 1: event log, snapshots, long-term memory with FTS5 token recall
+    # 1: event log and snapshots
     """
     CREATE TABLE weft_threads (
         thread_id TEXT PRIMARY KEY,
@@ -35,42 +39,12 @@ SQLITE: Final[tuple[str, ...]] = (
         record TEXT NOT NULL,
         PRIMARY KEY (thread_id, step)
     );
-    CREATE TABLE weft_memory (
-        owner TEXT NOT NULL,
-        namespace TEXT NOT NULL,
-        key TEXT NOT NULL,
-        record TEXT NOT NULL,
-        text TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        expires_at REAL,
-        vector_model TEXT,
-        vector BLOB,
-        PRIMARY KEY (owner, namespace, key)
-    );
-    CREATE INDEX weft_memory_expiry ON weft_memory (owner, expires_at)
-        WHERE expires_at IS NOT NULL;
-    CREATE VIRTUAL TABLE weft_memory_fts USING fts5(
-        text, content='weft_memory', content_rowid='rowid', tokenize='porter unicode61'
-    );
-    CREATE TRIGGER weft_memory_ai AFTER INSERT ON weft_memory BEGIN
-        INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
-    END;
-    CREATE TRIGGER weft_memory_ad AFTER DELETE ON weft_memory BEGIN
-        INSERT INTO weft_memory_fts (weft_memory_fts, rowid, text)
-            VALUES ('delete', old.rowid, old.text);
-    END;
-    CREATE TRIGGER weft_memory_au AFTER UPDATE OF text ON weft_memory BEGIN
-        INSERT INTO weft_memory_fts (weft_memory_fts, rowid, text)
-            VALUES ('delete', old.rowid, old.text);
-        INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
-    END;
     """,
 )
 """SQLite migrations; migration ``n`` is ``SQLITE[n - 1]``."""
 
 POSTGRES: Final[tuple[str, ...]] = (
-    # 1: event log, snapshots, long-term memory with full-text token recall
+    # 1: event log and snapshots
     """
     CREATE TABLE {schema}.threads (
         thread_id text PRIMARY KEY,
@@ -94,23 +68,6 @@ POSTGRES: Final[tuple[str, ...]] = (
         record text NOT NULL,
         PRIMARY KEY (thread_id, step)
     );
-    CREATE TABLE {schema}.memory (
-        owner text NOT NULL,
-        namespace text NOT NULL,
-        key text NOT NULL,
-        record text NOT NULL,
-        text text NOT NULL,
-        tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED,
-        created_at double precision NOT NULL,
-        updated_at double precision NOT NULL,
-        expires_at double precision,
-        vector_model text,
-        vector bytea,
-        PRIMARY KEY (owner, namespace, key)
-    );
-    CREATE INDEX memory_tsv ON {schema}.memory USING gin (tsv);
-    CREATE INDEX memory_expiry ON {schema}.memory (owner, expires_at)
-        WHERE expires_at IS NOT NULL;
     """,
 )
 """PostgreSQL migrations (``{schema}`` is filled in); migration ``n`` is ``POSTGRES[n - 1]``."""

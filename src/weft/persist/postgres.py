@@ -32,7 +32,6 @@ from weft.persist.base import (
     conflict,
     exists,
 )
-from weft.persist.postgres_memory import PostgresMemory
 from weft.store import TypeRegistry, registry
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ _THREAD_COLUMNS: Final = (
 
 
 class PostgresBackend(Backend):
-    """Threads and long-term memory in a PostgreSQL schema (see the module docstring)."""
+    """Threads in a PostgreSQL schema (see the module docstring)."""
 
     def __init__(
         self,
@@ -72,6 +71,7 @@ class PostgresBackend(Backend):
             raise StorageError(
                 "PostgresBackend needs psycopg 3 and psycopg_pool: pip install 'weft[postgres]'"
             ) from exc
+        self.conninfo = conninfo
         self.schema = schema
         self._where = _describe(conninfo, schema)
         self._errors: tuple[type[Exception], ...] = (psycopg.Error,)
@@ -93,15 +93,10 @@ class PostgresBackend(Backend):
         except BaseException:
             self._pool.close()
             raise
-        self._memory = PostgresMemory(self)
 
     @property
     def location(self) -> str:
         return self._where
-
-    @property
-    def memory(self) -> PostgresMemory:
-        return self._memory
 
     def close(self) -> None:
         self._pool.close()

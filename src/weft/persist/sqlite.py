@@ -1,7 +1,8 @@
 """The SQLite backend: the embedded default (standard library ``sqlite3``, WAL).
 
-One file holds every thread's event log, its snapshots and long-term memory; the
-default is ``./.weft/weft.db``, created on first use. The database runs in WAL mode
+One file holds every thread's event log and its snapshots (``weft.memory`` keeps
+long-term memory in it too, in tables of its own); the default is ``./.weft/weft.db``,
+created on first use. The database runs in WAL mode
 with ``synchronous=NORMAL``: a committed step survives the process being killed (the
 WAL is written before the commit returns), and a power loss may lose the last
 commits but never corrupts the file. Pass ``synchronous="FULL"`` to survive power
@@ -40,7 +41,6 @@ from weft.persist.base import (
     conflict,
     exists,
 )
-from weft.persist.sqlite_memory import SQLiteMemory
 from weft.store import TypeRegistry, registry
 
 DEFAULT_PATH: Final = Path(".weft") / "weft.db"
@@ -60,7 +60,7 @@ _LAST_STEP: Final = (
 
 
 class SQLiteBackend(Backend):
-    """Threads and long-term memory in one SQLite file (see the module docstring)."""
+    """Threads in one SQLite file (see the module docstring)."""
 
     def __init__(
         self,
@@ -74,6 +74,7 @@ class SQLiteBackend(Backend):
         if synchronous not in ("NORMAL", "FULL"):
             raise PersistError(f"synchronous={synchronous!r}: expected 'NORMAL' or 'FULL'")
         self.path = DEFAULT_PATH if path is None else Path(path)
+        self.synchronous = synchronous
         self._lock = threading.RLock()
         in_memory = str(self.path) == ":memory:"
         if not in_memory:
@@ -93,15 +94,10 @@ class SQLiteBackend(Backend):
         except BaseException:
             self._conn.close()
             raise
-        self._memory = SQLiteMemory(self)
 
     @property
     def location(self) -> str:
         return str(self.path)
-
-    @property
-    def memory(self) -> SQLiteMemory:
-        return self._memory
 
     def close(self) -> None:
         with self._lock:

@@ -1,13 +1,12 @@
-"""The executors of seed 001 on AgentMemory and the chat-model protocol (Step, Task,
-ParallelTask, Team, the WorkGraph bridge, the multi-mode agent), and the runner of
-``weft.refs`` plans on the WorkGraph engine."""
+"""The executors on AgentMemory and the chat-model protocol (Step, Task, ParallelTask,
+Team, the WorkGraph bridge, the multi-mode agent), and the team's board and bus on the
+store. Every DAG here (a task's steps, a plan's tasks) runs as a WorkGraph."""
 
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.bridge import AgentStepExecutor
-from weft.plan.dag import DagReport
+from weft.plan.jobs import DagReport
 from weft.plan.multi import ModeResult, MultiModeAgent
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
-from weft.plan.runner import arun_plan, run_plan
 from weft.plan.step import StepExecutor, StepResult
 from weft.plan.task import TaskExecutor, TaskResult
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport
@@ -35,6 +34,4 @@ __all__ = [
     "TeamMember",
     "TeamMessage",
     "TeamReport",
-    "arun_plan",
-    "run_plan",
 ]

@@ -1,34 +1,85 @@
-"""The team's shared ``TaskBoard`` and ``MessageBus``.
+"""The team's shared ``TaskBoard`` and ``MessageBus``: views over entries of the team's store.
 
 A board task moves ``open`` -> ``claimed`` (by one agent) -> ``completed`` (with a
 result) or ``failed`` (with a reason); a claimed task can be released back to
 ``open``. A task with ``depends_on`` can be claimed only once those tasks completed.
-Every change is a ``BoardEvent`` that subscribers hear (``on_event``), in order; the
-``TeamExecutor`` mirrors ``task_completed`` events into memory as ``task:<id>``. The
-board is safe to use from several threads; a refused move raises ``ExecutorError``
-saying why (the team tools hand that text to the model).
+A refused move raises ``ExecutorError`` saying why (the team tools hand that text to
+the model) and writes nothing.
+
+Where they live. Both keep everything in the store they are given (the team's
+``AgentMemory.store``), as entries of kind ``state`` under the team's name (``team``
+by default):
+
+- ``state:team/board/<task id>``: one entry per task, the plain dict of its fields
+  (``BoardTask.to_dict``), written whole on every move, with the agent as ``source``
+  and the move (``task_claimed`` ...) and its agent in the entry's ``meta``;
+- ``state:team/bus``: the messages, an ``append`` field of dicts with ``sender``,
+  ``to``, ``content`` and ``seq``; ``state:team/members``: the members (``union``);
+  ``state:team/read/<member>``: how many messages that member has read.
+
+So every move and message is an event in the store's log, a fork of the store carries
+the board and bus as they were and moves on its own, and a team whose store is durable
+(``weft.persist.DurableRun(...).store``, passed as ``AgentMemory(store)``) finds its
+board and messages again after a restart. The kind is ``state`` rather than a memory
+namespace on purpose: AgentMemory (and its tools) never sees ``state``, so models see
+the board only through the team tools, which show tasks without their results, and a
+``memory_write`` cannot forge a move.
+
+Every move is a ``BoardEvent`` that ``on_event`` subscribers hear, in order (a
+subscription to the store, translated); the ``TeamExecutor`` mirrors ``task_completed``
+into memory as ``task:<id>``. Moves and sends are atomic across threads and across
+every board and bus over the same store.
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
 import threading
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from weft.errors import ExecutorError
-
-logger: Final = logging.getLogger("weft.plan")
+from weft.store import Event, Store, reducers
 
 BoardStatus = Literal["open", "claimed", "completed", "failed"]
 EventType = Literal["task_added", "task_claimed", "task_released", "task_completed", "task_failed"]
+MOVES: Final[frozenset[str]] = frozenset(get_args(EventType))
+STATE: Final = "state"
+
+_locks: weakref.WeakKeyDictionary[Store, threading.RLock] = weakref.WeakKeyDictionary()
+_locks_guard: Final = threading.Lock()
+
+
+def _lock_of(store: Store) -> threading.RLock:
+    """One lock per store, shared by every board and bus over it (check, then write)."""
+    with _locks_guard:
+        lock = _locks.get(store)
+        if lock is None:
+            lock = _locks[store] = threading.RLock()
+        return lock
+
+
+def _checked(store: Store | None, team: str, what: str) -> Store:
+    if not isinstance(team, str) or not team or "/" in team:
+        raise ExecutorError(
+            f"{what}: team={team!r}; a team's name is a non-empty string without '/' "
+            "(it names the store paths state:<team>/...)"
+        )
+    if store is None:
+        return Store(name=team)
+    if not isinstance(store, Store):
+        raise ExecutorError(
+            f"{what} takes the team's store first (an AgentMemory's .store), got a "
+            f"{type(store).__name__}; pass tasks=[...] by keyword"
+        )
+    return store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BoardTask:
-    """One task on the board (immutable: each change makes a new one)."""
+    """One task on the board (immutable: each move makes a new one). ``number`` is its
+    place on the board (1 for the first task added), which orders ``TaskBoard.list``."""
 
     id: str
     title: str
@@ -39,6 +90,7 @@ class BoardTask:
     result: Any = None
     error: str | None = None
     added_by: str | None = None
+    number: int = 0
 
     def summary(self) -> dict[str, Any]:
         """What a model sees of it on the board: no result (that is read from memory)."""
@@ -55,9 +107,42 @@ class BoardTask:
             out["error"] = self.error
         return out
 
+    def to_dict(self) -> dict[str, Any]:
+        """The plain dict its store entry holds."""
+        return {
+            "id": self.id,
+            "title": self.title,
+            "description": self.description,
+            "depends_on": list(self.depends_on),
+            "status": self.status,
+            "assignee": self.assignee,
+            "result": self.result,
+            "error": self.error,
+            "added_by": self.added_by,
+            "number": self.number,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> BoardTask:
+        """The task a store entry holds."""
+        return cls(
+            id=data["id"],
+            title=data["title"],
+            description=data.get("description", ""),
+            depends_on=tuple(data.get("depends_on", ())),
+            status=data.get("status", "open"),
+            assignee=data.get("assignee"),
+            result=data.get("result"),
+            error=data.get("error"),
+            added_by=data.get("added_by"),
+            number=data.get("number", 0),
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BoardEvent:
+    """A move on the board: which, of what task, by whom, and the store event's ``seq``."""
+
     type: EventType
     task_id: str
     agent: str | None
@@ -65,33 +150,54 @@ class BoardEvent:
 
 
 class TaskBoard:
-    """Tasks several agents share (see the module docstring)."""
+    """Tasks several agents share, kept in ``store`` (a new one if omitted) under
+    ``state:<team>/board/`` (see the module docstring).
 
-    def __init__(self, tasks: Iterable[BoardTask] = ()) -> None:
-        self._tasks: dict[str, BoardTask] = {}
-        self._lock = threading.RLock()
-        self._subscribers: list[Callable[[BoardEvent], object]] = []
-        self._seq = itertools.count(1)
+    >>> board = TaskBoard(tasks=[BoardTask(id="draft", title="Draft")])
+    >>> board.claim("draft", "ann").status
+    'claimed'
+    >>> board.store.value("state", "team/board/draft")["assignee"]
+    'ann'
+    """
+
+    def __init__(
+        self, store: Store | None = None, *, team: str = "team", tasks: Iterable[BoardTask] = ()
+    ) -> None:
+        self.store = _checked(store, team, "TaskBoard")
+        self.team = team
+        self._prefix = f"{team}/board/"
+        self._lock = _lock_of(self.store)
         for task in tasks:
             self.add(task.id, task.title, task.description, depends_on=task.depends_on)
 
     # ------------------------------------------------------------------ reads
 
     def get(self, task_id: str) -> BoardTask | None:
-        return self._tasks.get(task_id)
+        if not isinstance(task_id, str) or not task_id:
+            return None
+        entry = self.store.get(STATE, self._prefix + task_id)
+        return None if entry is None else BoardTask.from_dict(entry.value)
 
     def list(self, status: BoardStatus | None = None) -> list[BoardTask]:
         """Tasks in the order they were added, of one status if given."""
-        return [t for t in self._tasks.values() if status is None or t.status == status]
+        tasks = [
+            BoardTask.from_dict(entry.value)
+            for entry in self.store.entries(key_prefix=f"{STATE}:{self._prefix}")
+        ]
+        tasks.sort(key=_place)
+        return [t for t in tasks if status is None or t.status == status]
 
     @property
     def finished(self) -> bool:
         """Whether the board has tasks and every one is completed or failed."""
-        tasks = list(self._tasks.values())
+        tasks = self.list()
         return bool(tasks) and all(t.status in ("completed", "failed") for t in tasks)
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return len(self.store.entries(key_prefix=f"{STATE}:{self._prefix}"))
+
+    def __repr__(self) -> str:
+        return f"<TaskBoard {self.team!r} tasks={len(self)} on {self.store!r}>"
 
     # ------------------------------------------------------------------ moves
 
@@ -107,20 +213,24 @@ class TaskBoard:
         with self._lock:
             if not task_id or not isinstance(task_id, str):
                 raise ExecutorError(f"a board task needs a non-empty id, got {task_id!r}")
-            if task_id in self._tasks:
+            if self.get(task_id) is not None:
                 raise ExecutorError(f"the board already has a task {task_id!r}; pick another id")
             deps = tuple(depends_on)
-            unknown = [d for d in deps if d not in self._tasks]
+            unknown = [d for d in deps if self.get(d) is None]
             if unknown:
                 raise ExecutorError(
                     f"task {task_id!r} depends on {', '.join(unknown)}, which the board does "
                     "not have; add those tasks first"
                 )
             task = BoardTask(
-                id=task_id, title=title, description=description, depends_on=deps, added_by=agent
+                id=task_id,
+                title=title,
+                description=description,
+                depends_on=deps,
+                added_by=agent,
+                number=len(self) + 1,
             )
-            self._tasks[task_id] = task
-            self._emit("task_added", task_id, agent)
+            self._write(task, "task_added", agent)
             return task
 
     def claim(self, task_id: str, agent: str) -> BoardTask:
@@ -129,7 +239,7 @@ class TaskBoard:
             if task.status != "open":
                 who = f" by {task.assignee}" if task.assignee else ""
                 raise ExecutorError(f"task {task_id!r} is {task.status}{who}, not open")
-            waiting = [d for d in task.depends_on if self._tasks[d].status != "completed"]
+            waiting = [d for d in task.depends_on if self._need(d).status != "completed"]
             if waiting:
                 raise ExecutorError(
                     f"task {task_id!r} waits for {', '.join(waiting)} to complete; claim "
@@ -153,23 +263,29 @@ class TaskBoard:
             return self._move(task, "task_failed", agent, status="failed", error=reason)
 
     def on_event(self, fn: Callable[[BoardEvent], object]) -> Callable[[], None]:
-        """Call ``fn(event)`` after every change; returns a function that unsubscribes.
-        A subscriber that raises is logged and never breaks the move."""
-        with self._lock:
-            self._subscribers = [*self._subscribers, fn]
+        """Call ``fn(event)`` after every move on this board (in this store, by any view
+        of it); returns a function that unsubscribes. A subscriber that raises is logged
+        by the store and never breaks the move."""
+        prefix = self._prefix
 
-        def unsubscribe() -> None:
-            with self._lock:
-                self._subscribers = [s for s in self._subscribers if s is not fn]
+        def forward(event: Event) -> None:
+            if event.op != "write" or event.kind != STATE or not event.path.startswith(prefix):
+                return
+            meta = event.meta or {}
+            move = meta.get("move")
+            if move in MOVES:
+                task_id = event.path[len(prefix) :]
+                fn(BoardEvent(type=move, task_id=task_id, agent=meta.get("agent"), seq=event.seq))
 
-        return unsubscribe
+        forward.__qualname__ = f"TaskBoard.on_event({getattr(fn, '__qualname__', repr(fn))})"
+        return self.store.subscribe(forward)
 
     # ------------------------------------------------------------- internals
 
     def _need(self, task_id: str) -> BoardTask:
-        task = self._tasks.get(task_id)
+        task = self.get(task_id)
         if task is None:
-            known = ", ".join(self._tasks) or "none"
+            known = ", ".join(t.id for t in self.list()) or "none"
             raise ExecutorError(f"the board has no task {task_id!r}; its tasks: {known}")
         return task
 
@@ -183,19 +299,24 @@ class TaskBoard:
             )
         return task
 
-    def _move(self, task: BoardTask, event: EventType, agent: str, **changes: Any) -> BoardTask:
+    def _move(self, task: BoardTask, move: EventType, agent: str, **changes: Any) -> BoardTask:
         moved = replace(task, **changes)
-        self._tasks[task.id] = moved
-        self._emit(event, task.id, agent)
+        self._write(moved, move, agent)
         return moved
 
-    def _emit(self, event_type: EventType, task_id: str, agent: str | None) -> None:
-        event = BoardEvent(type=event_type, task_id=task_id, agent=agent, seq=next(self._seq))
-        for fn in self._subscribers:
-            try:
-                fn(event)
-            except Exception:
-                logger.exception("board subscriber %r raised on %s", fn, event.type)
+    def _write(self, task: BoardTask, move: EventType, agent: str | None) -> None:
+        self.store.write(
+            STATE,
+            self._prefix + task.id,
+            task.to_dict(),
+            source=agent,
+            meta={"move": move, "agent": agent},
+            replace=True,
+        )
+
+
+def _place(task: BoardTask) -> tuple[int, str]:
+    return task.number, task.id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -207,44 +328,72 @@ class TeamMessage:
 
 
 class MessageBus:
-    """Messages between agents: ``send`` to one agent or ``"*"`` (everyone else);
-    ``receive`` returns an agent's unread messages, oldest first, and marks them read."""
+    """Messages between agents, kept in ``store`` (a new one if omitted) under
+    ``state:<team>/`` (see the module docstring): ``send`` to one agent or ``"*"``
+    (everyone else); ``receive`` returns an agent's unread messages, oldest first, and
+    marks them read.
 
-    def __init__(self) -> None:
-        self._log: list[TeamMessage] = []
-        self._read: dict[str, int] = {}
-        self._members: list[str] = []
-        self._lock = threading.Lock()
+    >>> bus = MessageBus()
+    >>> bus.register("ann"); bus.register("bob")
+    >>> bus.send("ann", "bob", "draft is ready").seq
+    1
+    >>> [m.content for m in bus.receive("bob")], bus.receive("bob")
+    (['draft is ready'], [])
+    """
+
+    def __init__(self, store: Store | None = None, *, team: str = "team") -> None:
+        self.store = _checked(store, team, "MessageBus")
+        self.team = team
+        self._bus = f"{team}/bus"
+        self._members = f"{team}/members"
+        self._read = f"{team}/read/"
+        self._lock = _lock_of(self.store)
+        self.store.declare(STATE, self._bus, reducers.append)
+        self.store.declare(STATE, self._members, reducers.union)
 
     def register(self, agent: str) -> None:
+        if not isinstance(agent, str) or not agent:
+            raise ExecutorError(f"a teammate needs a non-empty name, got {agent!r}")
         with self._lock:
-            if agent not in self._members:
-                self._members.append(agent)
-                self._read.setdefault(agent, 0)
+            if agent not in self.members:
+                self.store.write(STATE, self._members, [agent], source=agent)
 
     @property
     def members(self) -> tuple[str, ...]:
-        return tuple(self._members)
+        return tuple(self.store.value(STATE, self._members, ()))
 
     def send(self, sender: str, to: str, content: str) -> TeamMessage:
         with self._lock:
-            if to != "*" and to not in self._members:
+            members = self.members
+            if to != "*" and to not in members:
                 raise ExecutorError(
-                    f"no teammate is named {to!r}; the team: {', '.join(self._members)} "
+                    f"no teammate is named {to!r}; the team: {', '.join(members)} "
                     "(or '*' for everyone)"
                 )
-            message = TeamMessage(sender=sender, to=to, content=content, seq=len(self._log) + 1)
-            self._log.append(message)
+            message = TeamMessage(sender=sender, to=to, content=content, seq=self._count() + 1)
+            record = {"sender": sender, "to": to, "content": content, "seq": message.seq}
+            self.store.write(STATE, self._bus, record, source=sender)
             return message
 
     def receive(self, agent: str) -> list[TeamMessage]:
         with self._lock:
-            start = self._read.get(agent, 0)
-            self._read[agent] = len(self._log)
-            return [
-                m for m in self._log[start:] if m.sender != agent and (m.to == agent or m.to == "*")
-            ]
+            log = self.history
+            start = self.store.value(STATE, self._read + agent, 0)
+            if len(log) > start:
+                self.store.write(STATE, self._read + agent, len(log), source=agent)
+            return [m for m in log[start:] if m.sender != agent and m.to in (agent, "*")]
 
     @property
     def history(self) -> tuple[TeamMessage, ...]:
-        return tuple(self._log)
+        """Every message sent, oldest first."""
+        return tuple(
+            TeamMessage(sender=m["sender"], to=m["to"], content=m["content"], seq=m["seq"])
+            for m in self.store.value(STATE, self._bus, ())
+        )
+
+    def _count(self) -> int:
+        entry = self.store.get(STATE, self._bus)
+        return 0 if entry is None else entry.weight
+
+    def __repr__(self) -> str:
+        return f"<MessageBus {self.team!r} messages={self._count()} on {self.store!r}>"

@@ -24,13 +24,13 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from weft.calls import Tool
 from weft.errors import ExecutorError
 from weft.graph import PassDown, ResultPassDownMode, WorkGraphNode
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.step import StepExecutor, StepResult
 from weft.plan.types import Step
-from weft.refs import Tool
 
 
 class AgentStepExecutor:

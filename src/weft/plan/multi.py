@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from weft._sync import run_sync
 from weft.agent import Agent, AgentResult
+from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError, PlanValidationError
 from weft.llm import ChatMessage, ChatModel, Completion
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
@@ -32,7 +33,6 @@ from weft.plan.prompts import planner_system_prompt
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport
 from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import TaskPlan
-from weft.refs import Tool
 
 Mode = Literal["loop", "plan", "team"]
 MODES: tuple[Mode, ...] = ("loop", "plan", "team")

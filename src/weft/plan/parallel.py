@@ -3,14 +3,16 @@
 It owns no private results: everything is in memory.
 
 - Start: the caller's ``inputs`` are written as ``input:<name>``.
-- Each task runs as a ``TaskExecutor`` as soon as the tasks it depends on completed,
-  ``max_concurrency`` at once; its steps are told the keys ``task:<dep>`` of those
-  tasks (never their values).
+- The tasks compile to a WorkGraph (``weft.plan.jobs``): each task runs as a
+  ``TaskExecutor`` as soon as the tasks it depends on completed, ``max_concurrency``
+  at once (with ``1``, in the order listed as far as the dependencies allow); its
+  steps are told the keys ``task:<dep>`` of those tasks (never their values).
 - After a task completed: the idempotent task write. ``task:<id>`` is set only if it
-  is not there yet, from ``step:<last step id>`` (a finishing step normally wrote it).
-- A failed task blocks every task that depends on it; the report says which failed,
-  why (its steps' failures) and what each blocked task waited for. Cycles and unknown
-  dependencies are refused when the ``TaskPlan`` is built.
+  is not there yet, from ``step:<finishing step id>`` (the finishing step, the last
+  of the task to run, normally wrote it).
+- A failed task blocks every task that depends on it, directly or not; the report says
+  which failed, why (its steps' failures) and what each blocked task waited for.
+  Cycles and unknown dependencies are refused when the ``TaskPlan`` is built.
 - Resume: a task whose ``task:<id>`` is already in memory (say, memory loaded from a
   durable store after a crash) is skipped, so running the plan again continues it.
 
@@ -25,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weft._sync import run_sync
+from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan.dag import DagReport, run_dag
+from weft.plan.jobs import DagReport, run_jobs
 from weft.plan.task import TaskExecutor, TaskResult
 from weft.plan.types import TaskPlan
-from weft.refs import Tool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,10 +116,11 @@ class ParallelTaskExecutor:
         done = (
             [t.id for t in tasks if self.memory.has(memory_keys.task(t.id))] if self.resume else []
         )
-        report = await run_dag(
+        report = await run_jobs(
             [t.id for t in tasks],
             {t.id: t.depends_on for t in tasks},
             self._run_task,
+            what=f"the tasks of plan {self.plan.title!r}" if self.plan.title else "the tasks",
             done=done,
             max_concurrency=self.max_concurrency,
         )
@@ -143,7 +146,7 @@ class ParallelTaskExecutor:
             return result.report.summary()
         key = memory_keys.task(task_id)
         if not self.memory.has(key):  # the idempotent task write
-            last = memory_keys.step(task.steps[-1].id)
+            last = memory_keys.step(task.final_step.id)
             self.memory.set(
                 key,
                 self.memory.get_value(last),

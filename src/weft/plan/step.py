@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from weft._sync import run_sync
+from weft.calls import Tool
 from weft.errors import ModelError
 from weft.llm import ChatMessage, ChatModel, ToolCall, Usage
 from weft.memory import AgentMemory, memory_keys
@@ -47,7 +48,6 @@ from weft.plan.prompts import (
 )
 from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import Step
-from weft.refs import Tool
 from weft.refs.schemas import schema_problems
 from weft.store import MISSING
 

@@ -1,32 +1,36 @@
 """``TaskExecutor``: a task's steps as a DAG by ``depends_on``, each a ``StepExecutor``.
 
-On start it seeds the caller's ``inputs`` as ``input:<name>``. Steps run as soon as the
-steps they depend on completed (``max_concurrency`` at once); a failed step blocks the
-steps after it, and the task fails. The finishing step (``Task.final_step``) writes
-``task:<id>``. ``upstream_memory_keys`` (``task:<id>`` of the tasks this one depends on,
-from a ``ParallelTaskExecutor``) are named to every step as hints.
+On start it seeds the caller's ``inputs`` as ``input:<name>``. The steps compile to a
+WorkGraph (``weft.plan.jobs``): a step runs as soon as the steps it depends on completed
+(``max_concurrency`` at once); a failed step blocks the steps after it, and the task
+fails. The finishing step (``Task.final_step``) writes ``task:<id>``, which marks the
+task done, so it runs after *every* other step of the task, whether it names them in
+``depends_on`` or not, and never after one that failed. ``upstream_memory_keys``
+(``task:<id>`` of the tasks this one depends on, from a ``ParallelTaskExecutor``) are
+named to every step as hints.
 
 Process mode: a step with ``process_from="discover"`` reads the list ``step:discover``
 holds, runs once per item (the item in its user message; each run writes
-``step:<id>[<i>]``) and writes the list of the items' results, in item order, to
+``step:<id>[<i>]``), the items as the start nodes of a WorkGraph with the executor's
+``max_concurrency``, and writes the list of the items' results, in item order, to
 ``step:<id>``; an item that failed is ``{"error": ...}`` in that list, and the step
 fails if any item did.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from weft._sync import run_sync
+from weft.calls import Tool
+from weft.graph import WorkGraph, WorkGraphNode
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan.dag import DagReport, run_dag
+from weft.plan.jobs import DagReport, run_jobs
 from weft.plan.step import StepExecutor, StepResult
 from weft.plan.types import Step, Task
-from weft.refs import Tool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,10 +94,11 @@ class TaskExecutor:
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         task = self.task
-        report = await run_dag(
+        report = await run_jobs(
             [step.id for step in task.steps],
-            {step.id: step.depends_on for step in task.steps},
+            _waits_for(task),
             self._run_step,
+            what=f"the steps of task {task.id!r}",
             max_concurrency=self.max_concurrency,
         )
         key = memory_keys.task(task.id)
@@ -144,21 +149,7 @@ class TaskExecutor:
             )
             self.memory.set(memory_keys.step(step.id), {"error": problem}, source=step.id)
             return problem
-        limit = asyncio.Semaphore(self.max_concurrency or len(items) or 1)
-
-        async def one(index: int, item: Any) -> StepResult:
-            others = tuple(d for d in step.depends_on if d != step.process_from)
-            sub = replace(
-                step,
-                id=f"{step.id}[{index}]",
-                title=f"{step.label} [item {index}]",
-                process_from=None,
-                depends_on=others,
-            )
-            async with limit:
-                return await self._executor(sub, finishing=False, item=(item,)).aexecute()
-
-        runs = await asyncio.gather(*(one(i, item) for i, item in enumerate(items)))
+        runs = await self._items(step, items)
         for run in runs:
             self.results[run.step_id] = run
         self.memory.set(
@@ -180,3 +171,40 @@ class TaskExecutor:
                 description=self.task.description or None,
             )
         return None
+
+    async def _items(self, step: Step, items: list[Any]) -> list[StepResult]:
+        """One run of ``step`` per item, as the start nodes of one WorkGraph (item order)."""
+        if not items:
+            return []
+        others = tuple(d for d in step.depends_on if d != step.process_from)
+        runs: list[StepResult | None] = [None] * len(items)
+
+        def one(index: int, item: Any) -> WorkGraphNode:
+            sub = replace(
+                step,
+                id=f"{step.id}[{index}]",
+                title=f"{step.label} [item {index}]",
+                process_from=None,
+                depends_on=others,
+            )
+            executor = self._executor(sub, finishing=False, item=(item,))
+
+            async def run_item() -> None:
+                runs[index] = await executor.aexecute()
+
+            return WorkGraphNode(run_item, id=sub.id)
+
+        nodes = [one(index, item) for index, item in enumerate(items)]
+        await WorkGraph(start_nodes=nodes, max_concurrency=self.max_concurrency).arun()
+        finished = [run for run in runs if run is not None]
+        assert len(finished) == len(items), "every item node ran"
+        return finished
+
+
+def _waits_for(task: Task) -> dict[str, tuple[str, ...]]:
+    """Each step's dependencies; the finishing step waits for every other step too."""
+    final = task.final_step.id
+    waits = {step.id: step.depends_on for step in task.steps}
+    others = tuple(step.id for step in task.steps if step.id != final)
+    waits[final] = tuple(dict.fromkeys((*waits[final], *others)))
+    return waits

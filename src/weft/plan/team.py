@@ -12,9 +12,16 @@ tools (their writes recorded as the member's) and the caller's tools. The execut
 subscribes to the board: a ``task_completed`` event mirrors the task's result into
 memory as ``task:<id>``, so teammates read each other's results with ``memory_read``.
 
+The board and the message bus live on the memory's store (``weft.plan.board``): every
+move and message is an event in its log, and a team whose memory is on a durable store
+continues after a restart: run a new ``TeamExecutor`` on the reopened store and the
+board, the messages and what each member has read are there (tasks given again that
+the board already holds are left as they are; the members' conversations start anew).
+
 The run ends when every board task is completed or failed, after ``max_rounds``, or
 after a round in which no member called any tool (nothing can change any more: no
-hang). With no tasks given, the board starts with one task, the objective.
+hang). With no tasks given and an empty board, the board starts with one task, the
+objective.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from weft._sync import run_sync
+from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel
 from weft.memory import AgentMemory, memory_keys
@@ -33,7 +41,6 @@ from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMe
 from weft.plan.prompts import team_system_prompt
 from weft.plan.tools import LocalTool, ToolBox
 from weft.plan.types import Task
-from weft.refs import Tool
 
 _STRING: Final = {"type": "string", "minLength": 1}
 StopReason = Literal["finished", "idle", "max_rounds"]
@@ -92,14 +99,21 @@ class TeamExecutor:
             )
         self.objective = objective
         self.members = tuple(members)
-        self.memory = memory if memory is not None else AgentMemory()
-        self.board = board if board is not None else TaskBoard()
+        if memory is None:
+            memory = AgentMemory(board.store) if board is not None else AgentMemory()
+        self.memory = memory
+        if board is not None and board.store is not memory.store:
+            raise ExecutorError(
+                f"the board {board!r} is not on the memory's store {memory.store!r}; a team's "
+                "board lives on its memory's store: make it with TaskBoard(memory.store)"
+            )
+        self.board = board if board is not None else TaskBoard(memory.store)
         for task in tasks:
-            if isinstance(task, Task):
-                self.board.add(task.id, task.label, task.description, depends_on=task.depends_on)
-            else:
-                self.board.add(task.id, task.title, task.description, depends_on=task.depends_on)
-        self.bus = MessageBus()
+            if self.board.get(task.id) is not None:
+                continue  # a board continued from an earlier run holds it already
+            title = task.label if isinstance(task, Task) else task.title
+            self.board.add(task.id, title, task.description, depends_on=task.depends_on)
+        self.bus = MessageBus(memory.store, team=self.board.team)
         for member in self.members:
             self.bus.register(member.name)
         self.tools = tuple(tools)
@@ -119,6 +133,9 @@ class TeamExecutor:
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         if not len(self.board):
             self.board.add("objective", self.objective)
+        for task in self.board.list("completed"):  # stopped between a move and its mirror
+            if not self.memory.has(memory_keys.task(task.id)):
+                self._write_result(task.id)
         unsubscribe = self.board.on_event(self._mirror)
         rounds = 0
         stop: StopReason = "max_rounds"
@@ -149,9 +166,11 @@ class TeamExecutor:
 
     def _mirror(self, event: BoardEvent) -> None:
         """A completed board task becomes ``task:<id>`` in memory."""
-        if event.type != "task_completed":
-            return
-        task = self.board.get(event.task_id)
+        if event.type == "task_completed":
+            self._write_result(event.task_id)
+
+    def _write_result(self, task_id: str) -> None:
+        task = self.board.get(task_id)
         if task is None:
             return
         self.memory.set(

@@ -1,6 +1,6 @@
 """The tools an executor offers a model, and how a model's tool calls are answered.
 
-A toolbox holds the memory tools (always), the caller's ``weft.refs.Tool`` s, and the
+A toolbox holds the memory tools (always), the caller's ``weft.calls.Tool`` s, and the
 executor's own tools (``finish_step``, the team tools), each a ``LocalTool``: a name, a
 description, a JSON Schema and a handler of the parsed arguments. A call is answered
 with a JSON result the model reads; it never raises into the loop: unknown tools,
@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from weft.calls import Tool
 from weft.errors import ExecutorError
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
 from weft.memory.tools import to_plain_json
-from weft.refs import Tool
 from weft.refs.schemas import schema_problems
 
 logger: Final = logging.getLogger("weft.plan")

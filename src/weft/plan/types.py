@@ -4,8 +4,9 @@ A step is one tool-calling conversation that ends with ``finish_step``; a task i
 of steps (``depends_on``); a task plan is a DAG of tasks. Ids name memory keys: a step
 writes ``step:<id>`` and a task ``task:<id>``, so step ids are unique across a whole
 plan, and so are task ids. Everything wrong with a plan (duplicate ids, unknown
-dependencies, cycles, a bad output schema, a process step without its discover step)
-is reported at once, as a ``PlanValidationError`` whose ``problems`` list each one.
+dependencies, a cycle (found by the WorkGraph's own check), a bad output schema, a
+process step without its discover step) is reported at once, as a
+``PlanValidationError`` whose ``problems`` list each one.
 
 >>> plan = TaskPlan.from_dict({"tasks": [
 ...     {"id": "research", "steps": [{"id": "search", "instructions": "Find sources."}]},
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weft.errors import PlanValidationError
+from weft.plan.jobs import find_cycle
 from weft.refs.schemas import schema_error
 
 
@@ -77,7 +79,8 @@ class Task:
     """A task: steps run as a DAG, the tasks it depends on, and its finishing step.
 
     The finishing step (``final_step_id``, default the last step listed) writes the
-    task's result ``task:<id>`` as well as its own ``step:<id>``; no other step may
+    task's result ``task:<id>`` as well as its own ``step:<id>``, so it runs after every
+    other step of the task (declared in its ``depends_on`` or not), and no step may
     depend on it.
     """
 
@@ -142,7 +145,9 @@ class Task:
                     f"step may depend on it, but {', '.join(dependents)} do; make the last "
                     "step the one that finishes the task, or set final_step_id"
                 )
-        out.extend(f"{where}: {p}" for p in _cycles({s.id: s.depends_on for s in self.steps}))
+        out.extend(
+            f"{where}: {p}" for p in _cycle("steps", {s.id: s.depends_on for s in self.steps})
+        )
         return out
 
     @classmethod
@@ -200,7 +205,7 @@ class TaskPlan:
                         f"step id {step.id!r} is used by tasks {owner!r} and {task.id!r}; step "
                         "ids name memory keys (step:<id>), so they are unique in a plan"
                     )
-        out.extend(_cycles({t.id: t.depends_on for t in self.tasks}))
+        out.extend(_cycle("tasks", {t.id: t.depends_on for t in self.tasks}))
         return out
 
     @classmethod
@@ -252,35 +257,9 @@ def _invalid(what: str, problems: list[str]) -> PlanValidationError:
     )
 
 
-def _cycles(deps: Mapping[str, Sequence[str]]) -> list[str]:
-    """One message per cycle among ``deps`` (ids mapped to what they depend on)."""
-    colour: dict[str, int] = {}  # 1: on the current path, 2: done
-    found: list[str] = []
-    seen: set[frozenset[str]] = set()
-    for root in deps:
-        if root in colour:
-            continue
-        colour[root] = 1
-        path = [root]
-        stack = [iter(deps[root])]
-        while stack:
-            for dep in stack[-1]:
-                if dep not in deps:
-                    continue
-                if colour.get(dep) == 1:
-                    cycle = path[path.index(dep) :]
-                    if frozenset(cycle) not in seen:
-                        seen.add(frozenset(cycle))
-                        found.append(
-                            f"{' -> '.join(repr(c) for c in [*cycle, dep])} form a cycle "
-                            "(each depends on the next); remove one of the dependencies"
-                        )
-                elif dep not in colour:
-                    colour[dep] = 1
-                    path.append(dep)
-                    stack.append(iter(deps[dep]))
-                    break
-            else:
-                colour[path.pop()] = 2
-                stack.pop()
-    return found
+def _cycle(what: str, deps: Mapping[str, Sequence[str]]) -> list[str]:
+    """The cycle among ``deps`` as the WorkGraph's check finds it, as a problem."""
+    found = find_cycle(deps)
+    if found is None:
+        return []
+    return [f"the {what}' depends_on form a cycle, so none of them could ever run ({found})"]

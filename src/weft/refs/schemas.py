@@ -1,4 +1,4 @@
-"""JSON Schema checks for plans: tool arguments, prescribed output paths, state schemas.
+"""JSON Schema checks: tool arguments, prescribed output paths, state schemas.
 
 jsonschema (Draft 2020-12) is imported on first use, so ``import weft.refs`` stays fast;
 a validator is built once per schema object and reused.

@@ -6,13 +6,13 @@ frozen dataclass that the runtime hands to every node (``node(state, context)``)
 loader (``loader(context, state)``), with attribute access only (no string keys).
 
 The runtime fills the per-turn fields (``thread_id``, ``turn``, ``owner``) with
-``dataclasses.replace`` at each turn start, and ``memory_store`` from the checkpointer
-backend when it is not given (one store for state and memory). Subclass it for your
-own dependencies (a crisis-log backend, say): a frozen dataclass subclass works as is.
+``dataclasses.replace`` at each turn start, and ``memory_store`` with the checkpointer
+backend when it is not given (one database for state and memory: the memory backend in
+the checkpointer's database, ``weft.memory.memory_backend``). Subclass it for your own
+dependencies (a crisis-log backend, say): a frozen dataclass subclass works as is.
 
->>> from weft.persist import InMemoryBackend
->>> from weft.memory import Owner
->>> context = WorkflowContext(memory_store=InMemoryBackend().memory, owner=Owner(user_id="ada"))
+>>> from weft.memory import InMemoryMemoryBackend, Owner
+>>> context = WorkflowContext(memory_store=InMemoryMemoryBackend(), owner=Owner(user_id="ada"))
 >>> context.memory.owner
 'user:ada'
 """
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from weft.errors import TurnError
-from weft.memory import LongTermMemory, Owner
-from weft.persist import MemoryBackend
+from weft.memory import LongTermMemory, MemoryBackend, Owner
+from weft.persist import Backend
 
 if TYPE_CHECKING:
     from weft.memory import EmbeddingProvider
@@ -41,14 +41,15 @@ class WorkflowContext:
     """What a turn may use besides its state (see the module docstring).
 
     ``llm_client`` and ``response_llm`` are the models (a ``weft.llm`` reasoner or chat
-    model, or your own client); ``memory_store`` the long-term memory rows (every
-    owner's; ``memory`` scopes them to this turn's owner); ``embedding_provider`` turns
+    model, or your own client); ``memory_store`` the long-term memory (every owner's;
+    ``memory`` scopes it to this turn's owner): a ``weft.memory`` memory backend, or an
+    event-log backend whose database keeps it; ``embedding_provider`` turns
     on hybrid recall. ``thread_id``, ``turn`` and ``owner`` are set by the runtime.
     """
 
     llm_client: Any = None
     response_llm: Any = None
-    memory_store: MemoryBackend | None = None
+    memory_store: MemoryBackend | Backend | None = None
     embedding_provider: EmbeddingProvider | None = None
     logger: logging.Logger = field(default_factory=_logger)
     thread_id: str | None = None
@@ -61,8 +62,8 @@ class WorkflowContext:
         if self.memory_store is None:
             raise TurnError(
                 "this context has no memory_store, so there is no long-term memory to read; "
-                "pass memory_store= to TurnRuntime (it defaults to the checkpointer backend's "
-                "memory) or WorkflowContext(memory_store=...)"
+                "pass memory_store= to TurnRuntime (it defaults to the checkpointer's "
+                "database) or WorkflowContext(memory_store=...)"
             )
         if self.owner is None:
             raise TurnError(

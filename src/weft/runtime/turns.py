@@ -35,8 +35,8 @@ from typing import Any, Final, cast
 from weft._sync import run_sync
 from weft.errors import ConflictError, NodeError, TurnError
 from weft.graph import StateView
-from weft.memory import Owner, RecallResult
-from weft.persist import Backend, MemoryBackend, SQLiteBackend
+from weft.memory import MemoryBackend, Owner, RecallResult
+from weft.persist import Backend, SQLiteBackend
 from weft.runtime.codec import (
     RECORD_KIND,
     RECORD_PATH,
@@ -62,7 +62,9 @@ class TurnRuntime:
     ``schema`` is a TypedDict or pydantic model with lifecycle markers; ``graph`` a
     WorkGraph, a list of turn nodes or one; ``checkpointer`` a ``weft.persist`` backend
     (default: ``SQLiteBackend`` under ``./.weft/``, closed with the runtime);
-    ``memory_store`` the long-term memory (default: the checkpointer's). Keywords:
+    ``memory_store`` the long-term memory, a ``weft.memory`` memory backend or an event-log
+    backend (default: the checkpointer's database, ``weft.memory.memory_backend``; opened
+    at the first use of ``context.memory``). Keywords:
     ``context`` (a ``WorkflowContext``), ``input_model`` and ``output_model`` (your
     pydantic models, a TypedDict, or output field names), ``writes`` (node id -> fields,
     instead of ``@node``), ``codec`` (version and migrations), ``transcript``,
@@ -120,11 +122,10 @@ class TurnRuntime:
         self._diagnostics = check_diagnostics(self.schema, diagnostics)
         self._owns_backend = checkpointer is None
         self.backend: Backend = checkpointer if checkpointer is not None else SQLiteBackend()
-        memory = memory_store if memory_store is not None else self.backend
         base = context if context is not None else WorkflowContext()
         if base.memory_store is None:
-            rows = memory.memory if isinstance(memory, Backend) else memory
-            base = replace(base, memory_store=rows)
+            memory = memory_store if memory_store is not None else self.backend
+            base = replace(base, memory_store=memory)
         self.context = base
         self._persisted = frozenset(leaf.path for leaf in self.schema.of("reducer"))
         self._each_turn = tuple(

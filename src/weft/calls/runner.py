@@ -1,7 +1,7 @@
 """``Plan.run``: a validated plan of tool calls, executed on the WorkGraph engine.
 
 Each call (each call on each instance) becomes one ``WorkGraphNode`` whose edges come
-from the data flow (``weft.refs.validate``); data moves through the store, not through
+from the data flow (``weft.calls.dataflow``); data moves through the store, not through
 pass-down. Independent calls run concurrently: async tools as tasks, sync tools inline
 when they are the only work and on the engine's threads otherwise. Each result is
 written to its output path as its call finishes, with ``source=`` the call's id.
@@ -22,68 +22,43 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from weft._sync import run_sync
+from weft.calls.dataflow import CompiledPlan
+from weft.calls.execute import Runtime, is_async_tool
+from weft.calls.result import PlanResult
+from weft.calls.tools import Tool
 from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.persist import DurableRun
 from weft.persist._gc import paused
-from weft.refs import CompiledPlan, Plan, PlanResult, Tool
-from weft.refs.calls import InstancesLike, ToolsLike
-from weft.refs.execute import Runtime, is_async_tool
 from weft.store import Store
 
 
-def run_plan(
-    plan: Plan,
-    tools: ToolsLike,
+def run_store(store: Store | None, durable: DurableRun | None) -> Store:
+    """The store a run works on: ``durable``'s, else ``store``, else a new one."""
+    if durable is not None:
+        if store is not None and store is not durable.store:
+            raise PlanValidationError(
+                "pass store= or durable=, not both: a durable run brings its own store"
+            )
+        return durable.store
+    return store if store is not None else Store(name="plan")
+
+
+async def arun_compiled(
+    compiled: CompiledPlan,
+    store: Store,
     *,
-    store: Store | None = None,
-    inputs: Mapping[str, Any] | None = None,
-    instances: InstancesLike = None,
     merge_instances: bool = False,
     run_id: str | None = None,
     durable: DurableRun | None = None,
     max_concurrency: int | None = None,
 ) -> PlanResult:
-    """Validate ``plan`` and run it to the end: the blocking form of ``arun_plan``, run on
-    this thread's cached event loop (or a helper thread when a loop already runs here)."""
-    return run_sync(
-        arun_plan(
-            plan,
-            tools,
-            store=store,
-            inputs=inputs,
-            instances=instances,
-            merge_instances=merge_instances,
-            run_id=run_id,
-            durable=durable,
-            max_concurrency=max_concurrency,
-        )
-    )
-
-
-async def arun_plan(
-    plan: Plan,
-    tools: ToolsLike,
-    *,
-    store: Store | None = None,
-    inputs: Mapping[str, Any] | None = None,
-    instances: InstancesLike = None,
-    merge_instances: bool = False,
-    run_id: str | None = None,
-    durable: DurableRun | None = None,
-    max_concurrency: int | None = None,
-) -> PlanResult:
-    """Validate ``plan`` (``PlanValidationError`` listing every problem, before anything
-    runs) and run it: ``store`` (a new one if omitted) is where global calls read and
-    write; ``inputs`` are written as ``input:<name>``; ``instances`` (ids, or ids mapped to
-    their inputs) get a fork each (``weft.refs.instancing``), merged into ``store`` at
-    the end, in instance order, only with ``merge_instances=True``; ``run_id`` records
-    the run for resume; ``durable`` runs on a ``DurableRun``'s store (its run id by
-    default); ``max_concurrency`` bounds the calls in flight."""
-    store = _store(store, durable)
+    """Run ``compiled`` (validated against ``store``, see ``run_store``) to the end:
+    instances get a fork each (``weft.calls.instancing``), merged into ``store`` at the
+    end, in instance order, only with ``merge_instances=True``; ``run_id`` records the run
+    for resume; ``durable`` runs on a ``DurableRun`` (its run id by default);
+    ``max_concurrency`` bounds the calls in flight."""
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
-        compiled = plan.validate(tools, store=store, inputs=inputs, instances=instances)
         runtime = Runtime(compiled, store)
         graph, keys = _graph(compiled, runtime, max_concurrency)
     run_id = run_id if run_id is not None or durable is None else durable.run_id
@@ -102,16 +77,6 @@ async def arun_plan(
             if runtime.sequencer is not None:
                 runtime.sequencer.flush_all()
     return _finish(compiled, runtime, store, merge_instances and not merged_before, run_id)
-
-
-def _store(store: Store | None, durable: DurableRun | None) -> Store:
-    if durable is not None:
-        if store is not None and store is not durable.store:
-            raise PlanValidationError(
-                "pass store= or durable=, not both: a durable run brings its own store"
-            )
-        return durable.store
-    return store if store is not None else Store(name="plan")
 
 
 def _graph(

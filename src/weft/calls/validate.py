@@ -1,6 +1,6 @@
 """Validation: a plan compiled into its data-flow graph, with every problem found first.
 
-Each call is checked alone here, then the calls together (``weft.refs.dataflow``: who
+Each call is checked alone here, then the calls together (``weft.calls.dataflow``: who
 depends on whom, the canonical order, conflicts and sequenced groups).
 
 Problems, all collected into one ``PlanValidationError`` (each names the call by index,
@@ -22,22 +22,22 @@ the order they finished: those fields form *sequenced groups*.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from weft.calls.call import Call
+from weft.calls.dataflow import CompiledPlan, Node, PlanProblem, analyse
+from weft.calls.imports import covered, parse_import
+from weft.calls.instancing import InstancesLike, instance_table, targets_of
+from weft.calls.tools import Tool
 from weft.errors import PlanValidationError, ReferenceSyntaxError
-from weft.refs.calls import Call, InstancesLike, Plan, Tool
-from weft.refs.dataflow import CompiledPlan, Node, PlanProblem, analyse
-from weft.refs.imports import covered, parse_import
-from weft.refs.instancing import instance_table, targets_of
+from weft.persist._gc import paused
 from weft.refs.outputs import OutputPath
 from weft.refs.parse import Reference
 from weft.refs.resolve import Compiled, compile_mapping
 from weft.refs.schemas import closed_choices, schema_problem, schema_problems
 from weft.store import Store
-
-__all__ = ["CompiledPlan", "Node", "PlanProblem", "compile_plan"]
 
 
 @dataclass(slots=True)
@@ -55,17 +55,49 @@ class _Draft:
 
 
 def compile_plan(
-    plan: Plan,
+    calls: Sequence[Call],
     tools: dict[str, Tool],
     *,
+    state_schema: Mapping[str, Any] | None,
+    output: str | None,
     store: Store | None,
     inputs: Mapping[str, Any] | None,
     instances: InstancesLike,
 ) -> CompiledPlan:
-    """Validate ``plan`` against ``tools`` and compile it (see the module docstring)."""
+    """Validate the plan ``calls`` against ``tools`` and compile it (see the module
+    docstring); ``state_schema`` and ``output`` are the plan's, carried along."""
     table = instance_table(instances)
     problems: list[PlanProblem] = []
-    drafts = _drafts(plan, tools, list(table), problems)
+    with paused():  # building thousands of nodes: no cycles to find, only time to lose
+        drafts = _drafts(calls, tools, list(table), problems)
+        compiled = CompiledPlan(
+            calls=tuple(calls),
+            state_schema=state_schema,
+            output=output,
+            tools=tools,
+            nodes=_nodes(drafts),
+            order=(),
+            instances=table,
+            inputs=dict(inputs or {}),
+        )
+        analyse(compiled, store, problems)
+    if problems:
+        unique = sorted(dict.fromkeys(problems), key=_by_call)
+        listed = "\n".join(f"  - {p}" for p in unique)
+        raise PlanValidationError(
+            f"the plan has {len(unique)} problem{'s' if len(unique) != 1 else ''}; nothing "
+            f"ran:\n{listed}",
+            problems=tuple(unique),
+        )
+    return compiled
+
+
+def _by_call(problem: PlanProblem) -> int:
+    return -1 if problem.index is None else problem.index
+
+
+def _nodes(drafts: list[_Draft]) -> list[Node]:
+    """One node per call and instance it runs on (a call with problems gets none)."""
     nodes: list[Node] = []
     for draft in drafts:
         if draft.tool is None or draft.args is None:
@@ -86,39 +118,18 @@ def compile_plan(
                     and _constrains(draft.tool.arguments_schema),
                 )
             )
-    compiled = CompiledPlan(
-        plan=plan,
-        tools=tools,
-        nodes=nodes,
-        order=(),
-        instances=table,
-        inputs=dict(inputs or {}),
-    )
-    analyse(compiled, store, problems)
-    if problems:
-        unique = sorted(dict.fromkeys(problems), key=_by_call)
-        listed = "\n".join(f"  - {p}" for p in unique)
-        raise PlanValidationError(
-            f"the plan has {len(unique)} problem{'s' if len(unique) != 1 else ''}; nothing "
-            f"ran:\n{listed}",
-            problems=tuple(unique),
-        )
-    return compiled
-
-
-def _by_call(problem: PlanProblem) -> int:
-    return -1 if problem.index is None else problem.index
+    return nodes
 
 
 # --------------------------------------------------------------- each call alone
 
 
 def _drafts(
-    plan: Plan, tools: dict[str, Tool], known: list[str], problems: list[PlanProblem]
+    calls: Sequence[Call], tools: dict[str, Tool], known: list[str], problems: list[PlanProblem]
 ) -> list[_Draft]:
     drafts: list[_Draft] = []
     seen: dict[str, int] = {}
-    for index, call in enumerate(plan):
+    for index, call in enumerate(calls):
         cid = call.id if call.id is not None else f"{index}.{call.tool}"
 
         def problem(message: str, index: int = index, cid: str = cid, call: Call = call) -> None:

@@ -1,4 +1,4 @@
-"""The long-term memory interface: rows owned by an owner, in namespaces, with TTL and recall.
+"""The long-term memory backend: rows owned by an owner, in namespaces, with TTL and recall.
 
 An *owner* is an opaque string (``weft.memory.Owner`` makes it: ``user:<id>`` or
 ``session:<id>``). Every primitive takes the owner and filters by it in the query
@@ -11,56 +11,38 @@ the name of the model that made it (stale vectors are ignored and recomputed).
 Expired rows are invisible at once and purged lazily: ``list``, ``search`` and
 ``vectors`` delete the owner's expired rows before reading, ``get`` deletes the one it
 finds expired.
+
+A backend implements a few row-level verbs (``_put_row``, ``_get_row``, ``_delete_row``,
+``_list_rows``, ``_vector_rows``, ``_set_vector_rows``, ``_purge``); checks, encoding
+and expiry live here once, and token search defaults to BM25 over ``_list_rows`` (the
+SQL backends use their own full-text engines instead).
 """
 
 from __future__ import annotations
 
 import array
-import re
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from types import TracebackType
+from typing import Any
 
 from weft.errors import PersistError
+from weft.memory.backends.text import bm25, query_words
 from weft.persist.codec import decode_value, encode_value
 from weft.store import TypeRegistry, freeze, registry
 
 MemoryRow = tuple[str, str, str, str, float, float, float | None]
 """(namespace, key, record, text, created_at, updated_at, expires_at) as a backend stores it."""
 
+Namespaces = tuple[str, ...] | None
+"""The namespaces a read is limited to, or None for all."""
+
 _Rows = list[MemoryRow]
 _ScoredRows = list[tuple[MemoryRow, float]]
 _VectorRows = list[tuple[MemoryRow, bytes | None]]
 _Blobs = list[tuple[str, str, bytes]]
-
-_WORD: Final = re.compile(r"\w+")
-
-
-_STOPWORDS = (
-    "a about above after again against all am an and any are as at be because been before "
-    "being below between both but by can did do does doing down during each few for from "
-    "further had has have having he her here hers herself him himself his how i if in into "
-    "is it its itself just me more most my myself no nor not now of off on once only or "
-    "other our ours ourselves out over own same she should so some such than that the their "
-    "theirs them themselves then there these they this those through to too under until up "
-    "very was we were what when where which while who whom why will with you your yours "
-    "yourself yourselves"
-)
-STOPWORDS: Final = frozenset(_STOPWORDS.split())
-"""English words a query ignores (PostgreSQL's ``english`` configuration drops the same
-kind), so "my boss" matches on "boss", not on every entry that says "my"."""
-
-
-def tokens(text: str) -> list[str]:
-    """The words token recall matches: lower-case runs of letters, digits and ``_``."""
-    return _WORD.findall(text.lower())
-
-
-def query_words(text: str) -> list[str]:
-    """The words of a query that recall searches for: ``tokens`` less ``STOPWORDS``."""
-    return [word for word in tokens(text) if word not in STOPWORDS]
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:
@@ -109,7 +91,11 @@ def check_name(value: object, what: str) -> str:
 
 
 class MemoryBackend(ABC):
-    """Long-term memory rows on one backend (``backend.memory``)."""
+    """Where long-term memory rows are kept (see the module docstring).
+
+    Synchronous, like the event-log backends; use one as a context manager, or call
+    ``close()``.
+    """
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
@@ -174,8 +160,9 @@ class MemoryBackend(ABC):
         """The owner's live rows (of one namespace, with keys starting with ``prefix``),
         most recently updated first."""
         self._purge(owner, now)
+        namespaces = None if namespace is None else (namespace,)
         return [
-            self._record(owner, row) for row in self._list_rows(owner, namespace, prefix, limit)
+            self._record(owner, row) for row in self._list_rows(owner, namespaces, prefix, limit)
         ]
 
     def search(
@@ -189,10 +176,10 @@ class MemoryBackend(ABC):
     ) -> _ScoredRecords:
         """Token recall over the owner's live rows: (row, score), best first.
 
-        SQLite uses FTS5 and ``bm25()``, PostgreSQL ``ts_rank`` over a ``tsvector``, the
-        in-memory backend a BM25 in Python; a higher score is a better match. Any word of
-        the query may match (the words are OR-ed; ``STOPWORDS`` are left out); a query of
-        no other word finds nothing."""
+        SQLite uses FTS5 and ``bm25()``, PostgreSQL ``ts_rank`` over a ``tsvector``,
+        other backends BM25 in Python; a higher score is a better match. Any word of the
+        query may match (the words are OR-ed; stopwords are left out); a query of no
+        other word finds nothing."""
         words = query_words(query)
         if not words or limit <= 0:
             return []
@@ -226,6 +213,21 @@ class MemoryBackend(ABC):
         """Delete expired rows (of one owner, or all); returns how many."""
         return self._purge(owner, now)
 
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections; the backend is unusable afterwards."""
+
+    def __enter__(self) -> MemoryBackend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
     # -------------------------------------------------------------- primitives
 
     @abstractmethod
@@ -239,7 +241,8 @@ class MemoryBackend(ABC):
         expires_at: float | None,
         now: float,
     ) -> float:
-        """Insert or replace the row (vector cleared); returns its ``created_at``."""
+        """Insert or replace the row (vector cleared); returns its ``created_at``, kept from
+        the row it replaces unless that one had expired."""
 
     @abstractmethod
     def _get_row(self, owner: str, namespace: str, key: str) -> MemoryRow | None: ...
@@ -249,24 +252,35 @@ class MemoryBackend(ABC):
 
     @abstractmethod
     def _list_rows(
-        self, owner: str, namespace: str | None, prefix: str, limit: int | None
-    ) -> _Rows: ...
+        self, owner: str, namespaces: Namespaces, prefix: str, limit: int | None
+    ) -> _Rows:
+        """The owner's rows, newest ``updated_at`` first, then by namespace and key."""
 
     @abstractmethod
+    def _vector_rows(self, owner: str, model: str, namespaces: Namespaces) -> _VectorRows:
+        """The owner's rows by namespace and key, each with its vector if ``model`` made it."""
+
+    @abstractmethod
+    def _set_vector_rows(self, owner: str, model: str, rows: _Blobs) -> None:
+        """Store (namespace, key, vector) for rows of the owner that exist."""
+
+    @abstractmethod
+    def _purge(self, owner: str | None, now: float) -> int:
+        """Delete the expired rows (of one owner, or of all); returns how many."""
+
     def _search_rows(
-        self, owner: str, words: Sequence[str], namespaces: tuple[str, ...] | None, limit: int
-    ) -> _ScoredRows: ...
-
-    @abstractmethod
-    def _vector_rows(
-        self, owner: str, model: str, namespaces: tuple[str, ...] | None
-    ) -> _VectorRows: ...
-
-    @abstractmethod
-    def _set_vector_rows(self, owner: str, model: str, rows: _Blobs) -> None: ...
-
-    @abstractmethod
-    def _purge(self, owner: str | None, now: float) -> int: ...
+        self, owner: str, words: Sequence[str], namespaces: Namespaces, limit: int
+    ) -> _ScoredRows:
+        """The owner's rows matching any of ``words``, best first: BM25 over the rows
+        ``_list_rows`` gives (ties by namespace and key)."""
+        rows = self._list_rows(owner, namespaces, "", None)
+        scored = [
+            (row, score)
+            for row, score in zip(rows, bm25([row[3] for row in rows], words), strict=True)
+            if score > 0
+        ]
+        scored.sort(key=lambda hit: (-hit[1], hit[0][0], hit[0][1]))
+        return scored[:limit]
 
     # ----------------------------------------------------------------- helpers
 
@@ -289,7 +303,7 @@ def _where(owner: str, namespace: str, key: str) -> str:
     return f"the long-term memory entry {namespace}/{key} of owner {owner!r}"
 
 
-def _names(namespaces: Sequence[str] | None) -> tuple[str, ...] | None:
+def _names(namespaces: Sequence[str] | None) -> Namespaces:
     if namespaces is None:
         return None
     if isinstance(namespaces, str):

@@ -9,7 +9,7 @@ own inputs as ``input:<name>``. A call's ``_instance`` routes it:
 - ``"*"``: the call runs once on every instance (a template);
 - absent: the call is *global*: it reads and writes the parent store.
 
-An instance's view is layered (``weft.refs.resolve.LayeredScope``): a field the instance
+An instance's view is layered (``weft.refs.LayeredScope``): a field the instance
 wrote (or was given as input) is read from its fork, any other field from the parent as
 it is now, so targeted inputs override global ones and global results written after the
 fork are still seen. Instances never see each other, and their results are never merged
@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from weft.errors import PlanValidationError
 
+InstancesLike: TypeAlias = Sequence[str] | Mapping[str, Mapping[str, Any]] | None
+"""What ``instances=`` takes: instance ids, or ids mapped to each instance's inputs."""
+
+EVERY_INSTANCE: Final = "*"
 _INSTANCE_ID: Final = re.compile(r"[\w.:-]+\Z")
 
 
@@ -64,7 +68,7 @@ def targets_of(spec: object, known: Sequence[str]) -> tuple[list[str | None], st
     """The instances a call's ``_instance`` names (``[None]``: global), and a problem."""
     if spec is None:
         return [None], None
-    if spec == "*":
+    if spec == EVERY_INSTANCE:
         if not known:
             return [], "its _instance is '*' (every instance) but the run has no instances"
         return list(known), None

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from weft.calls import Plan
 from weft.errors import MergeConflictError, PlanValidationError
-from weft.refs import Plan
 from weft.store import Store, reducers
 
 

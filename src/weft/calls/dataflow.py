@@ -22,8 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from weft.calls.call import Call
+from weft.calls.tools import Tool
 from weft.errors import UnresolvedReferenceError
-from weft.refs.calls import Call, Plan, Tool
 from weft.refs.outputs import OutputPath, Target
 from weft.refs.parse import Expression, Reference
 from weft.refs.resolve import Compiled
@@ -70,19 +71,18 @@ class Node:
 
 @dataclass(slots=True, kw_only=True)
 class CompiledPlan:
-    """A validated plan: its nodes, their dependencies and canonical order."""
+    """A validated plan: its nodes, their dependencies and canonical order, and what the
+    plan says about the state (``state_schema``) and its result (``output``)."""
 
-    plan: Plan
+    calls: tuple[Call, ...]
+    state_schema: Mapping[str, Any] | None
+    output: str | None
     tools: dict[str, Tool]
     nodes: list[Node]
     order: tuple[int, ...]
     instances: dict[str, Mapping[str, Any]]
     inputs: Mapping[str, Any]
     groups: dict[GroupKey, tuple[int, ...]] = field(default_factory=dict)
-
-    @property
-    def state_schema(self) -> Mapping[str, Any] | None:
-        return self.plan.state_schema
 
 
 # ---------------------------------------------------------------- the data flow

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from weft.calls import Plan, Tool
+from weft.calls.imports import parse_import
 from weft.errors import PlanValidationError, ReferenceSyntaxError
-from weft.refs import Plan, Tool
-from weft.refs.imports import parse_import
 from weft.store import Store
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from weft.calls import Call, Plan, Tool
 from weft.errors import PlanRunError, PlanValidationError
 from weft.persist import DurableRun, InMemoryBackend
-from weft.refs import Call, ChosenPath, Plan, Tool
+from weft.refs import ChosenPath
 from weft.store import Store
 
 

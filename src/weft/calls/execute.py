@@ -1,82 +1,35 @@
 """Running one call of a compiled plan: resolve, call, choose the output, write.
 
 ``Runtime`` is the part of a run that does not depend on the scheduler: the WorkGraph
-runner of ``weft.plan`` calls ``call_sync`` / ``call_async`` from its nodes, and
-``simulate`` calls the same steps in canonical order, with the tools' output examples in
-place of the tools.
+runner (``weft.calls.runner``) calls ``call_sync`` / ``call_async`` from its nodes, and
+``weft.calls.simulate`` calls the same steps in canonical order, with the tools' output
+examples in place of the tools.
 
 A call's result is written to its output path with ``source=`` the call's id. Writes to
 a field that several unordered calls reduce (a *sequenced group*, see
-``weft.refs.validate``) are held until every earlier member of the group (in canonical
-order) has written or failed, so the field's value never depends on which call finished
-first; such a call's writes to other fields are made at once, so its ``&&`` fan-out is
-checked as a whole but may land at different moments.
+``weft.calls.dataflow``) are held (``weft.calls.sequencer``) until every earlier member
+of the group (in canonical order) has written or failed, so the field's value never
+depends on which call finished first; such a call's writes to other fields are made at
+once, so its ``&&`` fan-out is checked as a whole but may land at different moments.
 """
 
 from __future__ import annotations
 
 import inspect
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from weft.errors import PlanRunError, PlanValidationError, WeftError
-from weft.refs.calls import PlanResult
-from weft.refs.dataflow import CompiledPlan, GroupKey, Node
-from weft.refs.imports import clean_room
+from weft.calls.dataflow import CompiledPlan, GroupKey, Node
+from weft.calls.imports import clean_room
+from weft.calls.result import PlanResult
+from weft.calls.sequencer import Sequencer
+from weft.errors import PlanRunError, WeftError
 from weft.refs.outputs import Target, apply_writes, plan_writes, split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
 from weft.refs.schemas import schema_problems
 from weft.refs.scopes import ChainScope, LayeredScope, MappingScope, Scope, StoreScope
 from weft.store import Store, freeze
-
-
-class Sequencer:
-    """Holds the writes of sequenced groups until their turn (see the module docstring)."""
-
-    __slots__ = ("_lock", "_next", "_pending", "_queues")
-
-    def __init__(self, groups: Mapping[GroupKey, tuple[int, ...]]) -> None:
-        self._queues = dict(groups)
-        self._next = dict.fromkeys(groups, 0)
-        self._pending: dict[GroupKey, dict[int, Callable[[], None] | None]] = {
-            key: {} for key in groups
-        }
-        self._lock = threading.Lock()
-
-    def deposit(
-        self, position: int, groups: tuple[GroupKey, ...], writes: Mapping[GroupKey, Any]
-    ) -> None:
-        """Node ``position`` is done with its groups: ``writes[key]`` applies its write to
-        that field (absent: it writes nothing there). Applies whatever is now due."""
-        with self._lock:
-            for key in groups:
-                self._pending[key][position] = writes.get(key)
-            for key in groups:
-                self._flush(key, skip_missing=False)
-
-    def flush_all(self) -> None:
-        """Apply every held write in order, skipping members that never finished (a run
-        that stopped early still keeps what its finished calls wrote)."""
-        with self._lock:
-            for key in self._queues:
-                self._flush(key, skip_missing=True)
-
-    def _flush(self, key: GroupKey, *, skip_missing: bool) -> None:
-        members, pending = self._queues[key], self._pending[key]
-        i = self._next[key]
-        while i < len(members):
-            position = members[i]
-            if position not in pending:
-                if not skip_missing:
-                    break
-            else:
-                write = pending.pop(position)
-                if write is not None:
-                    write()
-            i += 1
-        self._next[key] = i
 
 
 class Runtime:
@@ -226,7 +179,7 @@ class Runtime:
 
     def output(self) -> Any:
         """The plan's ``output`` reference, or the result of its last call."""
-        text = self.compiled.plan.output
+        text = self.compiled.output
         if text is not None:
             return read_expression(Expression.parse(text), self.global_scope)
         if not self.nodes:
@@ -277,36 +230,3 @@ def failure(node: Node, exc: BaseException) -> PlanRunError:
         tool=node.tool.name,
         index=node.index,
     )
-
-
-def simulate(compiled: CompiledPlan, *, store: Store | None) -> PlanResult:
-    """Run ``compiled`` on the tools' first output examples, in canonical order, on a
-    fork of ``store`` (or a new store): no tool is called and ``store`` is unchanged."""
-    missing = sorted({node.tool.name for node in compiled.nodes if not node.tool.output_examples})
-    if missing:
-        from weft.refs.dataflow import PlanProblem
-
-        problems = tuple(
-            PlanProblem(
-                None,
-                None,
-                name,
-                f"tool {name!r} declares no output_examples; simulate returns a tool's first "
-                "example in place of calling it, so give Tool(..., output_examples=[...])",
-            )
-            for name in missing
-        )
-        raise PlanValidationError(
-            "the plan cannot be simulated:\n" + "\n".join(f"  - {p}" for p in problems),
-            problems=problems,
-        )
-    base = store.fork(name="simulation") if store is not None else Store(name="simulation")
-    runtime = Runtime(compiled, base)
-    for position in compiled.order:
-        node = compiled.nodes[position]
-        try:
-            runtime.prepare(node)
-            runtime.finish(node, node.tool.output_examples[0])
-        except Exception as exc:
-            raise failure(node, exc) from exc
-    return runtime.result(run_id=None, simulated=True)

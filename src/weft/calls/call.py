@@ -1,0 +1,81 @@
+"""``Call``: one tool call of a plan, in the seed's JSON form.
+
+``{"_tool": "fetchUserProfile", "userId": "†state.currentUser.id", "_outputPath":
+"†state.profile"}``: the other meta properties are ``_instance`` (which instance's state
+it works on, see ``weft.calls.instancing``), ``_imports`` (what an isolated module sees,
+see ``weft.calls.imports``) and ``_id`` (a name for the call; default ``<index>.<tool>``).
+Every other key is an argument.
+
+>>> call = Call.from_json({"_tool": "upper", "text": "†state.topic", "_outputPath": "†state.title"})
+>>> call.tool, dict(call.arguments), call.output_path
+('upper', {'text': '†state.topic'}, '†state.title')
+>>> call.to_json()["_outputPath"]
+'†state.title'
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from weft.errors import PlanValidationError
+
+META_KEYS: Final = ("_tool", "_outputPath", "_instance", "_imports", "_id")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One tool call of a plan, in the seed's JSON form (``Call.from_json``)."""
+
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    output_path: str | None = None
+    instance: str | tuple[str, ...] | None = None
+    imports: tuple[str, ...] | None = None
+    id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> Call:
+        """A call from its JSON object (or its text)."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as exc:
+                raise PlanValidationError(f"a call's JSON does not parse: {exc}") from None
+        if not isinstance(data, Mapping):
+            raise PlanValidationError(
+                f"a call is a JSON object with a '_tool', not a {type(data).__name__}"
+            )
+        tool = data.get("_tool")
+        if not isinstance(tool, str) or not tool:
+            raise PlanValidationError(
+                f"a call needs '_tool': the name of the tool to call (got {tool!r} in "
+                f"{json.dumps(data, default=str)[:120]})"
+            )
+        instance = data.get("_instance")
+        imports = data.get("_imports")
+        return cls(
+            tool=tool,
+            arguments={k: v for k, v in data.items() if k not in META_KEYS},
+            output_path=data.get("_outputPath"),
+            instance=tuple(instance) if isinstance(instance, list) else instance,
+            imports=None if imports is None else tuple(imports),
+            id=data.get("_id"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed's JSON form."""
+        out: dict[str, Any] = {"_tool": self.tool, **self.arguments}
+        if self.output_path is not None:
+            out["_outputPath"] = self.output_path
+        if self.instance is not None:
+            out["_instance"] = (
+                list(self.instance) if isinstance(self.instance, tuple) else self.instance
+            )
+        if self.imports is not None:
+            out["_imports"] = list(self.imports)
+        if self.id is not None:
+            out["_id"] = self.id
+        return out

@@ -1,0 +1,230 @@
+"""The executors' jobs (a task's steps, a plan's tasks) as a ``WorkGraph``.
+
+Each job is one node of a WorkGraph, with an edge from every job it depends on and the
+executor's ``max_concurrency``; the engine schedules them. The engine stops the whole
+run when a node raises, so a job's node never raises for an ordinary failure: it
+returns its ``JobOutcome``, and the engine hands the outcomes of a node's predecessors
+to it as the keyword ``upstream`` (fan-in: a list, in edge order). A job whose
+dependency failed or was blocked returns *blocked*, saying what it waited for, without
+running; so a failed job blocks every job that depends on it, directly or not, and
+every node still settles (no deadlock, no hang). Jobs listed in ``done`` (finished
+before: a resumed run) are *skipped* and count as completed.
+
+``max_concurrency=1`` runs one job at a time, in the order given as far as the
+dependencies allow (the first job listed whose dependencies have finished goes next):
+the jobs are chained in that order by extra edges that only order, never block.
+
+Cycles are found by the graph's own check (``weft.graph.build.check_acyclic``), both
+when a plan is validated (``find_cycle``) and when its graph is built.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from weft.errors import ExecutorError, GraphBuildError, NodeError, WeftError
+from weft.graph import WorkGraph, WorkGraphNode
+from weft.graph.build import check_acyclic
+
+logger: Final = logging.getLogger("weft.plan")
+
+Job = Callable[[str], Awaitable[str | None]]
+"""Runs one job; returns None when it completed, or why it failed."""
+
+JobStatus = Literal["completed", "failed", "blocked", "skipped"]
+UPSTREAM: Final = "upstream"
+"""The keyword under which a job's node receives its predecessors' outcomes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DagReport:
+    """What became of each job: completed (in the order they completed), failed (with
+    why), blocked (with the failed job they waited for), skipped (done before)."""
+
+    completed: tuple[str, ...] = ()
+    failed: Mapping[str, str] = field(default_factory=dict)
+    blocked: Mapping[str, str] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether every job completed (or was done before)."""
+        return not self.failed and not self.blocked
+
+    def summary(self) -> str:
+        """One line per job that did not complete, for error messages and logs."""
+        lines = [f"{job} failed: {why}" for job, why in self.failed.items()]
+        lines += [f"{job} was blocked: {why}" for job, why in self.blocked.items()]
+        return "; ".join(lines) if lines else "every job completed"
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """What one job's node returns and passes down: the job, how it ended, and why."""
+
+    job: str
+    status: JobStatus
+    why: str = ""
+
+
+async def run_jobs(
+    jobs: Sequence[str],
+    depends_on: Mapping[str, Sequence[str]],
+    run: Job,
+    *,
+    what: str,
+    done: Collection[str] = (),
+    max_concurrency: int | None = None,
+) -> DagReport:
+    """Run ``jobs`` as a WorkGraph (see the module docstring) and report.
+
+    ``what`` names the jobs in errors ("the steps of task 'report'"). A graph that
+    cannot be built (a cycle, an unknown dependency, a bad ``max_concurrency``) is an
+    ``ExecutorError`` naming the jobs involved.
+    """
+    outcomes: list[JobOutcome] = []
+    skipped = frozenset(done)
+    nodes = {
+        job: WorkGraphNode(
+            _job_node(job, tuple(depends_on.get(job, ())), run, job in skipped, outcomes),
+            UPSTREAM,
+            id=job,
+        )
+        for job in jobs
+    }
+    try:
+        _wire(nodes, depends_on, what)
+        check_acyclic(nodes.values())
+        if max_concurrency == 1:
+            _chain(nodes, _serial_order(jobs, depends_on))
+        graph = WorkGraph(
+            start_nodes=[node for node in nodes.values() if not node.previous],
+            max_concurrency=max_concurrency,
+        )
+    except GraphBuildError as exc:
+        raise ExecutorError(f"{what} cannot run: {exc}") from exc
+    await graph.arun()
+    by_status: dict[JobStatus, list[JobOutcome]] = {
+        "completed": [],
+        "failed": [],
+        "blocked": [],
+        "skipped": [],
+    }
+    for outcome in outcomes:
+        by_status[outcome.status].append(outcome)
+    return DagReport(
+        completed=tuple(o.job for o in by_status["completed"]),
+        failed={o.job: o.why for o in by_status["failed"]},
+        blocked={o.job: o.why for o in by_status["blocked"]},
+        skipped=tuple(job for job in jobs if job in skipped),
+    )
+
+
+def find_cycle(depends_on: Mapping[str, Sequence[str]]) -> str | None:
+    """The graph check's description of a cycle among ``depends_on`` (ids mapped to the
+    ids they depend on; unknown ids are ignored), or None when there is none."""
+    nodes = {job: WorkGraphNode(job, id=job) for job in depends_on}
+    for job, deps in depends_on.items():
+        for dep in dict.fromkeys(deps):
+            if dep in nodes:
+                nodes[dep].add_next(nodes[job])
+    try:
+        check_acyclic(nodes.values())
+    except GraphBuildError as exc:
+        return str(exc)
+    return None
+
+
+def _job_node(
+    job: str,
+    deps: tuple[str, ...],
+    run: Job,
+    skip: bool,
+    outcomes: list[JobOutcome],
+) -> Callable[..., Awaitable[JobOutcome]]:
+    """The value of one job's node: it never raises for a failure of the job."""
+
+    async def job_node(*, upstream: Any = None) -> JobOutcome:
+        if skip:
+            outcome = JobOutcome(job, "skipped")
+        elif (why := _blocked_by(deps, upstream)) is not None:
+            outcome = JobOutcome(job, "blocked", why)
+        else:
+            try:
+                problem = await run(job)
+            except Exception as exc:  # a job's bug fails the job, never the other jobs
+                if not isinstance(exc, WeftError):
+                    logger.exception("job %s raised", job)
+                problem = _described(exc)
+            outcome = JobOutcome(job, "completed" if problem is None else "failed", problem or "")
+        outcomes.append(outcome)
+        return outcome
+
+    job_node.__qualname__ = f"job {job!r}"
+    return job_node
+
+
+def _blocked_by(deps: Sequence[str], upstream: Any) -> str | None:
+    """Why a job cannot run: the first of its dependencies that failed or was blocked."""
+    if not deps or upstream is None:
+        return None
+    received = upstream if isinstance(upstream, list) else [upstream]
+    outcomes = {o.job: o for o in received if isinstance(o, JobOutcome)}
+    for dep in deps:
+        outcome = outcomes.get(dep)
+        if outcome is None:
+            continue
+        if outcome.status == "failed":
+            return f"it depends on {dep!r}, which failed ({outcome.why})"
+        if outcome.status == "blocked":
+            return f"it depends on {dep!r}, which was blocked ({outcome.why})"
+    return None
+
+
+def _described(exc: Exception) -> str:
+    cause: BaseException = exc
+    while isinstance(cause, NodeError) and cause.__cause__ is not None:
+        cause = cause.__cause__  # a graph inside the job: say what its node raised
+    return f"{type(cause).__name__}: {cause}"
+
+
+def _wire(
+    nodes: Mapping[str, WorkGraphNode], depends_on: Mapping[str, Sequence[str]], what: str
+) -> None:
+    for job, node in nodes.items():
+        for dep in dict.fromkeys(depends_on.get(job, ())):
+            source = nodes.get(dep)
+            if source is None:
+                raise ExecutorError(
+                    f"{what}: {job!r} depends on {dep!r}, which is none of them "
+                    f"({', '.join(nodes)}); fix its depends_on"
+                )
+            source.add_next(node)
+
+
+def _serial_order(jobs: Sequence[str], depends_on: Mapping[str, Sequence[str]]) -> list[str]:
+    """The jobs one at a time: each time the first listed whose dependencies are placed
+    (the graph is acyclic by now, so there always is one)."""
+    order: list[str] = []
+    placed: set[str] = set()
+    left = list(jobs)
+    while left:
+        job = next(j for j in left if all(d in placed for d in depends_on.get(j, ())))
+        left.remove(job)
+        placed.add(job)
+        order.append(job)
+    return order
+
+
+def _chain(nodes: Mapping[str, WorkGraphNode], order: Iterable[str]) -> None:
+    """Edges that make the jobs run in ``order`` (they pass outcomes, which a job reads
+    only for its own dependencies, so they never block)."""
+    previous: WorkGraphNode | None = None
+    for job in order:
+        node = nodes[job]
+        if previous is not None and not any(n is node for n in previous.next):
+            previous.add_next(node)
+        previous = node
