@@ -423,7 +423,8 @@ class Store:
             child.name = name
             child._types = self._types
             child._data = self._data
-            child._index = self._index
+            # both sides then sort the keys written before the fork once, not once each
+            child._index = self._index = self._index.fork()
             child._declared = self._declared
             child._lock = threading.RLock()
             child._subscribers = []
