@@ -35,7 +35,7 @@ def main() -> None:
             while True:
                 try:
                     if mode == "tx":
-                        with run.transaction() as tx:
+                        with run.store.transaction() as tx:
                             tx.write("state", "log", f"{name}-{i}")
                             tx.write("shared", f"last-{name}", i)
                     else:

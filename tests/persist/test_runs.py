@@ -113,13 +113,13 @@ def test_a_second_writer_gets_a_conflict_and_nothing_is_lost(open_backend: Facto
 def test_a_transaction_is_all_or_nothing_and_retries_after_reload(open_backend: Factory) -> None:
     a = DurableRun.open(open_backend(), "t", run_id="a")
     b = DurableRun.open(open_backend(), "t", run_id="b")
-    with a.transaction() as tx:
+    with a.store.transaction() as tx:
         tx.write("shared", "x", 1)
         tx.write("shared", "y", 1)
     assert a.store.to_dict() == {"shared:x": 1, "shared:y": 1}
 
     def both() -> None:
-        with b.transaction() as tx:
+        with b.store.transaction() as tx:
             tx.write("shared", "x", 2)
             tx.write("shared", "z", 2)
 
@@ -127,7 +127,7 @@ def test_a_transaction_is_all_or_nothing_and_retries_after_reload(open_backend: 
         both()
     assert b.store.to_dict() == {}  # nothing merged, nothing stored
     b.reload()
-    with b.transaction() as tx:
+    with b.store.transaction() as tx:
         tx.write("shared", "z", 2)
     assert load_store(open_backend(), "t").to_dict() == {
         "shared:x": 1,
@@ -140,7 +140,7 @@ def test_a_failed_transaction_body_writes_nothing(backend: Backend) -> None:
     run = DurableRun.open(backend, "t")
 
     def change_of_mind() -> None:
-        with run.transaction() as tx:
+        with run.store.transaction() as tx:
             tx.write("shared", "x", 1)
             raise RuntimeError("changed my mind")
 

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from weft.store import DELETE, Store, dumps, loads, reducers
-from weft.store._index import SortedKeys
 
 REDUCED = {
     "state:log": reducers.append,
@@ -134,39 +133,6 @@ def test_codec_round_trips_every_json_value(values: list[Any]) -> None:
     for i, value in enumerate(values):
         store.write("state", f"v{i}", value)
         assert loads(dumps(store.value("state", f"v{i}"))) == value
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.tuples(st.booleans(), st.text(alphabet="abc:/", max_size=4)), max_size=300),
-    st.text(alphabet="abc:/", max_size=3),
-)
-def test_sorted_index_matches_a_plain_sorted_set(
-    changes: list[tuple[bool, str]], prefix: str
-) -> None:
-    index, model = SortedKeys(), set[str]()
-    snapshots = []
-    for add, key in changes:
-        snapshots.append((index, sorted(model)))
-        index = index.add(key) if add else index.remove(key)
-        (model.add if add else model.discard)(key)
-    assert list(index) == sorted(model)
-    assert len(index) == len(model)
-    assert list(index.with_prefix(prefix)) == [k for k in sorted(model) if k.startswith(prefix)]
-    for old_index, old_model in snapshots:  # older versions are untouched
-        assert list(old_index) == old_model
-
-
-def test_sorted_index_splits_chunks_and_stays_ordered() -> None:
-    index = SortedKeys()
-    keys = [f"k{(i * 7919) % 5000:05}" for i in range(5000)]
-    for key in keys:
-        index = index.add(key)
-    assert list(index) == sorted(set(keys))
-    assert list(index.with_prefix("k0499")) == [f"k0499{d}" for d in range(10)]
-    for key in keys[::2]:
-        index = index.remove(key)
-    assert list(index) == sorted(set(keys[1::2]))
 
 
 @settings(max_examples=150, deadline=None)

@@ -54,13 +54,11 @@ import inspect
 import operator
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from weft.agent.types import AgentResult, AgentStates, from_plain_record
 from weft.errors import AgentBuildError, AgentError
-from weft.persist import DurableStore
 from weft.store import Store, from_jsonable, reducers, to_jsonable
 
 if TYPE_CHECKING:
@@ -134,15 +132,6 @@ def _builtin(name: str, kind: str, path: str) -> reducers.Reducer:
             f"(store.declare({kind!r}, {path!r}, <your reducer>))"
         )
     return found
-
-
-def _transaction(store: Store) -> AbstractContextManager[Store] | None:
-    """The store's ``DurableRun.transaction()`` when it is a durable run's store, else None."""
-    run = store.run if isinstance(store, DurableStore) else None
-    if run is None:
-        return None
-    opened: AbstractContextManager[Store] = run.transaction()
-    return opened
 
 
 class GroupFork:
@@ -279,15 +268,9 @@ class RunRecords:
         """Merge the group's fork into the store and write ``record`` at ``path``: one
         transaction on a ``DurableRun`` store, two writes in a row elsewhere."""
         fork = None if group is None else group.fork
-        transaction = _transaction(self.store)
-        if transaction is None:
+        with self.store.transaction() as tx:
             if fork is not None:
-                self.store.merge([fork])
-            self.write(path, record)
-            return
-        with transaction as tx:
-            if fork is not None and group is not None:
-                replay(event_records(fork, group.base), tx)
+                tx.merge([fork])
             tx.write("step", f"{self.run_id}/{path}", record, source=self.agent.name)
 
 

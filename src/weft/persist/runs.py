@@ -1,10 +1,13 @@
-"""Durable runs: a store whose event log is appended to a backend as it is written.
+"""Durable runs: a store whose commits are appended to a backend as they are made.
 
-``DurableRun.open(backend, thread_id)`` loads the thread (newest snapshot + the events
-after it) into a store and subscribes to it: from then on every event is appended as
-it happens, each append its own transaction, so whatever finished is on disk and a
-crash loses at most the write in flight. A WorkGraph node's step record is one store
-write, so a node's work is stored when the node finishes, whole or not at all.
+``DurableRun.open(backend, thread_id)`` loads the thread (newest snapshot + the events after
+it) into a plain ``weft.store.Store`` and attaches a journal to it
+(``weft.persist.journal``): from then on every commit of the store (a write, a batch, a
+merge, a ``store.transaction()``, a WorkGraph node's writes with its step record) is one
+transaction of the backend, made before the commit is shown to anyone. A commit the backend
+refuses (a ``ConflictError`` because another process appended first, a ``StorageError``)
+is undone and raised to the code that wrote: the store never holds what the thread does
+not. After a conflict, ``reload()`` reads the thread again and the work is redone there.
 
 >>> from weft.persist import DurableRun, InMemoryBackend
 >>> backend = InMemoryBackend()
@@ -17,16 +20,6 @@ write, so a node's work is stored when the node finishes, whole or not at all.
 >>> branch.store.value("state", "plan"), run.store.value("state", "plan")
 ('C', 'B')
 
-What is appended, and when (writes at once; notes of graph nodes not at all unless asked;
-a WorkGraph's final state commit whole with its completion record; a snapshot every
-``snapshot_every`` events): ``weft.persist.feed``.
-
-A failed append (a ``ConflictError`` because another process appended first, a
-``StorageError``) stops the run from appending: the write that failed, and every later
-write through ``run.store``, raises it. ``reload()`` reads the thread again into a new
-``run.store``; redo the work from there. For a batch that is applied all or nothing,
-use ``transaction()``.
-
 Stores seeded from a snapshot give entries written before it ``created_at ==
 updated_at``, and their ``events()`` begin with synthetic writes; ``history()`` is the
 real log (see ``weft.persist.snapshot``).
@@ -34,71 +27,25 @@ real log (see ``weft.persist.snapshot``).
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from weft.errors import ConflictError, PersistError
+from weft.errors import PersistError
 from weft.persist._gc import paused
 from weft.persist.base import Backend, LoggedEvent, check_id
-from weft.persist.feed import Feed, Notes
-from weft.persist.snapshot import build_store
-from weft.persist.travel import fork_thread, load_store, new_id
-from weft.store import Entry, Event, Store
+from weft.persist.journal import Notes, RunJournal
+from weft.persist.snapshot import Snapshot, build_store, capture
+from weft.persist.travel import load_store, new_id
+from weft.store import Store
 from weft.store import reducers as _reducers
+from weft.store.records import aonce, call_path, once
 
 if TYPE_CHECKING:
     from weft.graph import WorkGraph
 
-logger: Final = logging.getLogger("weft.persist")
 T = TypeVar("T")
-CALLS: Final = "calls/"
-"""Path prefix (kind ``step``) of the results of ``call_once``."""
-
-
-class DurableStore(Store):
-    """The store of a ``DurableRun``: a ``Store`` whose changes raise once the run has
-    failed to append (the store itself swallows a subscriber's error), so the code that
-    wrote learns that its write is not durable."""
-
-    _run: DurableRun | None = None
-
-    @property
-    def run(self) -> DurableRun | None:
-        """The durable run this store belongs to (None once the run is closed)."""
-        return self._run
-
-    def write(self, *args: Any, **kwargs: Any) -> Entry:
-        entry = super().write(*args, **kwargs)
-        self._check()
-        return entry
-
-    def delete(self, *args: Any, **kwargs: Any) -> bool:
-        done = super().delete(*args, **kwargs)
-        self._check()
-        return done
-
-    def clear(self, *args: Any, **kwargs: Any) -> int:
-        gone = super().clear(*args, **kwargs)
-        self._check()
-        return gone
-
-    def note(self, *args: Any, **kwargs: Any) -> Event:
-        event = super().note(*args, **kwargs)
-        self._check()
-        return event
-
-    def merge(self, children: Iterable[Store]) -> None:
-        super().merge(children)
-        self._check()
-
-    def _check(self) -> None:
-        run = self._run
-        if run is not None and run.error is not None:
-            run.check()
 
 
 class DurableRun:
@@ -108,7 +55,7 @@ class DurableRun:
     ``reducers`` gives the fields' own reducer functions (built-ins are found by name);
     ``name`` is the store's default ``source``; ``snapshot_every`` events (0: never) a
     snapshot is stored, and the newest ``keep_snapshots`` are kept; ``notes`` is
-    ``"lazy"``, ``"eager"`` or ``"off"`` (see ``weft.persist.feed``).
+    ``"lazy"``, ``"eager"`` or ``"off"`` (see ``weft.persist.journal``).
     """
 
     def __init__(
@@ -123,9 +70,18 @@ class DurableRun:
         keep_snapshots: int = 1,
         notes: Notes = "off",
     ) -> None:
+        if not isinstance(backend, Backend):
+            raise PersistError(
+                f"backend={backend!r}: expected a weft.persist backend such as "
+                "SQLiteBackend('chat.db'), PostgresBackend(dsn) or InMemoryBackend()"
+            )
         if notes not in ("lazy", "eager", "off"):
             raise PersistError(f"notes={notes!r}: expected 'lazy', 'eager' or 'off'")
-        if not isinstance(snapshot_every, int) or snapshot_every < 0:
+        if (
+            isinstance(snapshot_every, bool)
+            or not isinstance(snapshot_every, int)
+            or snapshot_every < 0
+        ):
             raise PersistError(
                 f"snapshot_every={snapshot_every!r}: expected an int >= 0 (0: never)"
             )
@@ -138,7 +94,6 @@ class DurableRun:
         self._reducers = dict(reducers or {})
         self._name = name
         self._lock = threading.RLock()
-        self._unsubscribe: Callable[[], None] | None = None
         self._load()
 
     @classmethod
@@ -154,7 +109,7 @@ class DurableRun:
         keep_snapshots: int = 1,
         notes: Notes = "off",
     ) -> DurableRun:
-        """Load ``thread_id`` (empty if new) and follow its store: the constructor."""
+        """Load ``thread_id`` (empty if new) and journal its store: the constructor."""
         return cls(
             backend,
             thread_id,
@@ -169,60 +124,28 @@ class DurableRun:
     # ---------------------------------------------------------------- state
 
     @property
-    def store(self) -> DurableStore:
+    def store(self) -> Store:
         """The live store; ``reload()`` replaces it, so read it from here each time."""
         return self._store
 
     @property
     def step(self) -> int:
         """The thread's last step as this run appended or loaded it."""
-        return self._feed.step
-
-    @property
-    def error(self) -> BaseException | None:
-        """The failure that stopped this run from appending, or None."""
-        return self._feed.error
-
-    def check(self) -> None:
-        """Raise the error that stopped this run from appending, if one did."""
-        error = self._feed.error
-        if error is None:
-            return
-        if isinstance(error, ConflictError):
-            raise ConflictError(
-                str(error), thread_id=error.thread_id, expected=error.expected, actual=error.actual
-            ) from error
-        message = (
-            f"thread {self.thread_id!r} stopped being durable after step {self.step}: "
-            f"{error}. Call reload() to read the thread again and redo the work"
-        )
-        cls = type(error) if isinstance(error, PersistError) else PersistError
-        raise cls(message) from error
+        return self._journal.step
 
     def reload(self) -> None:
-        """Read the thread again into a new ``store`` (after a conflict, say); pending and
-        failed writes of the old store are dropped."""
+        """Read the thread again into a new ``store`` (after a conflict, say)."""
         with self._lock:
             self._detach()
             self._load()
 
     def flush(self) -> None:
         """Append what is pending (lazy notes) now."""
-        with self._feed.lock:
-            if not self._feed.holding:
-                self._feed.flush(snapshot=False)
+        self._journal.flush()
 
     def close(self) -> None:
-        """Flush and stop following the store (the backend stays open)."""
+        """Flush and stop journaling the store (the backend stays open)."""
         with self._lock:
-            dropped = self._feed.drop_held()
-            if dropped:
-                logger.warning(
-                    "thread %r: a graph's state commit never completed; its %d held events "
-                    "are not stored (a resumed run commits them once)",
-                    self.thread_id,
-                    dropped,
-                )
             self.flush()
             self._detach()
 
@@ -245,73 +168,37 @@ class DurableRun:
     def run_graph(
         self, graph: WorkGraph, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> Any:
-        """Run ``graph`` on this store, recording each node as it finishes; running it
-        again with the same run id (after a crash, in a new process) skips recorded
-        nodes. ``run_id`` defaults to this run's id. If the graph fails inside its final
-        state commit, ``store`` is reloaded (the half commit was never stored)."""
-        self.check()
-        try:
-            return graph.run(*args, run_id=run_id or self.run_id, store=self._store, **kwargs)
-        except BaseException:
-            self._abandon_commit()
-            raise
+        """Run ``graph`` on this store with a run id (this run's by default): each node's
+        writes and step record are one transaction as the node is committed, and running
+        it again with the same run id (after a crash, in a new process) skips what
+        finished."""
+        return graph.run(*args, run_id=run_id or self.run_id, store=self._store, **kwargs)
 
     async def arun_graph(
         self, graph: WorkGraph, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> Any:
         """The async form of ``run_graph``."""
-        self.check()
-        try:
-            return await graph.arun(
-                *args, run_id=run_id or self.run_id, store=self._store, **kwargs
-            )
-        except BaseException:
-            self._abandon_commit()
-            raise
+        return await graph.arun(*args, run_id=run_id or self.run_id, store=self._store, **kwargs)
 
     def call_once(self, key: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Any:
         """Call ``fn`` unless a call with this idempotency key was recorded in the thread;
-        return the recorded result (frozen JSON form: tuples come back as lists).
+        return the recorded result (frozen JSON form; a tuple comes back a tuple).
 
         The result is durable before this returns. A crash after ``fn`` took effect but
         before its record was stored runs it again: pass the key to the service as well
         when it accepts one, for exactly-once effects end to end."""
-        recorded = self._recorded(key)
-        if recorded is not None:
-            return recorded.value["result"]
-        return self._record(key, fn(*args, **kwargs))
+        return once(self._store, self._call_path(key), fn, *args, **kwargs)
 
     async def acall_once(
         self, key: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
     ) -> Any:
         """The async form of ``call_once``."""
-        recorded = self._recorded(key)
-        if recorded is not None:
-            return recorded.value["result"]
-        return self._record(key, await fn(*args, **kwargs))
+        return await aonce(self._store, self._call_path(key), fn, *args, **kwargs)
 
-    @contextmanager
-    def transaction(self) -> Iterator[Store]:
-        """Write to a fork; on exit its events are appended in one transaction and only
-        then merged into ``store``. On a ``ConflictError`` nothing is written anywhere:
-        ``reload()`` and do it again. Do not write to ``store`` from another thread
-        meanwhile."""
-        self.check()
-        self.flush()
-        feed = self._feed
-        base = self._store.last_seq
-        fork = self._store.fork(name=self._store.name)
-        yield fork
-        events = fork.events(since=base)
-        if not events:
-            return
-        with feed.lock:
-            feed.append(events, feed.snapshot_of(fork, len(events)))
-        feed.merging = threading.get_ident()
-        try:  # outside the lock: the merge takes the store's lock, then the feed's
-            self._store.merge([fork])
-        finally:
-            feed.merging = 0
+    def _call_path(self, key: str) -> str:
+        if not isinstance(key, str) or not key:
+            raise PersistError(f"idempotency key {key!r}: expected a non-empty string")
+        return call_path(key)
 
     # --------------------------------------------------------- time travel
 
@@ -357,46 +244,53 @@ class DurableRun:
                 reducers=self._reducers,
                 types=self.backend.types,
                 name=self._name,
-                store_class=DurableStore,
             )
-        assert isinstance(store, DurableStore)
         since = checkpoint.step - (checkpoint.snapshot.step if checkpoint.snapshot else 0)
-        self._feed = Feed(
+        self._journal = RunJournal(
             self.backend,
             self.thread_id,
             self.run_id,
-            store,
             step=checkpoint.step,
             since_snapshot=since,
             snapshot_every=self.snapshot_every,
             keep_snapshots=self.keep_snapshots,
             notes=self.notes,
+            weight=sum(entry.weight for entry in store.entries()),
+            reducers=self._reducers,
         )
-        store._run = self
+        store.set_journal(self._journal)
         self._store = store
-        self._unsubscribe = store.subscribe(self._feed)
 
     def _detach(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        self._store._run = None
+        self._store.set_journal(None)
 
-    def _abandon_commit(self) -> None:
-        if self._feed.drop_held():
-            # the graph failed inside its commit: the store holds half a commit that was
-            # never stored; read the thread again so that the two agree
-            self.reload()
 
-    def _recorded(self, key: str) -> Entry | None:
-        self.check()
-        if not isinstance(key, str) or not key:
-            raise PersistError(f"idempotency key {key!r}: expected a non-empty string")
-        return self._store.get("step", CALLS + key)
+def fork_thread(
+    backend: Backend,
+    source_thread: str,
+    *,
+    step: int,
+    values: Mapping[str, Any] | None = None,
+    thread_id: str | None = None,
+    run_id: str | None = None,
+    reducers: Mapping[str, _reducers.Reducer] | None = None,
+) -> DurableRun:
+    """Start a new thread from ``source_thread`` at ``step`` and open a run on it.
 
-    def _record(self, key: str, result: Any) -> Any:
-        entry = self._store.write(
-            "step", CALLS + key, {"result": result, "run_id": self.run_id}, source=f"call:{key}"
-        )
-        self.check()
-        return entry.value["result"]
+    The new thread begins with a snapshot of the source at that step (so it does not
+    depend on the source's later pruning or deletion) and records where it came from
+    (``ThreadInfo.parent_thread``/``parent_step``); ``values`` (``{"kind:path": value}``)
+    are then written over it in one transaction, replacing what was there. The source
+    thread's history is never changed."""
+    store = load_store(backend, source_thread, step=step, reducers=reducers)
+    taken = capture(store)
+    snapshot = Snapshot(step=step, entries=taken.entries, reducers=taken.reducers)
+    fresh = thread_id if thread_id is not None else new_id(f"{source_thread}~fork")
+    backend.create_thread(fresh, snapshot, parent=(source_thread, step))
+    run = DurableRun(backend, fresh, run_id=run_id, reducers=reducers)
+    if values:
+        with run.store.transaction() as fork:
+            for key, value in values.items():
+                kind, _, path = key.partition(":")
+                fork.write(kind, path, value, source="weft.fork", replace=True)
+    return run

@@ -38,17 +38,25 @@ class Snapshot:
     reducers: Mapping[str, str] = field(default_factory=dict)
 
 
-def capture(store: Store) -> Snapshot:
-    """A snapshot of ``store`` as it is now (call it where no other thread writes, e.g.
-    inside a subscriber, which runs under the store's lock)."""
-    step = store.last_seq
-    entries = tuple(store.entries())
+    @property
+    def weight(self) -> int:
+        """What the snapshot costs, in items (``Entry.weight`` summed)."""
+        return sum(entry.weight for entry in self.entries)
+
+
+def capture(store: Store, *, step: int | None = None) -> Snapshot:
+    """A snapshot of ``store`` as it is now, at ``step`` (default: its last step); fields
+    declared never persisted are left out. Call it where no other thread writes (a journal
+    runs under the store's lock)."""
+    entries = tuple(e for e in store.entries() if store.persisted(e.kind, e.path))
     named = {}
     for e in entries:
         name = store.reducer_of(e.kind, e.path)
         if name != "replace":
             named[e.key] = name
-    return Snapshot(step=step, entries=entries, reducers=named)
+    return Snapshot(
+        step=store.last_seq if step is None else step, entries=entries, reducers=named
+    )
 
 
 def build_store(
@@ -58,7 +66,6 @@ def build_store(
     reducers: Mapping[str, _reducers.Reducer] | None = None,
     types: TypeRegistry = registry,
     name: str | None = None,
-    store_class: type[Store] = Store,
 ) -> Store:
     """A store rebuilt from an optional snapshot and the events after it.
 
@@ -78,8 +85,12 @@ def build_store(
                     "was written with"
                 )
     seeded = _seed(snapshot) if snapshot is not None else iter(())
-    return store_class.from_events(
-        _chain(seeded, events), reducers=declared, types=types, name=name
+    return Store.from_events(
+        _chain(seeded, events),
+        reducers=declared,
+        types=types,
+        name=name,
+        history_from=snapshot.step if snapshot is not None else 0,
     )
 
 

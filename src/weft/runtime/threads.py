@@ -228,7 +228,7 @@ class Threads:
         try:
             record = self.codec.read(run.store, thread_id)
             if record is not None and record.version < self.codec.version:
-                with run.transaction() as tx:
+                with run.store.transaction() as tx:
                     migrate_store(tx, self.schema, self.codec, record.version, thread_id)
         except MalformedStateError as exc:
             run.close()

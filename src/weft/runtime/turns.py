@@ -205,7 +205,7 @@ class TurnRuntime:
             token = CURRENT.set(frame)
             began = 0.0
             try:
-                with run.transaction() as tx:
+                with run.store.transaction() as tx:
                     output = await self._inside(tx, frame, initial.loaded, stages, turn)
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()

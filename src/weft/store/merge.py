@@ -19,9 +19,10 @@ picks a winner silently. Writes through other reducers (append, merge, add ...) 
 conflict: they combine. Overwriting what the fork itself (or what its own ancestors) wrote
 is no conflict.
 
-Which forks. A fork merges once into a store. Usually it is merged into the store it was forked from;
-it may also be merged into another store of the same family (forked from the same root),
-provided that store already holds what the fork's parent held when the fork was made
+Which forks. A fork merges once into a store. Usually it is merged into the store it was
+forked from; it may also be merged into another store of the same family (forked from the
+same root), provided that store already holds what the fork's parent held when the fork
+was made
 (the WorkGraph engine builds a join's view this way). A fork's changes are its own
 writes only: merging a grandchild without its parent leaves the parent's writes out.
 """

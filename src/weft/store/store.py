@@ -576,7 +576,8 @@ class Store(Merging):
             child.name = name
             child._types = self._types
             child._data = child._base = self._data
-            child._index = self._index
+            # both sides then sort the keys written before the fork once, not once each
+            child._index = self._index = self._index.fork()
             child._declared = self._declared
             child._lock = threading.RLock()
             child._subscribers = []
