@@ -20,12 +20,13 @@ import os
 import re
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from weft.agent import Agent
 from weft.persist import DurableRun, SQLiteBackend
-from weft.store import to_jsonable
+from weft.store import StepRecord, to_jsonable
 
 LAST = 9
 BRANCHING = (1, 4, 7)
@@ -101,7 +102,14 @@ def main() -> None:
             print("ready", flush=True)
             result = build(run.store, counter, ledger).run("go", run_id="job")
             assert result.stop_reason == "completed", result.stop_reason
-            state = {key: to_jsonable(value) for key, value in run.store.to_dict().items()}
+            state = {
+                key: to_jsonable(
+                    replace(value, started_at=None, ended_at=None)
+                    if isinstance(value, StepRecord)
+                    else value
+                )
+                for key, value in run.store.to_dict().items()
+            }
         print("done", json.dumps(state, sort_keys=True), flush=True)
     finally:
         backend.close()

@@ -24,6 +24,7 @@ def test_public_names_are_pinned() -> None:
         "PassDown",
         "ResultPassDownMode",
         "RetryPolicy",
+        "RunContext",
         "StateView",
         "WorkGraph",
         "WorkGraphNode",

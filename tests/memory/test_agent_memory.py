@@ -236,14 +236,14 @@ def test_key_prefix_uses_the_index_not_a_scan(
     big_memory: AgentMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[tuple[dict[str, object], int]] = []
-    entries = big_memory.store.entries
+    entries = Store.entries
 
-    def spy(**kwargs: Any) -> list[Entry]:
-        found = entries(**kwargs)
+    def spy(self: Store, **kwargs: Any) -> list[Entry]:
+        found = entries(self, **kwargs)
         asked.append((kwargs, len(found)))
         return found
 
-    monkeypatch.setattr(big_memory.store, "entries", spy)
+    monkeypatch.setattr(Store, "entries", spy)
     assert len(big_memory.list(key_prefix="step:n00001")) == 10
     assert asked == [({"key_prefix": "step:n00001"}, 10)]  # 10 materialised, not 100k
 

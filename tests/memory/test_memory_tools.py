@@ -16,7 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from weft.memory import AgentMemory, MemoryTool, MemoryTools, memory_tools
-from weft.store import Entry, register_type, value_bytes
+from weft.store import Entry, Store, register_type, value_bytes
 
 ISO_MS_Z = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
@@ -266,14 +266,14 @@ def test_tool_list_with_prefix_reads_only_that_prefix(
     big_memory: AgentMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sizes: list[int] = []
-    entries = big_memory.store.entries
+    entries = Store.entries
 
-    def spy(**kwargs: Any) -> list[Entry]:
-        found = entries(**kwargs)
+    def spy(self: Store, **kwargs: Any) -> list[Entry]:
+        found = entries(self, **kwargs)
         sizes.append(len(found))
         return found
 
-    monkeypatch.setattr(big_memory.store, "entries", spy)
+    monkeypatch.setattr(Store, "entries", spy)
     tool = memory_tools(big_memory).memory_list
     assert ok(tool('{"key_prefix": "step:n00001"}'))["returned"] == 10
     assert sizes == [10]

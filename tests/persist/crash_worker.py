@@ -18,7 +18,7 @@ from typing import Any
 
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.persist import Backend, DurableRun, PostgresBackend, SQLiteBackend
-from weft.store import reducers, to_jsonable
+from weft.store import RunRecord, StepRecord, Store, reducers, to_jsonable
 
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
 BRANCHES = 6
@@ -67,6 +67,21 @@ def build(counter: str) -> WorkGraph:
     return WorkGraph(start_nodes=[start], max_concurrency=3)
 
 
+def outcome(store: Store) -> dict[str, Any]:
+    """What must match an uninterrupted run: the state, each node's recorded result and
+    flag, and the run's status and output (times and step numbers may differ)."""
+    out: dict[str, Any] = {
+        key: to_jsonable(value) for key, value in store.to_dict(kind="state").items()
+    }
+    for entry in store.entries(kind="step"):
+        record = entry.value
+        if isinstance(record, StepRecord):
+            out[entry.key] = [to_jsonable(record.result), record.flag, record.committed]
+        elif isinstance(record, RunRecord):
+            out[entry.key] = [record.status, to_jsonable(record.output)]
+    return out
+
+
 def main() -> None:
     spec, thread, counter = sys.argv[1:4]
     backend = open_backend(spec)
@@ -82,7 +97,7 @@ def main() -> None:
             run.store.declare("state", "total", reducers.add)
             print("ready", flush=True)
             run.run_graph(build(counter), "input")
-            state = {key: to_jsonable(value) for key, value in run.store.to_dict().items()}
+            state = outcome(run.store)
         print("done", json.dumps(state, sort_keys=True), flush=True)
     finally:
         backend.close()

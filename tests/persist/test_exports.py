@@ -18,7 +18,6 @@ def test_public_names() -> None:
         "Backend",
         "Checkpoint",
         "DurableRun",
-        "DurableStore",
         "InMemoryBackend",
         "LoggedEvent",
         "PostgresBackend",

@@ -58,15 +58,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from weft.agent.types import AgentResult, AgentStates, from_plain_record
-from weft.errors import AgentBuildError, AgentError
+from weft.errors import AgentBuildError, AgentError, StoreError
 from weft.store import Store, from_jsonable, reducers, to_jsonable
+from weft.store.records import CALLS, aonce, once
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
 
-CALLS: Final = "calls/"
-"""Path prefix (kind ``step``) of keyed calls: the prefix of ``DurableRun.call_once``, so
-the two see each other's records."""
 ONCE: Final = frozenset({"call_once", "acall_once"})
 """The actor extras of keyed calls."""
 
@@ -361,49 +359,43 @@ class Once:
     def __init__(self, scope: OnceScope | None, agent: str, iteration: int, position: str) -> None:
         self.scope = scope
         self.prefix = (
-            "" if scope is None else f"{CALLS}{scope.run_id}/{agent}/{iteration}/{position}/"
+            "" if scope is None else f"{CALLS}/{scope.run_id}/{agent}/{iteration}/{position}/"
         )
 
-    def _recorded(self, key: str) -> tuple[bool, Any]:
+    def _path(self, key: str) -> str:
         if not isinstance(key, str) or not key:
             raise AgentError(f"call_once key {key!r}: expected a non-empty string")
-        if self.scope is None:
-            return False, None
-        entry = self.scope.store.get("step", self.prefix + key)
-        return (False, None) if entry is None else (True, entry.value["result"])
-
-    def _record(self, key: str, result: Any) -> Any:
-        if self.scope is None:
-            return result
-        entry = self.scope.store.write(
-            "step",
-            self.prefix + key,
-            {"result": result, "run_id": self.scope.run_id},
-            source=f"call:{key}",
-        )
-        return entry.value["result"]
+        return self.prefix + key
 
     def call(self, key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        found, result = self._recorded(key)
-        if found:
+        path = self._path(key)
+        if self.scope is None:
+            result = fn(*args, **kwargs)
+            if inspect.isawaitable(result):
+                if inspect.iscoroutine(result):
+                    result.close()
+                raise AgentError(
+                    f"call_once({key!r}, {getattr(fn, '__name__', fn)!r}) got an awaitable; "
+                    "for an async function take the acall_once extra and await it"
+                )
             return result
-        result = fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            if inspect.iscoroutine(result):
-                result.close()
-            raise AgentError(
-                f"call_once({key!r}, {getattr(fn, '__name__', fn)!r}) got an awaitable; "
-                "for an async function take the acall_once extra and await it"
-            )
-        return self._record(key, result)
+        try:
+            return once(self.scope.store, path, fn, *args, **kwargs)
+        except StoreError as exc:
+            if "awaitable" in str(exc):
+                raise AgentError(
+                    f"call_once({key!r}, {getattr(fn, '__name__', fn)!r}) got an awaitable; "
+                    "for an async function take the acall_once extra and await it"
+                ) from None
+            raise
 
     async def acall(
         self, key: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
     ) -> Any:
-        found, result = self._recorded(key)
-        if found:
-            return result
-        return self._record(key, await fn(*args, **kwargs))
+        path = self._path(key)
+        if self.scope is None:
+            return await fn(*args, **kwargs)
+        return await aonce(self.scope.store, path, fn, *args, **kwargs)
 
 
 def once_extras(

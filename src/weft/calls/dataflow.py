@@ -1,5 +1,4 @@
-"""The data flow of a plan: which call depends on which, in what order calls are taken,
-and which fields several unordered calls reduce.
+"""The data flow of a plan: which call depends on which, and in what order calls are taken.
 
 A call *depends on* every call that writes a path its references (or imports) read: the
 same kind and field, one path a prefix of the other (a read of ``†state.user`` waits for
@@ -11,15 +10,14 @@ The canonical order is Kahn's topological order taking the lowest node (plan ord
 then instance order) first. Two calls with no path between them that write overlapping
 paths, one of them with ``set``, are a problem (the result would depend on which
 finished last); unordered calls that only reduce a field (``push``, ``concat``,
-``merge``) form a *sequenced group*, whose writes are applied in canonical order.
+``merge``) are fine: the engine commits their writes in graph order.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from weft.calls.call import Call
@@ -66,7 +64,6 @@ class Node:
     imports: tuple[Reference, ...] | None
     check_arguments: bool
     deps: tuple[int, ...] = ()
-    groups: tuple[GroupKey, ...] = ()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -82,15 +79,14 @@ class CompiledPlan:
     order: tuple[int, ...]
     instances: dict[str, Mapping[str, Any]]
     inputs: Mapping[str, Any]
-    groups: dict[GroupKey, tuple[int, ...]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- the data flow
 
 
 def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProblem]) -> None:
-    """Fill in every node's dependencies, the canonical order and the sequenced groups
-    of ``compiled``, adding what is wrong to ``problems``."""
+    """Fill in every node's dependencies and the canonical order of ``compiled``, adding
+    what is wrong to ``problems``."""
     nodes = compiled.nodes
     writers: dict[GroupKey, list[tuple[int, Target]]] = {}
     kind_writers: dict[tuple[str | None, str], list[tuple[int, Target]]] = {}
@@ -271,7 +267,6 @@ def _conflicts(
     problems: list[PlanProblem],
 ) -> None:
     nodes = compiled.nodes
-    rank = {position: r for r, position in enumerate(compiled.order)}
     ancestors = [0] * len(nodes)
     for position in compiled.order:
         bits = 0
@@ -283,10 +278,8 @@ def _conflicts(
         return bool((ancestors[a] >> b) & 1 or (ancestors[b] >> a) & 1)
 
     reported: set[tuple[int, int, str]] = set()
-    groups: dict[GroupKey, tuple[int, ...]] = {}
-    for key, found in writers.items():
-        members = sorted({p for p, _ in found}, key=rank.__getitem__)
-        if len(members) < 2:
+    for found in writers.values():
+        if len({p for p, _ in found}) < 2:
             continue
         for a, target in found:
             if target.method != "set":
@@ -310,9 +303,3 @@ def _conflicts(
                         "the other's output, write different paths, or use :push / :merge",
                     )
                 )
-        if any(not ordered(a, b) for a, b in itertools.pairwise(members)):
-            groups[key] = tuple(members)
-    compiled.groups = groups
-    for key, group in groups.items():
-        for position in group:
-            nodes[position].groups = (*nodes[position].groups, key)

@@ -1,35 +1,83 @@
 """Running one call of a compiled plan: resolve, call, choose the output, write.
 
 ``Runtime`` is the part of a run that does not depend on the scheduler: the WorkGraph
-runner (``weft.calls.runner``) calls ``call_sync`` / ``call_async`` from its nodes, and
+runner (``weft.calls.runner``) calls ``call_sync`` / ``call_async`` from its nodes, each
+with the node's own fork of the run's store (``RunContext.store``), and
 ``weft.calls.simulate`` calls the same steps in canonical order, with the tools' output
 examples in place of the tools.
 
-A call's result is written to its output path with ``source=`` the call's id. Writes to
-a field that several unordered calls reduce (a *sequenced group*, see
-``weft.calls.dataflow``) are held (``weft.calls.sequencer``) until every earlier member
-of the group (in canonical order) has written or failed, so the field's value never
-depends on which call finished first; such a call's writes to other fields are made at
-once, so its ``&&`` fan-out is checked as a whole but may land at different moments.
+A call reads through its node's view (the store as the run began plus what the calls it
+depends on wrote, never an unrelated call's writes) and writes its result to its output
+path in its node's fork, with ``source=`` the call's id. The engine commits the forks to the
+run's store in graph order, so a field that several unordered calls push to gets their
+items in that order, never in the order they finished.
+
+Instances. An instance's state lives in the run's store beside the global state, under the
+paths ``@<instance>/<field>`` (kinds ``state`` and ``shared``): an instance call reads its
+instance's field if the instance has it, and the global field otherwise; it writes its
+instance's fields only. The instance's own inputs are read before the global ones.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any, Final
 
-from weft.calls.dataflow import CompiledPlan, GroupKey, Node
+from weft.calls.dataflow import CompiledPlan, Node
 from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
-from weft.calls.sequencer import Sequencer
 from weft.errors import PlanRunError, WeftError
-from weft.refs.outputs import Target, apply_writes, plan_writes, split_choice
+from weft.refs.outputs import WriteOp, apply_writes, method_reducer, plan_writes, split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
 from weft.refs.schemas import schema_problems
-from weft.refs.scopes import ChainScope, LayeredScope, MappingScope, Scope, StoreScope
-from weft.store import Store, freeze
+from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
+from weft.store import MISSING, Store, freeze
+
+INSTANCE_KINDS: Final = ("state", "shared")
+"""The kinds an instance has fields of its own in."""
+
+
+def instance_path(instance: str, field: str) -> str:
+    """Where an instance's ``field`` lives in the run's store (kinds state and shared)."""
+    return f"@{instance}/{field}"
+
+
+class InstanceScope:
+    """An instance call's view: the instance's own fields over the global ones."""
+
+    __slots__ = ("given", "instance", "store")
+
+    def __init__(self, store: Store, instance: str, given: Scope) -> None:
+        self.store = store
+        self.instance = instance
+        self.given = given
+
+    def lookup(self, kind: str, field: str) -> Any:
+        if kind in INSTANCE_KINDS:
+            entry = self.store.get(kind, instance_path(self.instance, field))
+            if entry is not None:
+                return entry.value
+        elif kind == "input":
+            found = self.given.lookup(kind, field)
+            if found is not MISSING:
+                return found
+        entry = self.store.get(kind, field)
+        return MISSING if entry is None else entry.value
+
+    def fields(self, kind: str) -> list[str]:
+        names = {e.path for e in self.store.entries(kind=kind, key_prefix=f"{kind}:")}
+        mine = f"@{self.instance}/"
+        own = {name[len(mine) :] for name in names if name.startswith(mine)}
+        shared = {name for name in names if not name.startswith("@")}
+        if kind == "input":
+            own |= set(self.given.fields(kind))
+        return sorted(own | shared)
+
+    def __repr__(self) -> str:
+        return f"InstanceScope({self.instance!r} over {self.store!r})"
 
 
 class Runtime:
@@ -42,25 +90,43 @@ class Runtime:
         self.state_schema = compiled.state_schema
         for name, value in compiled.inputs.items():
             store.write("input", name, value, source="caller", replace=True)
-        self.global_scope: Scope = StoreScope(store)
-        self.forks: dict[str, Store] = {}
-        self.scopes: dict[str | None, Scope] = {None: self.global_scope}
-        for name, inputs in compiled.instances.items():
-            fork = store.fork(name=f"instance:{name}")
-            self.forks[name] = fork
-            given = MappingScope({"input": freeze(dict(inputs), where=f"instance {name} inputs")})
-            self.scopes[name] = LayeredScope(fork, ChainScope(given, self.global_scope))
+        self.given: dict[str, Scope] = {
+            name: MappingScope({"input": freeze(dict(inputs), where=f"instance {name} inputs")})
+            for name, inputs in compiled.instances.items()
+        }
+        self._declare_instance_fields(store)
         self.results: dict[str, Any] = {}
-        self.sequencer = Sequencer(compiled.groups) if compiled.groups else None
+        self.alts: dict[str, int | None] = {}
 
-    def store_of(self, node: Node) -> Store:
-        return self.store if node.instance is None else self.forks[node.instance]
+    def _declare_instance_fields(self, store: Store) -> None:
+        """A field written with a method (``:push``, ``:concat``, ``:merge``) and no reducer
+        of its own takes the method's reducer, so calls that write it in parallel combine
+        when they are committed; an instance's field takes the reducer of the global one."""
+        for node in self.nodes:
+            if node.output is None:
+                continue
+            for target in node.output.targets:
+                reducer = method_reducer(target.method)
+                if (
+                    reducer is not None
+                    and not target.path
+                    and store.reducer_of(target.kind, target.field) == "replace"
+                ):
+                    store.declare(target.kind, target.field, reducer)
+                if node.instance is not None:
+                    path = instance_path(node.instance, target.field)
+                    store.declare(target.kind, path, store.reducer(target.kind, target.field))
+
+    def scope(self, node: Node, store: Store) -> Scope:
+        """What ``node`` reads: its view ``store``, as its instance sees it if it has one."""
+        if node.instance is None:
+            return StoreScope(store)
+        return InstanceScope(store, node.instance, self.given[node.instance])
 
     # ------------------------------------------------------------ the steps
 
-    def prepare(self, node: Node) -> dict[str, Any]:
+    def prepare(self, node: Node, scope: Scope) -> dict[str, Any]:
         """The keyword arguments of ``node``'s tool (references resolved, checked)."""
-        scope = self.scopes[node.instance]
         room = None
         if node.tool.isolated:
             room = clean_room(node.imports or (), scope, name=f"module:{node.id}")
@@ -69,8 +135,10 @@ class Runtime:
         if node.check_arguments:
             problems = schema_problems(node.tool.arguments_schema, args)
             if problems:
+                where = f" on instance {node.instance!r}" if node.instance is not None else ""
                 raise PlanRunError(
-                    f"the resolved arguments do not fit the tool's JSON Schema: "
+                    f"call {node.index} ({node.tool.name}, id {node.id!r}){where}: the "
+                    f"resolved arguments do not fit the tool's JSON Schema: "
                     f"{'; '.join(problems)}; a reference supplied a value of the wrong shape",
                     call=node.id,
                     tool=node.tool.name,
@@ -81,107 +149,114 @@ class Runtime:
             kwargs["store"] = room
         return kwargs
 
-    def finish(self, node: Node, result: Any) -> dict[str, Any]:
-        """Write ``result`` to ``node``'s output path; the record a run keeps of it."""
+    def finish(self, node: Node, result: Any, store: Store, scope: Scope) -> dict[str, Any]:
+        """Write ``result`` to ``node``'s output path in ``store``; the record of it."""
         value, chosen = split_choice(result)
         output = node.output
+        self.results[node.id] = value
         if output is None:
-            self.results[node.id] = value
-            if node.groups and self.sequencer is not None:
-                self.sequencer.deposit(node.position, node.groups, {})
+            self.alts[node.id] = None
             return {"value": value, "alt": None}
         index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
-        self.write(node, index, value)
-        self.results[node.id] = value
+        self.alts[node.id] = index
+        ops = plan_writes(output.alternatives[index], value, store, scope)
+        apply_writes(self._routed(node, ops), store, node.id)
         return {"value": value, "alt": index}
 
-    def write(self, node: Node, index: int, value: Any) -> None:
-        """Write ``value`` to alternative ``index`` of ``node``'s output path."""
-        assert node.output is not None
-        fanout = node.output.alternatives[index]
-        store = self.store_of(node)
-        scope = self.scopes[node.instance]
-        if not node.groups or self.sequencer is None:
-            apply_writes(plan_writes(fanout, value, store, scope), store, node.id)
-            return
-        plan_writes(fanout, value, store, scope)  # refuse now, before any part is held
-        held: dict[GroupKey, list[Target]] = {}
-        now: list[Target] = []
-        for target in fanout:
-            key = (node.instance, target.kind, target.field)
-            (held.setdefault(key, []) if key in node.groups else now).append(target)
-        if now:
-            apply_writes(plan_writes(tuple(now), value, store, scope), store, node.id)
-        writes = {
-            key: _later(node, tuple(targets), value, store, scope) for key, targets in held.items()
-        }
-        self.sequencer.deposit(node.position, node.groups, writes)
+    @staticmethod
+    def _routed(node: Node, ops: Iterable[WriteOp]) -> list[WriteOp]:
+        """An instance call's writes go to its instance's fields."""
+        if node.instance is None:
+            return list(ops)
+        name = node.instance
+        return [replace(op, field=instance_path(name, op.field)) for op in ops]
 
-    def abandon(self, node: Node) -> None:
-        """``node`` failed: let its sequenced groups go on without it."""
-        if node.groups and self.sequencer is not None:
-            self.sequencer.deposit(node.position, node.groups, {})
-
-    def call_sync(self, position: int) -> dict[str, Any]:
-        """Run node ``position`` with a sync tool (a WorkGraph node value)."""
+    def call_sync(self, position: int, store: Store) -> dict[str, Any]:
+        """Run node ``position`` with a sync tool, on its fork ``store``."""
         node = self.nodes[position]
-        done = False
         try:
-            result = node.tool.fn(**self.prepare(node))  # type: ignore[misc]
+            scope = self.scope(node, store)
+            result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
             if inspect.isawaitable(result):
                 close = getattr(result, "close", None)
                 if callable(close):
                     close()
-                raise TypeError(
+                raise PlanRunError(
                     f"tool {node.tool.name!r} returned an awaitable from a plain function; "
-                    "make the function 'async def' so the plan awaits it"
+                    "make the function 'async def' so the plan awaits it",
+                    call=node.id,
+                    tool=node.tool.name,
+                    index=node.index,
                 )
-            record = self.finish(node, result)
-            done = True
-            return record
+            return self.finish(node, result, store, scope)
         except Exception as exc:
             raise failure(node, exc) from exc
-        finally:
-            if not done:
-                self.abandon(node)
 
-    async def call_async(self, position: int) -> dict[str, Any]:
-        """Run node ``position`` with an async tool (a WorkGraph node value)."""
+    async def call_async(self, position: int, store: Store) -> dict[str, Any]:
+        """Run node ``position`` with an async tool, on its fork ``store``."""
         node = self.nodes[position]
-        done = False
         try:
-            result = node.tool.fn(**self.prepare(node))  # type: ignore[misc]
+            scope = self.scope(node, store)
+            result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
             if inspect.isawaitable(result):
                 result = await result
-            record = self.finish(node, result)
-            done = True
-            return record
+            return self.finish(node, result, store, scope)
         except Exception as exc:
             raise failure(node, exc) from exc
-        finally:
-            if not done:
-                self.abandon(node)
 
     def restore(self, node: Node, record: Any) -> None:
-        """Take a recorded node's result on resume; an instance's writes are made again
-        (its fork is new in every run), a global node's are in the store already."""
-        if not isinstance(record, Mapping):
-            return
-        value = record.get("value")
-        self.results[node.id] = value
-        alt = record.get("alt")
-        if node.instance is not None and node.output is not None and isinstance(alt, int):
-            fanout = node.output.alternatives[alt]
-            store = self.store_of(node)
-            apply_writes(
-                plan_writes(fanout, value, store, self.scopes[node.instance]), store, node.id
-            )
+        """Take a recorded call's result on resume (its writes are in the store)."""
+        if isinstance(record, Mapping):
+            self.results[node.id] = record.get("value")
+
+    # ------------------------------------------------------------------ the end
+
+    def instance_stores(self) -> dict[str, Store]:
+        """Each instance's store as the run left it: the run's store with the instance's
+        own fields in place of the global ones."""
+        out: dict[str, Store] = {}
+        for name in self.compiled.instances:
+            view = self.store.fork(name=f"instance:{name}")
+            mine = instance_path(name, "")
+            for kind in INSTANCE_KINDS:
+                for entry in self.store.entries(kind=kind, key_prefix=f"{kind}:{mine}"):
+                    field = entry.path[len(mine) :]
+                    view.write(kind, field, entry.value, source=entry.source, replace=True)
+            out[name] = view
+        return out
+
+    def merge_instances(self) -> None:
+        """Write every instance's results into the global fields, instance by instance in
+        the order given, through the fields' reducers (two instances setting one field is
+        a ``MergeConflictError``, and then nothing is merged)."""
+        forks: list[Store] = []
+        for name in self.compiled.instances:
+            fork = self.store.fork(name=f"instance:{name}")
+            scope = StoreScope(fork)
+            for position in self.compiled.order:
+                node = self.nodes[position]
+                record = self._records.get(position)
+                if node.instance != name or node.output is None or record is None:
+                    continue
+                alt = record.get("alt")
+                if isinstance(alt, int):
+                    value = record.get("value")
+                    ops = plan_writes(node.output.alternatives[alt], value, fork, scope)
+                    apply_writes(ops, fork, node.id)
+            forks.append(fork)
+        self.store.merge(forks)
+
+    _records: dict[int, Mapping[str, Any]]
+
+    def keep_records(self, records: dict[int, Mapping[str, Any]]) -> None:
+        """The record of each finished call, by position (for ``merge_instances``)."""
+        self._records = records
 
     def output(self) -> Any:
         """The plan's ``output`` reference, or the result of its last call."""
         text = self.compiled.output
         if text is not None:
-            return read_expression(Expression.parse(text), self.global_scope)
+            return read_expression(Expression.parse(text), StoreScope(self.store))
         if not self.nodes:
             return None
         return self.results.get(self.nodes[-1].id)
@@ -190,23 +265,11 @@ class Runtime:
         return PlanResult(
             results=dict(self.results),
             store=self.store,
-            instances=dict(self.forks),
+            instances=self.instance_stores(),
             output=self.output(),
             run_id=run_id,
             simulated=simulated,
         )
-
-
-def _later(
-    node: Node, targets: tuple[Target, ...], value: Any, store: Store, scope: Scope
-) -> Callable[[], None]:
-    def apply() -> None:
-        try:
-            apply_writes(plan_writes(targets, value, store, scope), store, node.id)
-        except Exception as exc:
-            raise failure(node, exc) from exc
-
-    return apply
 
 
 def is_async_tool(fn: Any) -> bool:
@@ -230,3 +293,6 @@ def failure(node: Node, exc: BaseException) -> PlanRunError:
         tool=node.tool.name,
         index=node.index,
     )
+
+
+__all__ = ["ChainScope", "InstanceScope", "Runtime", "failure", "instance_path", "is_async_tool"]

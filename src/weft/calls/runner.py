@@ -3,18 +3,20 @@
 Each call (each call on each instance) becomes one ``WorkGraphNode`` whose edges come
 from the data flow (``weft.calls.dataflow``); data moves through the store, not through
 pass-down. Independent calls run concurrently: async tools as tasks, sync tools inline
-when they are the only work and on the engine's threads otherwise. Each result is
-written to its output path as its call finishes, with ``source=`` the call's id.
+when they are the only work and on the engine's threads otherwise. A call writes its
+result to its output path in its node's fork, with ``source=`` the call's id, and the
+engine commits the forks to the store in graph order (``weft.graph.stores``): what a
+call reads never depends on a call it does not depend on, and unordered pushes to one
+field land in graph order, never in the order the calls finished.
 
 Resume. With ``run_id`` (and the same store, or a ``DurableRun`` whose store outlives a
-crash), every finished call is recorded by the engine (``step:<run_id>/<node key>``);
+crash), every finished call is recorded by the engine with its writes, in one commit;
 running the plan again with that id restores recorded calls instead of calling them and
-runs the rest. A global call's writes are already in the store; an instance's fork is
-new in every run, so a restored instance call's writes are made again into it. A call
-that crashed after writing but before its record was stored runs again (at least once).
+runs the rest. A call whose tool took effect but whose record was not stored runs again
+(at least once).
 
 A run that fails raises the ``PlanRunError`` of the first call that failed (its cause is
-the tool's own exception); calls already running finish, and their writes are kept.
+the tool's own exception); calls already running finish, and what was committed stays.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from weft.calls.execute import Runtime, is_async_tool
 from weft.calls.result import PlanResult
 from weft.calls.tools import Tool
 from weft.errors import NodeError, PlanRunError, PlanValidationError
-from weft.graph import WorkGraph, WorkGraphNode
+from weft.graph import RunContext, WorkGraph, WorkGraphNode
 from weft.persist import DurableRun
 from weft.persist._gc import paused
-from weft.store import Store
+from weft.store import RunLog, Store
 
 
 def run_store(store: Store | None, durable: DurableRun | None) -> Store:
@@ -41,6 +43,11 @@ def run_store(store: Store | None, durable: DurableRun | None) -> Store:
                 "pass store= or durable=, not both: a durable run brings its own store"
             )
         return durable.store
+    if store is not None and not isinstance(store, Store):
+        raise PlanValidationError(
+            f"store={store!r}: expected a weft.store.Store (or durable=DurableRun(...)), "
+            f"not a {type(store).__name__}"
+        )
     return store if store is not None else Store(name="plan")
 
 
@@ -54,29 +61,40 @@ async def arun_compiled(
     max_concurrency: int | None = None,
 ) -> PlanResult:
     """Run ``compiled`` (validated against ``store``, see ``run_store``) to the end:
-    instances get a fork each (``weft.calls.instancing``), merged into ``store`` at the
-    end, in instance order, only with ``merge_instances=True``; ``run_id`` records the run
-    for resume; ``durable`` runs on a ``DurableRun`` (its run id by default);
-    ``max_concurrency`` bounds the calls in flight."""
+    instances keep their state under their own paths (``weft.calls.execute``), written
+    into the global fields at the end, in instance order, only with
+    ``merge_instances=True``; ``run_id`` records the run for resume; ``durable`` runs on a
+    ``DurableRun`` (its run id by default); ``max_concurrency`` bounds the calls in
+    flight."""
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
         runtime = Runtime(compiled, store)
         graph, keys = _graph(compiled, runtime, max_concurrency)
     run_id = run_id if run_id is not None or durable is None else durable.run_id
-    merged_before = _completed(store, run_id)
+    log = RunLog(store, run_id) if run_id is not None else None
+    completed_before = (
+        log is not None and (run := log.run()) is not None and (run.status == "completed")
+    )
+    records: dict[int, Mapping[str, Any]] = {}
     if graph is not None:
-        _restore(compiled, runtime, keys, store, run_id)
         try:
-            if durable is not None:
-                await durable.arun_graph(graph, run_id=run_id)
-            else:
-                await graph.arun(**_engine_options(store, run_id))
+            await graph.arun(store=store, run_id=run_id)
         except NodeError as exc:
             error = _unwrap(exc, run_id)
             raise error from error.__cause__
-        finally:
-            if runtime.sequencer is not None:
-                runtime.sequencer.flush_all()
-    return _finish(compiled, runtime, store, merge_instances and not merged_before, run_id)
+        if log is not None:
+            records = _records(log, keys)
+            for position, record in records.items():
+                runtime.restore(compiled.nodes[position], record)
+        else:
+            records = {
+                position: {"value": runtime.results.get(node.id), "alt": runtime.alts.get(node.id)}
+                for position, node in enumerate(compiled.nodes)
+                if node.id in runtime.results
+            }
+    if merge_instances and compiled.instances and not completed_before:
+        runtime.keep_records(records)
+        runtime.merge_instances()
+    return runtime.result(run_id=run_id, simulated=False)
 
 
 def _graph(
@@ -108,55 +126,39 @@ def _kind(tool: Tool) -> str:
     return "thread" if tool.blocking else "inline"
 
 
-def _caller(runtime: Runtime, position: int, kind: str) -> Callable[[], Any]:
-    """The node value of one call: a plain closure (a partial would cost the engine an
-    ``inspect`` walk per node to find out whether it is async). A sync tool declared
-    ``blocking=False`` is wrapped as async, so the engine runs it on its loop's thread."""
+def _caller(runtime: Runtime, position: int, kind: str) -> Callable[..., Any]:
+    """The node value of one call: a plain closure taking the run context (a partial would
+    cost the engine an ``inspect`` walk per node to find out whether it is async). A sync
+    tool declared ``blocking=False`` is wrapped as async, so the engine runs it on its
+    loop's thread."""
     if kind == "async":
 
-        async def run_async() -> Any:
-            return await runtime.call_async(position)
+        async def run_async(ctx: RunContext[None]) -> Any:
+            return await runtime.call_async(position, ctx.store)
 
         return run_async
     if kind == "inline":
 
-        async def run_inline() -> Any:
-            return runtime.call_sync(position)
+        async def run_inline(ctx: RunContext[None]) -> Any:
+            return runtime.call_sync(position, ctx.store)
 
         return run_inline
 
-    def run_sync() -> Any:
-        return runtime.call_sync(position)
+    def run_sync(ctx: RunContext[None]) -> Any:
+        return runtime.call_sync(position, ctx.store)
 
     return run_sync
 
 
-def _restore(
-    compiled: CompiledPlan, runtime: Runtime, keys: list[str], store: Store, run_id: str | None
-) -> None:
-    """On resume, take the recorded calls' results (and remake instance writes)."""
-    if run_id is None:
-        return
-    for position in compiled.order:
-        record = store.value("step", f"{run_id}/{keys[position]}", None)
-        if isinstance(record, Mapping) and "result" in record:
-            runtime.restore(compiled.nodes[position], record["result"])
-
-
-def _completed(store: Store, run_id: str | None) -> bool:
-    """Whether ``run_id`` already ran to the end (its instances were merged then)."""
-    if run_id is None:
-        return False
-    record = store.value("step", run_id, None)
-    return isinstance(record, Mapping) and record.get("status") == "completed"
-
-
-def _engine_options(store: Store, run_id: str | None) -> dict[str, Any]:
-    # the store goes to the engine only to record (run_id) or for its observers: a run
-    # nobody watches takes the engine's plain path
-    if run_id is not None or store.observed:
-        return {"store": store, "run_id": run_id}
-    return {}
+def _records(log: RunLog, keys: list[str]) -> dict[int, Mapping[str, Any]]:
+    """Each finished call's record (``{"value", "alt"}``), by position."""
+    by_key = {key: position for position, key in enumerate(keys)}
+    out: dict[int, Mapping[str, Any]] = {}
+    for unit, record in log.recorded().items():
+        position = by_key.get(unit)
+        if position is not None and isinstance(record.result, Mapping):
+            out[position] = record.result
+    return out
 
 
 def _unwrap(exc: NodeError, run_id: str | None) -> Exception:
@@ -168,15 +170,3 @@ def _unwrap(exc: NodeError, run_id: str | None) -> Exception:
             "same store to resume from here"
         )
     return error
-
-
-def _finish(
-    compiled: CompiledPlan,
-    runtime: Runtime,
-    store: Store,
-    merge_instances: bool,
-    run_id: str | None,
-) -> PlanResult:
-    if merge_instances and runtime.forks:
-        store.merge([runtime.forks[name] for name in compiled.instances])
-    return runtime.result(run_id=run_id, simulated=False)

@@ -39,8 +39,9 @@ def simulate(compiled: CompiledPlan, *, store: Store | None) -> PlanResult:
     for position in compiled.order:
         node = compiled.nodes[position]
         try:
-            runtime.prepare(node)
-            runtime.finish(node, node.tool.output_examples[0])
+            scope = runtime.scope(node, base)
+            runtime.prepare(node, scope)
+            runtime.finish(node, node.tool.output_examples[0], base, scope)
         except Exception as exc:
             raise failure(node, exc) from exc
     return runtime.result(run_id=None, simulated=True)

@@ -160,7 +160,7 @@ class Run(Dispatching):
             run = log.begin("graph", self.schedule.keys, error=GraphError)
             if run.status == "completed":
                 return run.output
-            self._load(run.began)
+            self._load()
         if not self.driven:
             self.loop = asyncio.get_running_loop()
         try:
@@ -178,7 +178,7 @@ class Run(Dispatching):
             self.stores.complete(output)
         return output
 
-    def _load(self, began: int) -> None:
+    def _load(self) -> None:
         """Resume: take the step records of the nodes that finished in an earlier run."""
         assert self.log is not None and self.stores is not None
         by_key = {key: i for i, key in enumerate(self.schedule.keys)}
@@ -186,8 +186,9 @@ class Run(Dispatching):
             i = by_key.get(unit)
             if i is not None:
                 self.restored[i] = record
-        if any(r.committed for r in self.restored.values()) and began < self.stores.store.last_seq:
-            self.stores.start = self.stores.store.at(began)
+        # the views of the nodes that run now start from the store as it is now (inputs
+        # fixed since the interruption are seen); restored nodes' views are rebuilt from
+        # their records (``weft.graph.stores``)
 
     async def _main(self) -> None:
         ready, replay = self.ready, self.replay

@@ -37,7 +37,6 @@ class Snapshot:
     entries: tuple[Entry, ...]
     reducers: Mapping[str, str] = field(default_factory=dict)
 
-
     @property
     def weight(self) -> int:
         """What the snapshot costs, in items (``Entry.weight`` summed)."""
@@ -54,9 +53,7 @@ def capture(store: Store, *, step: int | None = None) -> Snapshot:
         name = store.reducer_of(e.kind, e.path)
         if name != "replace":
             named[e.key] = name
-    return Snapshot(
-        step=store.last_seq if step is None else step, entries=entries, reducers=named
-    )
+    return Snapshot(step=store.last_seq if step is None else step, entries=entries, reducers=named)
 
 
 def build_store(

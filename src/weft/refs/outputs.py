@@ -56,6 +56,7 @@ from weft.refs.writes import (
     Target,
     WriteOp,
     apply_writes,
+    method_reducer,
     plan_writes,
 )
 from weft.store import KINDS, Store
@@ -68,6 +69,7 @@ __all__ = [
     "Target",
     "WriteOp",
     "apply_writes",
+    "method_reducer",
     "plan_writes",
     "split_choice",
 ]

@@ -141,6 +141,13 @@ def _plan_one(
     return WriteOp(target.kind, target.field, new, True)
 
 
+def method_reducer(method: str) -> Callable[[Any, Any], Any] | None:
+    """The built-in reducer an output path's method writes through (None for ``set``)."""
+    if method == "set":
+        return None
+    return _REDUCER_OF[method][1]
+
+
 def _method_for(reducer: str) -> str:
     for method, (name, _) in _REDUCER_OF.items():
         if name == reducer:

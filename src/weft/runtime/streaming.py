@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Final, Literal
 
-from weft.store import Event
+from weft.store import Event, Note
 
 logger: Final = logging.getLogger("weft.runtime")
 
@@ -106,19 +106,14 @@ class Stages:
 
     def on_note(self, event: Event) -> None:
         """A store subscriber: turns the graph engine's node notes into stage events."""
-        if event.op != "note" or event.kind != "step":
+        note = event.value
+        if event.op != "note" or not isinstance(note, Note):
             return
-        value = event.value
-        if not isinstance(value, dict):
-            return
-        phase, label = value.get("event"), value.get("id")
-        if phase not in ("started", "finished", "failed", "skipped") or not isinstance(label, str):
-            return
-        duration = value.get("duration_ms")
-        elapsed = float(duration) if isinstance(duration, (int, float)) else 0.0
-        if phase == "finished":
+        label = note.label or note.unit
+        elapsed = note.duration_ms or 0.0
+        if note.event == "finished":
             self.node_ms[label] = round(self.node_ms.get(label, 0.0) + elapsed, 3)
-        self.emit(label, phase, elapsed, "node")
+        self.emit(label, note.event, elapsed, "node")
 
 
 def _ms(began: float) -> float:

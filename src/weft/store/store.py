@@ -178,6 +178,10 @@ class Store(Merging):
         """The name of the reducer a field's writes go through (``replace`` by default)."""
         return self._declared.get(make_key(kind, path), _REPLACE).name
 
+    def reducer(self, kind: str, path: str) -> _reducers.Reducer:
+        """The reducer function a field's writes go through (``reducers.replace`` by default)."""
+        return self._declared.get(make_key(kind, path), _REPLACE).fn
+
     def persisted(self, kind: str, path: str) -> bool:
         """Whether the field's writes are kept by a journal (see ``declare``)."""
         return self._declared.get(make_key(kind, path), _REPLACE).persist
