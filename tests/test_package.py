@@ -14,6 +14,7 @@ def test_store_public_names_are_pinned() -> None:
         "KINDS",
         "MISSING",
         "BatchSubscriber",
+        "Delta",
         "Entry",
         "Event",
         "FrozenDict",

@@ -79,6 +79,9 @@ class Dispatching:
     def _call_args(self, i: int) -> Args:
         raise NotImplementedError
 
+    def _commit_due(self) -> None:
+        raise NotImplementedError
+
     # -------------------------------------------------------------- waiting
 
     async def _wait(self) -> None:
@@ -293,10 +296,12 @@ class Dispatching:
         observer = self.observer
         if observer is None:
             self._drain_all()
+            self._commit_due()
             return
-        observer.hold()  # the notes of the batch go in one go
+        observer.hold()  # the notes of the batch go in one go, after its commit
         try:
             self._drain_all()
+            self._commit_due()
         finally:
             observer.release()
 

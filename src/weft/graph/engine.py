@@ -31,6 +31,7 @@ contributed. What the run returns, and its errors: ``weft.graph.outcome``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import types
 import uuid
@@ -67,6 +68,7 @@ _ABORT: Final = WorkGraphStopFlags.AbortBranch
 _FLAGS: Final = WorkGraphStopFlags
 _CORO: Final = types.CoroutineType
 _FAILED_CALL: Final = object()
+_PLAIN: Final = frozenset({str, int, bool, type(None)})
 
 
 class Run(Dispatching):
@@ -140,6 +142,7 @@ class Run(Dispatching):
             else None
         )
         self.views: list[StateView | Store | None] = [None] * n if self.stores is not None else []
+        self._state_views: dict[int, StateView] = {}  # siblings reading one view share it
         # Lifecycle notes go to the observers of the store as the run starts; a run nobody
         # watches has no observer at all, and its nodes are not timed unless recorded.
         self.observer = (
@@ -151,6 +154,8 @@ class Run(Dispatching):
         )
         self.timed = self.observer is not None or self.log is not None
         self.plain = self.stores is None and self.observer is None  # no events, records, state
+        # a run whose state nodes write straight into its store, nobody watching
+        self.direct = self.stores is not None and self.observer is None and self.log is None
 
     # ------------------------------------------------------------------ the core
 
@@ -172,6 +177,9 @@ class Run(Dispatching):
             await self._abandon()
             raise
         if self.failure is not None:
+            if self.stores is not None:  # what finished before the failure is kept
+                with contextlib.suppress(WeftError):
+                    self.stores.commit_due()
             raise self.failure
         output = output_of(self.schedule, self.status, self.results, self.terminators)
         if self.stores is not None:
@@ -226,6 +234,11 @@ class Run(Dispatching):
         """Call ready sync node ``i`` here, then its successor while it is the only work."""
         if self.plain:
             return self._run_chain(i)
+        if self.direct and self.stores is not None and self.stores.inplace[i]:
+            i = self._run_state_chain(i)
+            if i < 0:
+                return None
+            self.ready.popleft()
         schedule = self.schedule
         fns, inline, ready = schedule.fns, schedule.inline, self.ready
         while True:
@@ -294,6 +307,77 @@ class Run(Dispatching):
                 inputs[s] = (args, kwargs)
                 self._admit(s)
                 return None
+            i = s
+
+    def _run_state_chain(self, i: int) -> int:
+        """``_run_inline`` for the state nodes of a chain that work in place (a run with no
+        run id and no observer): each node's delta goes straight into the run's store and
+        the next node is called in the same loop. Returns a ready node this loop leaves
+        to the general path (left in ``ready``), or -1."""
+        stores = self.stores
+        assert stores is not None
+        schedule = self.schedule
+        fns, chain, inline, codes = schedule.fns, schedule.chain, schedule.inline, schedule.codes
+        states, inplace, keys = schedule.states, stores.inplace, schedule.keys
+        results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
+        store, finished = stores.store, stores.finished
+        view = StateView(store)
+        args, kwargs = inputs[i]  # type: ignore[misc]
+        while True:
+            if not states[i]:
+                inputs[i] = (args, kwargs)
+                self.ready.appendleft(i)
+                return i
+            try:
+                result = fns[i](view, *args, **kwargs) if args or kwargs else fns[i](view)
+            except Exception as exc:
+                inputs[i] = (args, kwargs)
+                self.views[i] = view
+                result = self._retry_inline(i, (view, *args), kwargs, exc, 0.0)
+                self._after_inline(i, result)
+                return -1
+            if result.__class__ is not dict or not result:
+                if result is not None:  # a flag, a coroutine, a mapping: the general path
+                    inputs[i] = (args, kwargs)
+                    self.views[i] = view
+                    self._after_inline(i, result)
+                    return -1
+                delta = None
+            else:
+                delta = result
+                for path, value in result.items():  # plain values are stored as they are
+                    if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
+                        try:
+                            delta = checked_delta(result, keys[i], store)
+                        except (TypeError, ValueTypeError) as exc:
+                            self._fail(i, exc, 0.0)
+                            return -1
+                        break
+                if delta:
+                    try:
+                        store.write_many("state", delta, source=keys[i])
+                    except WeftError as exc:
+                        self._fail_commit(i, exc)
+                        return -1
+            finished[i] = True
+            stores.frontier = i + 1
+            results[i] = delta
+            status[i] = DONE
+            s = chain[i]
+            if s < 0 or self.ready or not inplace[s] or not inline[s]:
+                inputs[i] = (args, kwargs)
+                self._release_all(i)
+                return -1
+            code = codes[i]
+            if code == FIRST:
+                args = (delta, *args[1:]) if len(args) > 1 else (delta,)
+            elif code != NO:
+                try:
+                    args, kwargs = pass_one(code, schedule.mode_args[i], delta, (args, kwargs))
+                except Exception as exc:
+                    self._fail_pass_down(i, s, exc)
+                    return -1
+            remaining[s] = 0
             i = s
 
     def _after_inline(
@@ -461,7 +545,13 @@ class Run(Dispatching):
             except WeftError as exc:  # the forks of a join's parallel branches conflict
                 self._fail_commit(s, exc)
                 return
-            self.views[s] = StateView(store) if self.schedule.states[s] else store
+            if self.schedule.states[s]:
+                view = self._state_views.get(id(store))
+                if view is None or view._store is not store:
+                    view = self._state_views[id(store)] = StateView(store)
+                self.views[s] = view
+            else:
+                self.views[s] = store
         self.ready.append(s)
 
     def _skip(self, first: int) -> None:
@@ -502,6 +592,16 @@ class Run(Dispatching):
             else:
                 run_id = self.log.run_id if self.log is not None else None
                 self._halt_with(node_error(self.schedule, self.status, run_id, i, exc, attempts))
+
+    def _commit_due(self) -> None:
+        """Commit what the frontier passed during a batch of completions (its notes are
+        logged after it, in the order things happened)."""
+        stores = self.stores
+        if stores is not None and stores.due:
+            try:
+                stores.commit_due()
+            except WeftError as exc:
+                self._halt_with(exc)
 
     def _fail_commit(self, i: int, exc: WeftError) -> None:
         """Node ``i``'s writes or record could not be committed (a conflict with a parallel

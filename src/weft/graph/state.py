@@ -31,13 +31,14 @@ class StateView:
     ('tides', '-', True)
     """
 
-    __slots__ = ("_store",)
+    __slots__ = ("_store", "_value")
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._value = store.value
 
     def __getitem__(self, path: str) -> Any:
-        return self._store.value("state", path)
+        return self._value("state", path)
 
     def get(self, path: str, default: Any = None) -> Any:
         entry = self._store.get("state", path)

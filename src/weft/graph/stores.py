@@ -1,33 +1,35 @@
-"""The stores of one run: each node's fork, its view, and the commits in graph order.
+"""The stores of one run: each node's view, its changes, and the commits in graph order.
 
-A run with a store works on that store (the *run store*). Each node works on its own fork,
-made when the node is admitted (its predecessors settled), holding the node's *view*: the
+A run with a store works on that store (the *run store*). Each node reads its *view*: the
 run store as the run began plus the writes of the node's ancestors, never a sibling's:
 
-- a node that every earlier node (in canonical order) leads to forks the run store
-  itself, which by then holds exactly its ancestors' writes (a chain, a join after a
-  fan-out);
-- a node with one predecessor otherwise forks that predecessor's fork (a branch);
-- any other join forks the predecessor whose view covers the longest canonical prefix of
-  its ancestors and merges in the forks of the ancestors it lacks, in canonical order
+- a node that every earlier node (in canonical order) leads to reads the run store itself,
+  which by then holds exactly its ancestors' writes (a chain, a join after a fan-out);
+- a node with one predecessor otherwise reads that predecessor's view with the
+  predecessor's changes (a branch);
+- any other join reads the predecessor whose view covers the longest canonical prefix of
+  its ancestors, with the changes of the ancestors it lacks merged in, in canonical order
   (``Views``). Parallel writes meet in ``Store.merge``, so its conflict rule is the only one.
 
-Commits. Forks reach the run store through ``Store.merge`` in canonical order, as soon as
-a node and every node before it have settled (the *frontier*): the run store's content
-never depends on which branch finished first, and a chain's merges are fast-forwards. A
-node at the frontier that only returns a delta (in a run without a run id) writes it
-straight into the run store: a fork would be fast-forwarded anyway. A run that fails keeps
-what was committed before the failure; with a run id, what finished after it is recorded.
+Changes. A state node's changes are its delta, kept as a ``Delta`` on its view (nothing is
+written until it is committed); a node that asks for ``ctx`` gets a fork of its view
+(``RunContext.store``), and its changes are what it wrote there.
 
-Records (a run with a ``run_id``, ``weft.store.records``). A node's ``StepRecord`` goes into
-its fork, so its writes and its record reach the run store as one commit (one transaction
-of a durable backend). A node that finishes before the frontier reaches it records itself
-at once, with its writes (``changes``) and ``committed=False``: durable, never run again.
-The frontier's commit applies them and rewrites the record. Resume: a recorded node is not
-called; a record still waiting is committed at the frontier; a node that runs gets the view
-it would have had, rebuilt from the records of the nodes it depends on (records keep their
-changes, and the run store's step when their view was taken, wherever a later view needs
-them).
+Commits. Changes reach the run store through ``Store.merge`` in canonical order, as soon as
+a node and every node before it have settled (the *frontier*), several at a time when they
+finish together: the run store's content never depends on which branch finished first. A
+state node at the frontier in a run without a run id writes its delta straight into the run
+store. A run that fails keeps what was committed before the failure; with a run id, what
+finished after it is recorded.
+
+Records (a run with a ``run_id``, ``weft.store.records``). A node's ``StepRecord`` is
+committed with its changes, as one commit (one transaction of a durable backend). A node
+that finishes before the frontier reaches it records itself at once, with its changes and
+``committed=False``: durable, never run again; the frontier's commit applies them and
+rewrites the record. Resume: a recorded node is not called; a record still waiting is
+committed at the frontier; a node that runs gets the view it would have had, rebuilt from the
+records of the nodes it depends on (a record keeps its changes, and the run store's step
+when its view was taken, wherever a later view needs them).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any, Final
 from weft.errors import NodeError, ValueTypeError
 from weft.graph.build import Schedule
 from weft.graph.modes import WorkGraphStopFlags
-from weft.store import RunLog, StepRecord, Store
+from weft.store import Delta, Event, RunLog, StepRecord, Store
 from weft.store.records import KIND
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
@@ -52,8 +54,8 @@ class Views:
     """How each node's view is built, computed once per graph.
 
     ``joins[j]`` is ``(base, extras)`` for a join that is not full: the predecessor whose
-    fork to start from (``-1``: the run's start) and the ancestors whose forks to merge in,
-    in canonical order. ``needed[i]``: a later view is built from node ``i``'s fork.
+    view to start from (``-1``: the run's start) and the ancestors whose changes to merge
+    in, in canonical order. ``needed[i]``: a later view is built from node ``i``'s.
     """
 
     joins: dict[int, tuple[int, tuple[int, ...]]]
@@ -117,46 +119,49 @@ def _bits(bits: int) -> tuple[int, ...]:
 
 
 class RunStores:
-    """The forks, views and commits of one run (see the module docstring)."""
+    """The views, changes and commits of one run (see the module docstring)."""
 
     __slots__ = (
         "began",
-        "commit",
+        "changes",
+        "due",
         "finished",
         "forks",
         "frontier",
         "inplace",
         "log",
         "marks",
+        "posts",
         "records",
         "schedule",
         "start",
         "store",
+        "viewing",
         "views",
         "waiting",
     )
 
-    def __init__(
-        self,
-        schedule: Schedule,
-        store: Store,
-        *,
-        log: RunLog | None,
-        start: Store | None = None,
-    ) -> None:
+    def __init__(self, schedule: Schedule, store: Store, *, log: RunLog | None) -> None:
         n = schedule.size
         self.schedule = schedule
         self.store = store
         self.log = log
         self.views = views = Views.of(schedule)
-        self.start = start if start is not None else store.fork()
+        self.start = store.fork()
+        self.viewing: list[Store | None] = [None] * n
+        """What each node reads (the run store itself, or a fork)."""
         self.forks: list[Store | None] = [None] * n
+        """The fork of a node that asks for ``ctx``: its view, and what it writes."""
+        self.changes: list[Delta | Store | None] = [None] * n
+        """What each node changed, once it finished: a delta, its fork, or nothing."""
+        self.posts: list[Store | None] = [None] * n
+        """A node's view with its changes, made when a later view needs it."""
         self.marks = [0] * n
         self.began = [0] * n
         self.finished = [False] * n
-        self.commit = [False] * n
-        """Settled nodes whose writes (or waiting record) are to be committed."""
         self.frontier = 0
+        self.due: list[int] = []
+        """Nodes the frontier passed whose changes are not committed yet."""
         self.waiting: dict[int, StepRecord] = {}
         """Nodes recorded with their changes, waiting for the frontier: their final records."""
         self.records: dict[int, StepRecord] = {}
@@ -169,23 +174,26 @@ class RunStores:
     # ----------------------------------------------------------------- views
 
     def enter(self, i: int) -> Store:
-        """Make node ``i``'s fork (call once its predecessors settled); returns the store
-        its view reads (the run store itself for a node that works in place)."""
+        """Make node ``i``'s view (call once its predecessors settled); returns the store
+        it reads: the run store itself, or a fork (its own, if it asks for ``ctx``)."""
         schedule = self.schedule
         if schedule.full[i] and self.frontier >= i:
-            if self.inplace[i]:
-                return self.store
-            base = self.store
+            self.commit_due()
+            view = self.store
         else:
-            base = self._view(i)
-        fork = base.fork(name=schedule.keys[i])
-        self.began[i] = self.store.last_seq
-        self.forks[i] = fork
-        self.marks[i] = fork.last_seq
-        return fork
+            view = self._view(i)
+        if self.views.needed[i]:
+            self.began[i] = self.store.last_seq
+        if schedule.ctxs[i]:
+            fork = view.fork(name=schedule.keys[i])
+            self.forks[i] = fork
+            self.marks[i] = fork.last_seq
+            view = fork
+        self.viewing[i] = view
+        return view
 
     def _view(self, i: int) -> Store:
-        """The store node ``i``'s view forks from, when it is not the run store."""
+        """The store node ``i``'s view is, when it is not the run store."""
         preds = self.schedule.preds[i]
         if not preds:
             return self.start
@@ -193,29 +201,49 @@ class RunStores:
             return self._post(preds[0])
         base, extras = self.views.joins[i]
         view = (self.start if base < 0 else self._post(base)).fork()
-        if extras:
-            view.merge([self._post(u) for u in extras])
+        changes = [c for u in extras if (c := self._changes_of(u)) is not None]
+        if changes:
+            view.merge(changes)
         return view
 
+    def _changes_of(self, u: int) -> Delta | Store | None:
+        if u in self.records:  # restored: its rebuilt view holds its changes as its own
+            return self._post(u)
+        return self.changes[u]
+
     def _post(self, p: int) -> Store:
-        """Node ``p``'s fork after its writes (its view and nothing else if it was aborted)."""
+        """Node ``p``'s view with its changes (its view alone if it was aborted)."""
+        post = self.posts[p]
+        if post is not None:
+            return post
         fork = self.forks[p]
-        if fork is None:  # a restored node: its fork is rebuilt from its record
-            fork = self._rebuild(p)
-        return fork
+        if fork is not None:
+            post = fork
+        elif p in self.records:  # restored: rebuilt from its record
+            post = self._rebuild(p)
+        else:
+            view = self.viewing[p]
+            assert view is not None and view is not self.store, (
+                "a node whose view is the run store keeps a snapshot when a later view needs it"
+            )
+            post = view.fork(name=self.schedule.keys[p])
+            change = self.changes[p]
+            if change is not None:
+                post.merge([change])
+        self.posts[p] = post
+        return post
 
     def _rebuild(self, p: int) -> Store:
-        record = self.records.get(p)
+        record = self.records[p]
         if self.schedule.full[p]:
-            if record is None or record.began is None:
+            if record.began is None:
                 raise AssertionError(f"no record to rebuild the view of {self.schedule.keys[p]}")
             base = self.store.at(record.began)
         else:
             base = self._view(p)
         fork = base.fork(name=self.schedule.keys[p])
-        if record is not None and record.changes and record.flag != _ABORT.name:
+        if record.changes and record.flag != _ABORT.name:
             fork.apply(record.changes)
-        self.forks[p] = fork
         return fork
 
     # -------------------------------------------------------------- finishing
@@ -228,63 +256,79 @@ class RunStores:
         delta: dict[str, Any] | None,
         started_at: float,
     ) -> None:
-        """Node ``i`` returned: write its delta and its record, and commit what is due."""
+        """Node ``i`` returned: keep its changes and its record, and move the frontier."""
         schedule = self.schedule
         key = schedule.keys[i]
+        view = self.viewing[i]
         fork = self.forks[i]
-        target = fork if fork is not None else self.store  # in place: the run store
+        change: Delta | Store | None = None
         if flag is _ABORT:
-            if fork is not None:
-                fork = self.forks[i] = self._fresh(i)
+            if fork is not None:  # its view again, without its writes
+                self.forks[i] = None
+                view = self.viewing[i] = self.store if schedule.full[i] else self._view(i)
+        elif fork is not None:
+            change = fork
         elif delta:
-            target.write_many("state", [(path, value, key) for path, value in delta.items()])
-        self.commit[i] = fork is not None and (flag is not _ABORT or self.log is not None)
-        log = self.log
-        if log is not None:
-            assert fork is not None, "a recorded run forks every node"
-            needed = self.views.needed[i]
-            changes = tuple(fork.events(since=self.marks[i])) if fork is not None else ()
-            try:
-                record = StepRecord(
-                    kind="node",
-                    label=schedule.labels[i],
-                    result=result,
-                    flag=None if flag is _CONTINUE else flag.name,
-                    tuple_result=result.__class__ is tuple,
-                    changes=changes if needed and changes else None,
-                    began=self.began[i] if needed and schedule.full[i] else None,
-                    started_at=started_at,
-                    ended_at=time(),
-                )
-            except ValueTypeError as exc:
-                raise NodeError(
-                    f"node {key} ({schedule.labels[i]!r}) returned a "
-                    f"{type(result).__qualname__} result that cannot be recorded for run "
-                    f"{log.run_id!r}: {exc}. A run with a run_id records every result as JSON "
-                    "so it can resume; return plain data, or register the type with "
-                    "weft.store.register_type(cls)"
-                ) from exc
-            if self.frontier == i:
-                log.record(key, record, into=fork)
-            else:  # durable now, with its writes; committed when the frontier gets here
-                log.record(key, replace(record, changes=changes, committed=False))
-                self.waiting[i] = record
+            if self.inplace[i]:  # at the frontier, nobody to wait for: write it now
+                self.store.write_many("state", delta, source=key)
+            else:
+                assert view is not None
+                change = view.delta(delta, source=key)
+        if self.log is not None:
+            change = self._record(i, flag, result, change, started_at)
+        self.changes[i] = change
         self.finished[i] = True
-        self.advance()
+        if i == self.frontier:
+            self.advance()
+        if view is self.store and self.views.needed[i]:
+            self.commit_due()  # a later view starts from the store as this node left it
+            self.posts[i] = self.store.fork(name=key)
 
-    def _fresh(self, i: int) -> Store:
-        """An aborted node's fork: its view again, without its writes."""
-        fork = self.forks[i]
-        assert fork is not None
-        parent_view = self._view(i) if not (self.schedule.full[i]) else None
-        if parent_view is None:
-            return self.store.at(self.began[i]).fork(name=self.schedule.keys[i])
-        return parent_view.fork(name=self.schedule.keys[i])
+    def _record(
+        self,
+        i: int,
+        flag: WorkGraphStopFlags,
+        result: Any,
+        change: Delta | Store | None,
+        started_at: float,
+    ) -> Delta | Store | None:
+        """Record node ``i``: with its changes (one commit) when the frontier is here,
+        else at once with the changes inside the record. Returns the change to commit."""
+        log, schedule = self.log, self.schedule
+        assert log is not None
+        key = schedule.keys[i]
+        needed = self.views.needed[i]
+        changes = _events(change, self.marks[i])
+        try:
+            record = StepRecord(
+                kind="node",
+                label=schedule.labels[i],
+                result=result,
+                flag=None if flag is _CONTINUE else flag.name,
+                tuple_result=result.__class__ is tuple,
+                changes=changes if needed and changes else None,
+                began=self.began[i] if needed and schedule.full[i] else None,
+                started_at=started_at,
+                ended_at=time(),
+            )
+        except ValueTypeError as exc:
+            raise NodeError(
+                f"node {key} ({schedule.labels[i]!r}) returned a {type(result).__qualname__} "
+                f"result that cannot be recorded for run {log.run_id!r}: {exc}. A run with a "
+                "run_id records every result as JSON so it can resume; return plain data, or "
+                "register the type with weft.store.register_type(cls)"
+            ) from exc
+        if self.frontier == i:
+            return _with_record(change, self.viewing[i], log.path(key), record, key)
+        # durable now, with its changes; committed when the frontier gets here
+        log.record(key, replace(record, changes=changes, committed=False))
+        self.waiting[i] = record
+        return change
 
     def skip(self, i: int) -> None:
         """Node ``i`` will not run (its predecessors were aborted or skipped)."""
-        if self.views.needed[i]:
-            self.enter(i)
+        if self.views.needed[i] and self.enter(i) is self.store:
+            self.posts[i] = self.store.fork(name=self.schedule.keys[i])
         self.finished[i] = True
         self.advance()
 
@@ -293,38 +337,46 @@ class RunStores:
         self.records[i] = record
         if not record.committed:
             self.waiting[i] = replace(record, committed=True)
-            self.commit[i] = True
         self.finished[i] = True
         self.advance()
 
     # --------------------------------------------------------------- commits
 
     def advance(self) -> None:
-        """Commit, in canonical order, every settled node the frontier can pass."""
-        f, n = self.frontier, self.schedule.size
-        finished, commit = self.finished, self.commit
-        due: list[int] = []
+        """Move the frontier past every settled node; their changes become due."""
+        f, n = self.frontier, len(self.finished)
+        finished, changes, waiting, due = self.finished, self.changes, self.waiting, self.due
         while f < n and finished[f]:
-            if commit[f]:
+            if changes[f] is not None or f in waiting:
                 due.append(f)
             f += 1
         self.frontier = f
-        if due:
-            self._commit(due)
+
+    def commit_due(self) -> None:
+        """Commit the changes the frontier passed, in canonical order, as one commit."""
+        due = self.due
+        if not due:
+            return
+        self.due = []
+        self._commit(due)
 
     def flush(self) -> None:
-        """At the end of a run that stopped early (``Terminate``): commit every node that
-        finished, in canonical order, past the ones that never ran."""
+        """At the end of a run: commit what is due and, past nodes that never ran (after
+        ``Terminate``), every node that finished, in canonical order."""
         n = self.schedule.size
-        due = [k for k in range(self.frontier, n) if self.finished[k] and self.commit[k]]
+        late = [
+            k
+            for k in range(self.frontier, n)
+            if self.finished[k] and (self.changes[k] is not None or k in self.waiting)
+        ]
         self.frontier = n
-        if due:
-            self._commit(due)
+        self.due.extend(late)
+        self.commit_due()
 
     def _commit(self, due: list[int]) -> None:
-        store, forks, waiting, records = self.store, self.forks, self.waiting, self.records
+        store, changes, waiting, records = self.store, self.changes, self.waiting, self.records
         if not any(k in waiting for k in due):
-            ready = [f for k in due if k not in records and (f := forks[k]) is not None]
+            ready = [c for k in due if (c := changes[k]) is not None]
             if ready:
                 store.merge(ready)
             return
@@ -337,10 +389,8 @@ class RunStores:
                 if restored is not None:
                     if final is not None and final.changes and final.flag != _ABORT.name:
                         tx.apply(final.changes)
-                else:
-                    fork = forks[k]
-                    assert fork is not None
-                    tx.merge([fork])
+                elif (change := changes[k]) is not None:
+                    tx.merge([change])
                 if final is not None:
                     kept = final if self.views.needed[k] else replace(final, changes=None)
                     log.record(keys[k], kept, into=tx)
@@ -351,10 +401,30 @@ class RunStores:
         if self.log is not None:
             self.log.complete(output)
 
-    def path(self, i: int) -> str:
-        """Where node ``i``'s record lives (kind ``step``)."""
-        assert self.log is not None
-        return self.log.path(self.schedule.keys[i])
+
+def _events(change: Delta | Store | None, mark: int) -> tuple[Event, ...]:
+    """A node's changes as events (to keep in its record)."""
+    if change is None:
+        return ()
+    if isinstance(change, Delta):
+        return change.events()
+    return tuple(change.events(since=mark))
 
 
-__all__ = ["KIND", "RunStores", "Views"]
+def _with_record(
+    change: Delta | Store | None,
+    view: Store | None,
+    path: str,
+    record: StepRecord,
+    key: str,
+) -> Delta | Store:
+    """The node's change with its record added, so both are one commit."""
+    if isinstance(change, Store):
+        change.write(KIND, path, record, source=key)
+        return change
+    assert view is not None
+    writes: list[tuple[str, str, Any, str | None]] = []
+    if change is not None:
+        writes.extend((k, p, v, s) for k, p, v, s, _whole in change.writes)
+    writes.append((KIND, path, record, key))
+    return view.delta(writes)

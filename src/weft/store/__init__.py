@@ -4,6 +4,7 @@ and the typed records of the one run model."""
 from weft.store import reducers
 from weft.store.codec import dumps, from_jsonable, loads, to_jsonable, value_bytes
 from weft.store.events import KINDS, Entry, Event, Kind, Op, make_key
+from weft.store.merge import Delta
 from weft.store.records import Note, RunLog, RunRecord, StepRecord
 from weft.store.store import BatchSubscriber, Journal, Store, Subscriber
 from weft.store.values import (
@@ -23,6 +24,7 @@ __all__ = [
     "KINDS",
     "MISSING",
     "BatchSubscriber",
+    "Delta",
     "Entry",
     "Event",
     "FrozenDict",

@@ -1,47 +1,87 @@
-"""Merging forks: the one merge of weft, and its one conflict rule.
+"""Merging: the one merge of weft, and its one conflict rule.
 
-``store.merge(forks)`` folds each fork's own writes (the events it made after it was
-forked) into ``store``, fork by fork in the order given, as one commit: one batch for
-subscribers, one transaction for a journal, all or nothing. Each write goes through the
-field's reducer, so reducer fields combine in the order given, never in the order the
-forks finished.
+``store.merge(changes)`` folds changes made apart from ``store`` into it as one commit (one
+batch for subscribers, one transaction for a journal, all or nothing), in the order given,
+never the order they were made. A change is either
 
-Fast-forward. When ``store`` holds exactly what the fork started from (nothing was written
+- a *fork* (``store.fork()``): its own writes, the events it made after it was forked; or
+- a *delta* (``view.delta(...)``): writes decided on top of a store of the family (a graph
+  node's delta, computed from its view) and not applied anywhere yet.
+
+Each write goes through the field's reducer, so reducer fields combine in the order
+given, never in the order the changes finished.
+
+Fast-forward. When ``store`` holds exactly what a fork started from (nothing was written
 to it since), the merge adopts the fork's map, index and events as they are: no write is
 replayed, so a transaction or a chain of graph nodes costs O(1) per merge.
 
-The conflict rule. A fork's *replacing* write (a write through ``replace``, including
-``write(..., replace=True)``, or a delete) is a conflict when the field no longer holds what
-the fork saw when it was made: someone else replaced, reduced or deleted it in between
-(another fork merged before it, or a write made directly to ``store``). That is a
-``MergeConflictError`` naming the field and both writers, and nothing is merged: weft never
-picks a winner silently. Writes through other reducers (append, merge, add ...) never
-conflict: they combine. Overwriting what the fork itself (or what its own ancestors) wrote
-is no conflict.
+The conflict rule. A *replacing* write (through ``replace``, including ``write(...,
+replace=True)``, or a delete) is a conflict when the field no longer holds what the change
+saw when it was made (what the fork's parent held when the fork was made; what the delta's
+view held): someone else replaced, reduced or deleted it in between (another change merged
+before it, or a write made directly to ``store``). That is a ``MergeConflictError`` naming
+the field and both writers, and nothing is merged: weft never picks a winner silently.
+Writes through other reducers (append, merge, add ...) never conflict: they combine.
+Overwriting what the change's own ancestors wrote is no conflict.
 
-Which forks. A fork merges once into a store. Usually it is merged into the store it was
-forked from; it may also be merged into another store of the same family (forked from the
-same root), provided that store already holds what the fork's parent held when the fork
-was made
-(the WorkGraph engine builds a join's view this way). A fork's changes are its own
-writes only: merging a grandchild without its parent leaves the parent's writes out.
+Which changes. A change merges once into a store. Usually a fork is merged into the store it
+was forked from; a fork or a delta may also be merged into another store of the same family
+(forked from the same root), provided that store already holds what the change's base held
+(the WorkGraph engine builds a join's view and commits nodes this way). A fork's changes are
+its own writes only: merging a grandchild without its parent leaves the parent's writes out.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import immutables
 
-from weft.errors import MergeConflictError, StoreError
+from weft.errors import MergeConflictError, ReducerError, StoreError
 from weft.store._index import SortedKeys
 from weft.store.events import Entry, Event
 
 _Mark = tuple[immutables.Map[str, Entry], SortedKeys, int, int]
 """What a commit rolls back to: (data, index, seq, length of the own log)."""
+
+
+class Delta:
+    """Writes decided on top of a store (its *view*) and not applied yet: ``(kind, path,
+    value, source, replace)`` each (``replace``: the whole value, past the field's reducer),
+    merged into a store of the view's family with ``store.merge([delta])``. Made by
+    ``Store.delta``."""
+
+    __slots__ = ("_base", "_merged", "_reducer_of", "_root", "replaces", "writes")
+
+    def __init__(
+        self,
+        view: Merging,
+        writes: tuple[tuple[str, str, Any, str | None, bool], ...],
+        replaces: frozenset[str],
+        reducer_of: Callable[[str, str], str],
+    ) -> None:
+        self._base = view._data
+        self._root = view._root
+        self._merged: list[Merging] | None = None
+        self._reducer_of = reducer_of
+        self.writes = writes
+        self.replaces = replaces
+        """The fields the delta replaces (the ones the conflict rule looks at)."""
+
+    def events(self) -> tuple[Event, ...]:
+        """The writes as events (numbered from 1), e.g. to record them."""
+        at = time.time()
+        out = []
+        for n, (kind, path, value, source, whole) in enumerate(self.writes, start=1):
+            reducer = "replace" if whole else self._reducer_of(kind, path)
+            out.append(Event(n, "write", kind, path, value, source, reducer, at))
+        return tuple(out)
+
+    def __repr__(self) -> str:
+        return f"<Delta writes={len(self.writes)}>"
 
 
 class Merging:
@@ -69,7 +109,7 @@ class Merging:
     _own: list[Event]
     _seq: int
     _fork_seq: int
-    _merged: weakref.WeakSet[Merging] | None
+    _merged: list[Merging] | None
     _parent: Any
     _root: Any
 
@@ -86,10 +126,22 @@ class Merging:
     def _replay(self, event: Event, *, keep_seq: bool = True) -> Event:
         raise NotImplementedError
 
-    def merge(self, forks: Iterable[Merging]) -> None:
-        """Fold the forks' writes into this store as one commit, fork by fork in the order
-        given (never the order they finished); see ``weft.store.merge`` for the rule on
-        conflicting writes. Nothing is merged if one of them conflicts."""
+    def _stage_batch(
+        self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
+    ) -> list[Event]:
+        raise NotImplementedError
+
+    def _apply_batch(self, items: Sequence[tuple[str, str, Any, str | None, bool]]) -> list[Event]:
+        """Apply the writes of consecutive deltas in one step (``Store._stage_batch``)."""
+        try:
+            return self._stage_batch(items, time.time())
+        except ReducerError as exc:
+            raise _refused(exc, None) from exc.__cause__
+
+    def merge(self, forks: Iterable[Merging | Delta]) -> None:
+        """Fold forks and deltas into this store as one commit, in the order given (never
+        the order they finished); see ``weft.store.merge`` for the rule on conflicting
+        writes. Nothing is merged if one of them conflicts."""
         given = list(forks)
         if not given:
             return
@@ -97,75 +149,140 @@ class Merging:
         with self._lock:
             mark = self._mark()
             events: list[Event] = []
+            batch: list[tuple[str, str, Any, str | None, bool]] = []  # deltas, applied together
             try:
-                for position, fork in enumerate(given):
-                    with fork._lock:
-                        if fork._merged is not None and self in fork._merged:
-                            raise StoreError(
-                                f"{fork!r} was merged already into {self!r}; a fork merges once "
-                                "into a store"
-                            )
-                        if self._data is fork._base and self._seq == fork._fork_seq:
-                            self._data, self._index = fork._data, fork._index
-                            self._seq = fork._seq
-                            self._own.extend(fork._own)
-                            events.extend(fork._own)
+                for position, change in enumerate(given):
+                    merged = change._merged
+                    if merged is not None and any(target is self for target in merged):
+                        raise StoreError(
+                            f"{change!r} was merged already into {self!r}; a change merges "
+                            "once into a store"
+                        )
+                    if change.__class__ is Delta:
+                        assert isinstance(change, Delta)
+                        if change.replaces:
+                            if batch and any(
+                                f"{kind}:{path}" in change.replaces for kind, path, *_ in batch
+                            ):  # its conflict check must see the batch applied
+                                events.extend(self._apply_batch(batch))
+                                batch = []
+                            self._check_conflicts(change, position)
+                        batch.extend(change.writes)
+                        continue
+                    if batch:
+                        events.extend(self._apply_batch(batch))
+                        batch = []
+                    assert isinstance(change, Merging)
+                    with change._lock:
+                        if self._data is change._base and self._seq == change._fork_seq:
+                            self._data, self._index = change._data, change._index
+                            self._seq = change._seq
+                            self._own.extend(change._own)
+                            events.extend(change._own)
                             continue
-                        self._check_conflicts(fork, position)
-                        for event in fork._own:
-                            events.append(self._replay(event, keep_seq=False))
+                        self._check_conflicts(change, position)
+                        for event in change._own:
+                            try:
+                                events.append(self._replay(event, keep_seq=False))
+                            except ReducerError as exc:
+                                raise _refused(exc, event.source or change.name) from (
+                                    exc.__cause__
+                                )
+                if batch:
+                    events.extend(self._apply_batch(batch))
             except BaseException:
                 self._rollback(mark)
                 raise
             self._publish(events, mark)
-            for fork in given:
-                if fork._merged is None:
-                    fork._merged = weakref.WeakSet()
-                fork._merged.add(self)
+            for change in given:
+                if change._merged is None:
+                    change._merged = [self]
+                else:
+                    change._merged.append(self)
 
-    def _check_family(self, forks: Sequence[Merging]) -> None:
+    def _check_family(self, changes: Sequence[Merging | Delta]) -> None:
         seen: set[int] = set()
-        for fork in forks:
-            if not isinstance(fork, Merging):
-                raise StoreError(f"merge takes stores made by fork(), got {fork!r}")
-            if id(fork) in seen:
-                raise StoreError(f"{fork!r} is given twice; a fork merges once")
-            seen.add(id(fork))
-            if fork._parent is None or fork._root is not self._root:
-                raise StoreError(
-                    f"cannot merge {fork!r}: it is not a fork of this store; merge a fork into "
-                    "the store it was forked from"
-                )
-            ancestor: Any = self
-            while ancestor is not None:
-                if ancestor is fork:
+        root = self._root
+        for change in changes:
+            if change.__class__ is Delta:
+                if change._root is not root:
                     raise StoreError(
-                        f"cannot merge {fork!r} into {self!r}: this store was forked from it"
+                        f"cannot merge {change!r}: it was made on a store of another family; "
+                        "merge a delta into the store its view was forked from"
                     )
-                ancestor = ancestor._parent
-
-    def _check_conflicts(self, fork: Merging, position: int) -> None:
-        """Refuse the merge if a field ``fork`` replaces changed since the fork saw it."""
-        checked: set[str] = set()
-        data, base = self._data, fork._base
-        for event in fork._own:
-            op = event.op
-            if not (op == "delete" or (op == "write" and event.reducer == "replace")):
+                if id(change) in seen:
+                    raise StoreError(f"{change!r} is given twice; a change merges once")
+                seen.add(id(change))
                 continue
-            key = f"{event.kind}:{event.path}"
+            if not isinstance(change, (Merging, Delta)):
+                raise StoreError(
+                    f"merge takes stores made by fork() and deltas made by delta(), got {change!r}"
+                )
+            if id(change) in seen:
+                raise StoreError(f"{change!r} is given twice; a change merges once")
+            seen.add(id(change))
+            if change._root is not self._root or (
+                isinstance(change, Merging) and change._parent is None
+            ):
+                raise StoreError(
+                    f"cannot merge {change!r}: it is not a fork of this store; merge a fork "
+                    "into the store it was forked from"
+                )
+            if isinstance(change, Merging):
+                ancestor: Any = self
+                while ancestor is not None:
+                    if ancestor is change:
+                        raise StoreError(
+                            f"cannot merge {change!r} into {self!r}: this store was forked from it"
+                        )
+                    ancestor = ancestor._parent
+
+    def _check_conflicts(self, change: Merging | Delta, position: int) -> None:
+        """Refuse the merge if a field ``change`` replaces changed since it saw it."""
+        checked: set[str] = set()
+        data, base = self._data, change._base
+        if change.__class__ is Delta:
+            assert isinstance(change, Delta)
+            replaced = change.replaces
+            writes: Iterable[tuple[str, str, Any, str | None, bool]] = (
+                w for w in change.writes if f"{w[0]}:{w[1]}" in replaced
+            )
+            name = None
+        else:
+            assert isinstance(change, Merging)
+            writes = (
+                (e.kind, e.path, None, e.source, e.op == "delete" or e.reducer == "replace")
+                for e in change._own
+                if e.op == "write" or e.op == "delete"
+            )
+            name = change.name
+        for kind, path, _value, source, whole in writes:
+            key = f"{kind}:{path}"
+            if not whole and self._reducer_name(key) != "replace":
+                continue  # a reducer write: it combines
             if key in checked:
                 continue
             checked.add(key)
             now, saw = data.get(key), base.get(key)
             if _same(now, saw):
                 continue
-            writer = event.source or fork.name or f"fork #{position + 1} (unnamed)"
+            writer = source or name or f"change #{position + 1} (unnamed)"
             other = "a delete" if now is None else repr(now.source or "an unnamed writer")
             raise MergeConflictError(
                 f"{key} was written by two parallel branches, {other} and {writer!r}, and it "
                 f"keeps only the last write; declare a reducer for it (e.g. store.declare("
-                f"{event.kind!r}, {event.path!r}, reducers.append)) or let one branch write it"
+                f"{kind!r}, {path!r}, reducers.append)) or let one branch write it"
             )
+
+    def _reducer_name(self, key: str) -> str:
+        raise NotImplementedError
+
+
+def _refused(exc: ReducerError, writer: str | None) -> ReducerError:
+    """A reducer refused a merged write: the error says so, and names the writer."""
+    text = str(exc).removesuffix(". Nothing was written")
+    by = f" (on the write of {writer!r})" if writer else ""
+    return ReducerError(f"{text}{by}, while merging: nothing of the merge was written")
 
 
 def _same(now: Entry | None, saw: Entry | None) -> bool:

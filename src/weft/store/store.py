@@ -38,7 +38,7 @@ from weft.store import reducers as _reducers
 from weft.store._index import SortedKeys
 from weft.store._log import AppendLog, read
 from weft.store.events import KINDS, Entry, Event, Op, make_key
-from weft.store.merge import Merging, _Mark
+from weft.store.merge import Delta, Merging, _Mark
 from weft.store.values import _AS_IS, MISSING, TypeRegistry, freeze, registry
 
 logger: Final = logging.getLogger("weft.store")
@@ -75,6 +75,7 @@ class _Declared:
 
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
+_NOTHING: Final[frozenset[str]] = frozenset()
 _build: Final = tuple.__new__
 """Builds an ``Entry`` or ``Event`` from a full tuple of its fields, skipping the named
 tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``; one of
@@ -224,8 +225,17 @@ class Store(Merging):
             self._publish((event,), mark)
             return entry
 
-    def write_many(self, kind: str, writes: Iterable[tuple[str, Any, str | None]]) -> int:
+    def write_many(
+        self,
+        kind: str,
+        writes: Iterable[tuple[str, Any, str | None]] | Mapping[str, Any],
+        *,
+        source: str | None = None,
+    ) -> int:
         """Write many ``(path, value, source)`` updates of one kind, in order, as one commit.
+
+        ``writes`` may also be a mapping ``{path: value}`` (a graph node's delta, say), all
+        written with ``source``.
 
         Each update goes through its field's reducer and is one event in the log, exactly
         as ``write`` would make it, but the batch takes the lock once, has one timestamp,
@@ -240,82 +250,158 @@ class Store(Merging):
         >>> store.value("state", "log"), [e.source for e in store.events()]
         (['a', 'b'], ['n1', 'n2', None])
         """
-        _check_kind(kind)
-        declared_of, types, name = self._declared.get, self._types, self.name
-        at = time.time()
+        if kind not in _KIND_SET:
+            _check_kind(kind)
+        if writes.__class__ is dict or isinstance(writes, Mapping):
+            if len(writes) == 1:  # a one-field delta: the common case
+                for path, value in writes.items():
+                    return self._write_one(kind, path, value, source)
+            writes = [(path, value, source) for path, value in writes.items()]
+        elif writes.__class__ is list and len(writes) == 1:
+            try:
+                path, value, one_source = writes[0]
+            except (TypeError, ValueError):
+                raise _not_a_triple("write_many", writes[0]) from None
+            return self._write_one(kind, path, value, one_source)
+        types, name = self._types, self.name
+        declared_of = self._declared.get
+        items: list[tuple[str, str, Any, str | None, bool]] = []
+        for item in writes:
+            try:
+                path, value, source = item
+            except (TypeError, ValueError):
+                raise _not_a_triple("write_many", item) from None
+            if path.__class__ is not str or not path:
+                _checked_key(kind, path)
+            if value.__class__ not in _AS_IS:
+                key = f"{kind}:{path}"
+                merging = declared_of(key, _REPLACE).fn is _reducers.merge
+                value = freeze(value, where=key, types=types, allow_delete=merging)
+            items.append((kind, path, value, source or name, False))
+        if not items:
+            return 0
         with self._lock:
-            data, seq = self._data, self._seq
-            # key -> [entry before, value so far, path, last source, last seq, appends to add]
-            staged: dict[str, list[Any]] = {}
-            events: list[Event] = []
-            for item in writes:
-                try:
-                    path, value, source = item
-                except (TypeError, ValueError):
-                    raise _not_a_triple("write_many", item) from None
-                key = (
-                    f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
-                )
-                declared = declared_of(key, _REPLACE)
-                reducer = declared.name
-                if value.__class__ not in _AS_IS:
-                    value = freeze(
-                        value, where=key, types=types, allow_delete=declared.fn is _reducers.merge
-                    )
-                slot = staged.get(key)
-                if slot is None:
-                    old = data.get(key)
-                    slot = [old, MISSING if old is None else old.stored, path, None, 0, None]
-                    staged[key] = slot
-                pending = slot[5]
-                if (
-                    reducer in _GROWS
-                    and (reducer == "append" or isinstance(value, list))
-                    and (pending is not None or _can_grow(slot[1], reducer, value))
-                ):  # gathered, and added to the AppendLog in one step below
-                    if pending is None:
-                        pending = slot[5] = []
-                    if reducer == "append":
-                        pending.append(value)
-                    else:
-                        pending.extend(value)
-                else:
-                    if pending is not None:
-                        slot[1], slot[5] = _grown(slot[1], pending), None
-                    try:
-                        slot[1] = self._reduce(key, slot[1], value, declared)
-                    except ReducerError as exc:
-                        raise ReducerError(
-                            f"reducer {reducer!r} of {key} failed on update {seq - self._seq + 1} "
-                            f"of the batch (from {source or name!r}): {exc.__cause__}. Nothing of "
-                            "the batch was written"
-                        ) from exc.__cause__
-                seq += 1
-                slot[3] = source = source or name
-                slot[4] = seq
-                events.append(
-                    _build(Event, (seq, "write", kind, path, value, source, reducer, at, None))
-                )
-            if not events:
-                return 0
             mark = self._mark()
-            index = self._index
-            with data.mutate() as changed:
-                for key, (old, stored, path, source, last, pending) in staged.items():
-                    if pending is not None:
-                        stored = _grown(stored, pending)
-                    if old is None:
-                        index = index.add(key)
-                        changed[key] = Entry(kind, path, stored, source, at, at, last, None)
-                    else:
-                        changed[key] = Entry(
-                            kind, path, stored, source, old.created_at, at, last, old.meta
-                        )
-                self._data = changed.finish()
-            self._index, self._seq = index, seq
-            self._own.extend(events)
+            try:
+                events = self._stage_batch(items, time.time())
+            except ReducerError as exc:
+                raise ReducerError(f"{exc} of the batch. Nothing of the batch was written") from (
+                    exc.__cause__
+                )
             self._publish(events, mark)
         return len(events)
+
+    def _stage_batch(
+        self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
+    ) -> list[Event]:
+        """Apply ``(kind, path, value, source, whole)`` updates (values frozen, keys checked)
+        in order, as ``write`` would one by one, but with one map change: appends to one
+        field are gathered into one ``AppendLog`` step. Raises before changing anything
+        if a reducer refuses an update. Call under the lock; returns the events."""
+        declared_of = self._declared.get
+        data, seq, first = self._data, self._seq, self._seq
+        # key -> [entry before, value so far, kind, path, last source, last seq, appends]
+        staged: dict[str, list[Any]] = {}
+        events: list[Event] = []
+        for kind, path, value, source, whole in items:
+            key = f"{kind}:{path}"
+            declared = declared_of(key, _REPLACE)
+            if whole and declared.name != "replace":
+                declared = _Declared("replace", _reducers.replace, True, declared.persist)
+            reducer = declared.name
+            slot = staged.get(key)
+            if slot is None:
+                old = data.get(key)
+                slot = [old, MISSING if old is None else old.stored, kind, path, None, 0, None]
+                staged[key] = slot
+            pending = slot[6]
+            if (
+                reducer in _GROWS
+                and (reducer == "append" or isinstance(value, list))
+                and (pending is not None or _can_grow(slot[1], reducer, value))
+            ):  # gathered, and added to the AppendLog in one step below
+                if pending is None:
+                    pending = slot[6] = []
+                if reducer == "append":
+                    pending.append(value)
+                else:
+                    pending.extend(value)
+            else:
+                if pending is not None:
+                    slot[1], slot[6] = _grown(slot[1], pending), None
+                try:
+                    slot[1] = self._reduce(key, slot[1], value, declared)
+                except ReducerError as exc:
+                    raise ReducerError(
+                        f"reducer {reducer!r} of {key} failed on update {seq - first + 1} "
+                        f"(from {source!r}): {exc.__cause__}"
+                    ) from exc.__cause__
+            seq += 1
+            slot[4] = source
+            slot[5] = seq
+            events.append(
+                _build(Event, (seq, "write", kind, path, value, source, reducer, at, None))
+            )
+        index = self._index
+        with data.mutate() as changed:
+            for key, (old, stored, kind, path, source, last, pending) in staged.items():
+                if pending is not None:
+                    stored = _grown(stored, pending)
+                if old is None:
+                    index = index.add(key)
+                    changed[key] = Entry(kind, path, stored, source, at, at, last, None)
+                else:
+                    changed[key] = Entry(
+                        kind, path, stored, source, old.created_at, at, last, old.meta
+                    )
+            self._data = changed.finish()
+        self._index, self._seq = index, seq
+        self._own.extend(events)
+        return events
+
+    def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
+        """``write_many`` of one update: the same commit, with less bookkeeping (a graph
+        node's one-field delta is the common case)."""
+        key = f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
+        declared = self._declared.get(key, _REPLACE)
+        if value.__class__ not in _AS_IS:
+            value = freeze(
+                value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
+            )
+        source = source or self.name
+        with self._lock:
+            if self._journal is not None or declared.fn is not _reducers.replace:
+                mark = self._mark()
+                try:
+                    _, event = self._stage_write(
+                        key, kind, path, value, source, None, declared, time.time()
+                    )
+                except ReducerError as exc:
+                    raise ReducerError(
+                        f"reducer {declared.name!r} of {key} failed on update 1 of the batch "
+                        f"(from {source!r}): {exc.__cause__}. Nothing of the batch was written"
+                    ) from exc.__cause__
+                self._publish((event,), mark)
+                return 1
+            # a replace write with no journal: nothing can fail once it is staged
+            data = self._data
+            old = data.get(key)
+            seq = self._seq + 1
+            at = time.time()
+            event = _build(Event, (seq, "write", kind, path, value, source, "replace", at, None))
+            if old is None:
+                self._index = self._index.add(key)
+                entry = _build(Entry, (kind, path, value, source, at, at, seq, None))
+            else:
+                entry = _build(
+                    Entry, (kind, path, value, source, old.created_at, at, seq, old.meta)
+                )
+            self._data = data.set(key, entry)
+            self._seq = seq
+            self._own.append(event)
+            if self._subscribers or self._batch_subscribers:
+                self._publish((event,), (data, self._index, seq - 1, len(self._own) - 1))
+        return 1
 
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
         """Remove one key; returns whether it held anything. Subscribers hear of it."""
@@ -384,6 +470,73 @@ class Store(Merging):
             self._publish(events, mark)
         return len(events)
 
+    def delta(
+        self,
+        writes: Iterable[tuple[str, str, Any, str | None]] | Mapping[str, Any],
+        *,
+        kind: str = "state",
+        source: str | None = None,
+    ) -> Delta:
+        """Writes decided on top of this store, applied nowhere yet: merge them into a store
+        of its family with ``merge([delta])`` (``weft.store.merge``). ``writes`` are
+        ``(kind, path, value, source)`` tuples, or a mapping ``{path: value}`` of ``kind``
+        written by ``source``. Values are frozen now; a bad one is refused here."""
+        items: list[tuple[str, str, Any, str | None, bool]] = []
+        replaces: list[str] = []
+        declared, types = self._declared, self._types
+        if writes.__class__ is dict and kind in _KIND_SET:  # a graph node's delta
+            for path, value in writes.items():
+                if path.__class__ is not str or not path:
+                    _checked_key(kind, path)
+                key = f"{kind}:{path}"
+                known = declared.get(key, _REPLACE)
+                if known.name == "replace":
+                    replaces.append(key)
+                if value.__class__ not in _AS_IS:
+                    merging = known.fn is _reducers.merge
+                    value = freeze(value, where=key, types=types, allow_delete=merging)
+                items.append((kind, path, value, source, False))
+            return Delta(
+                self, tuple(items), frozenset(replaces) if replaces else _NOTHING, self.reducer_of
+            )
+        if isinstance(writes, Mapping):
+            if kind not in _KIND_SET:
+                _check_kind(kind)
+            pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
+        else:
+            pairs = writes
+        for item in pairs:
+            try:
+                k, path, value, by = item
+            except (TypeError, ValueError):
+                raise StoreError(
+                    f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
+                ) from None
+            key = f"{k}:{path}" if path.__class__ is str and path else _checked_key(k, path)
+            if k not in _KIND_SET:
+                _check_kind(k)
+            known = declared.get(key, _REPLACE)
+            if known.name == "replace":
+                replaces.append(key)
+            if value.__class__ not in _AS_IS:
+                merging = known.fn is _reducers.merge
+                value = freeze(value, where=key, types=types, allow_delete=merging)
+            items.append((k, path, value, by, False))
+        return Delta(self, tuple(items), frozenset(replaces), self.reducer_of)
+        for item in writes:
+            try:
+                k, path, value, by = item
+            except (TypeError, ValueError):
+                raise StoreError(
+                    f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
+                ) from None
+            key = _checked_key(k, path)
+            if value.__class__ not in _AS_IS:
+                merging = declared.get(key, _REPLACE).fn is _reducers.merge
+                value = freeze(value, where=key, types=types, allow_delete=merging)
+            items.append((k, path, value, by, False))
+        return Delta(self, items, self.reducer_of)
+
     def apply(self, events: Iterable[Event]) -> int:
         """Apply events from another log (a fork's, a record's) through this store's
         reducers, in order, as one commit; they get this store's next sequence numbers.
@@ -412,9 +565,10 @@ class Store(Merging):
 
     def value(self, kind: str, path: str, default: Any = MISSING) -> Any:
         """The value at ``kind:path``; without a default, a missing key is an error."""
-        entry = self._data.get(make_key(kind, path))
+        entry = self._data.get(f"{kind}:{path}")
         if entry is not None:
-            return entry.value
+            stored = entry[2]
+            return stored.materialize() if stored.__class__ is AppendLog else stored
         if default is not MISSING:
             return default
         raise MissingEntryError(self._missing_message(kind, path))
@@ -677,6 +831,9 @@ class Store(Merging):
             self._index = self._index.add(key)
         self._data = self._data.set(key, entry)
         return entry, event
+
+    def _reducer_name(self, key: str) -> str:
+        return self._declared.get(key, _REPLACE).name
 
     def _reduce(self, key: str, stored: Any, update: Any, declared: _Declared) -> Any:
         """What ``key`` holds after ``update`` went through its reducer (``stored``: what it
