@@ -104,7 +104,7 @@ def main() -> None:
             assert result.stop_reason == "completed", result.stop_reason
             state = {
                 key: to_jsonable(
-                    replace(value, started_at=None, ended_at=None)
+                    replace(value, started_at=None, duration_ms=None)
                     if isinstance(value, StepRecord)
                     else value
                 )

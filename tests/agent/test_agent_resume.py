@@ -32,7 +32,7 @@ def comparable(store: Store) -> dict[str, Any]:
     """The store's entries with the wall-clock times of records left out: what must match
     an uninterrupted run."""
     return {
-        key: replace(value, started_at=None, ended_at=None)
+        key: replace(value, started_at=None, duration_ms=None)
         if isinstance(value, StepRecord)
         else value
         for key, value in store.to_dict().items()

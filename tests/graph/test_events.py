@@ -120,7 +120,7 @@ def test_events_false_writes_no_notes() -> None:
 def test_no_notes_when_nobody_observes_the_store() -> None:
     store = Store()
     WorkGraph([[lambda: 1]]).run(store=store, run_id="quiet")
-    assert [e.op for e in store.events()] == ["write", "write", "write"]  # records only
+    assert [e.op for e in store.events()] == ["write", "write"]  # the node's, the run's
 
 
 def test_notes_start_when_a_subscriber_arrives() -> None:

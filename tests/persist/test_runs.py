@@ -333,7 +333,7 @@ def test_each_node_is_committed_whole_or_not_at_all(open_backend: Factory) -> No
         run.run_graph(graph)
     stored = [e.event for e in open_backend().history("t")]
     assert [e.value for e in stored if e.kind == "state"] == ["a", "b"]  # c: nothing at all
-    assert [e.path for e in stored if e.kind == "step"] == ["job", "job/a#0", "job/b#1"]
+    assert [e.path for e in stored if e.kind == "step"] == ["job/a#0", "job/b#1"]
     assert run.store.value("state", "log") == ["a", "b"]  # the live store agrees with disk
     broken["on"] = False
     resumed = DurableRun.open(open_backend(), "t", run_id="job", reducers={"state:log": picky})

@@ -100,6 +100,7 @@ class Run(Dispatching):
         self.replay: deque[int] = deque()
         self.done: deque[Completion] = deque()
         self.restored: dict[int, StepRecord] = {}
+        self.completed = False  # a recorded run that had completed: nothing runs again
         self.running = 0
         self.halted = False
         self.failure: BaseException | None = None
@@ -161,11 +162,12 @@ class Run(Dispatching):
 
     async def execute(self) -> Any:
         log = self.log
+        started_at = time()
         if log is not None:
-            run = log.begin("graph", self.schedule.keys, error=GraphError)
-            if run.status == "completed":
-                return run.output
+            run = log.check("graph", self.schedule.keys, error=GraphError)
             self._load()
+            if run is not None and run.status == "completed":
+                self.completed = True  # every node is restored; the output is rebuilt
         if not self.driven:
             self.loop = asyncio.get_running_loop()
         try:
@@ -183,7 +185,7 @@ class Run(Dispatching):
             raise self.failure
         output = output_of(self.schedule, self.status, self.results, self.terminators)
         if self.stores is not None:
-            self.stores.complete(output)
+            self.stores.complete(None if self.completed else started_at)
         return output
 
     def _load(self) -> None:
@@ -194,6 +196,12 @@ class Run(Dispatching):
             i = by_key.get(unit)
             if i is not None:
                 self.restored[i] = record
+            elif "/" not in unit:  # a node of another graph (a keyed call has a longer path)
+                raise GraphError(
+                    f"run {self.log.run_id!r} was recorded for a different graph (it has a "
+                    f"record of the node {unit!r}, which this graph does not have); resume a "
+                    "run with the graph that started it, or use a new run_id"
+                )
         # the views of the nodes that run now start from the store as it is now (inputs
         # fixed since the interruption are seen); restored nodes' views are rebuilt from
         # their records (``weft.graph.stores``)

@@ -41,12 +41,13 @@ from typing import Any, Final
 
 from weft.errors import NodeError, ValueTypeError
 from weft.graph.build import Schedule
-from weft.graph.modes import WorkGraphStopFlags
-from weft.store import Delta, Event, RunLog, StepRecord, Store
+from weft.graph.modes import NO, WorkGraphStopFlags
+from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
 from weft.store.records import KIND
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
+_TERMINATE: Final = WorkGraphStopFlags.Terminate
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +126,7 @@ class RunStores:
         "began",
         "changes",
         "due",
+        "final",
         "finished",
         "forks",
         "frontier",
@@ -162,6 +164,8 @@ class RunStores:
         self.frontier = 0
         self.due: list[int] = []
         """Nodes the frontier passed whose changes are not committed yet."""
+        self.final: tuple[str, RunRecord] | None = None
+        """A recorded run's own record, waiting to go with the run's last commit."""
         self.waiting: dict[int, StepRecord] = {}
         """Nodes recorded with their changes, waiting for the frontier: their final records."""
         self.records: dict[int, StepRecord] = {}
@@ -300,16 +304,21 @@ class RunStores:
         needed = self.views.needed[i]
         changes = _events(change, self.marks[i])
         try:
+            kept = (
+                not schedule.states[i]
+                or schedule.codes[i] != NO
+                or not schedule.succs[i]
+                or flag is _TERMINATE
+            )  # a state node's result is its delta, in the store already: kept if read
             record = StepRecord(
                 kind="node",
-                label=schedule.labels[i],
-                result=result,
+                result=result if kept else None,
                 flag=None if flag is _CONTINUE else flag.name,
                 tuple_result=result.__class__ is tuple,
                 changes=changes if needed and changes else None,
                 began=self.began[i] if needed and schedule.full[i] else None,
                 started_at=started_at,
-                ended_at=time(),
+                duration_ms=round((time() - started_at) * 1000, 3) if started_at else None,
             )
         except ValueTypeError as exc:
             raise NodeError(
@@ -375,8 +384,11 @@ class RunStores:
 
     def _commit(self, due: list[int]) -> None:
         store, changes, waiting, records = self.store, self.changes, self.waiting, self.records
+        final, self.final = self.final, None  # the run's own record, with its last commit
         if not any(k in waiting for k in due):
-            ready = [c for k in due if (c := changes[k]) is not None]
+            ready: list[Delta | Store] = [c for k in due if (c := changes[k]) is not None]
+            if final is not None:
+                ready.append(store.delta([(KIND, final[0], final[1], "weft.graph")]))
             if ready:
                 store.merge(ready)
             return
@@ -384,22 +396,32 @@ class RunStores:
         assert log is not None, "only a recorded run has records waiting"
         with store.transaction() as tx:
             for k in due:
-                final = waiting.pop(k, None)
+                last = waiting.pop(k, None)
                 restored = records.get(k)
                 if restored is not None:
-                    if final is not None and final.changes and final.flag != _ABORT.name:
-                        tx.apply(final.changes)
+                    if last is not None and last.changes and last.flag != _ABORT.name:
+                        tx.apply(last.changes)
                 elif (change := changes[k]) is not None:
                     tx.merge([change])
-                if final is not None:
-                    kept = final if self.views.needed[k] else replace(final, changes=None)
+                if last is not None:
+                    kept = last if self.views.needed[k] else replace(last, changes=None)
                     log.record(keys[k], kept, into=tx)
+            if final is not None:
+                tx.write(KIND, final[0], final[1], source="weft.graph")
 
-    def complete(self, output: Any) -> None:
-        """The run ended well: commit what is left and mark the run completed."""
+    def complete(self, started_at: float | None) -> None:
+        """The run ended well: commit what is left, and (a recorded run started at
+        ``started_at``) its record, in the same commit."""
+        log = self.log
+        if log is not None and started_at is not None:
+            schedule = self.schedule
+            record = log.completed("graph", schedule.keys, started_at)
+            self.final = (log.run_id, record)
         self.flush()
-        if self.log is not None:
-            self.log.complete(output)
+        if self.final is not None:  # nothing was left to commit with it
+            run_id, record = self.final
+            self.store.write(KIND, run_id, record, source="weft.graph")
+            self.final = None
 
 
 def _events(change: Delta | Store | None, mark: int) -> tuple[Event, ...]:

@@ -14,7 +14,7 @@ An event record (one per step; the step is the event's ``seq`` and is stored bes
 ``value``, ``source`` and ``meta`` are left out when ``None`` and ``reducer`` when it is
 ``"replace"``, so an append logs little more than the appended item. A snapshot record
 holds the store's entries at one step (``[kind, path, value, source, created_at,
-updated_at, seq, meta]`` each) and the non-default reducers of their fields. A memory
+updated_at, seq, meta]`` each, ``updated_at`` null when it equals ``created_at``) and the non-default reducers of their fields. A memory
 record is ``{"v": 1, "value": ...}``.
 
 Reading a record checks its version first: a newer one is a ``FutureFormatError`` that
@@ -155,7 +155,7 @@ def encode_snapshot(snapshot: Snapshot, types: TypeRegistry = registry) -> str:
                 encode(e.value),
                 e.source,
                 e.created_at,
-                e.updated_at,
+                None if e.updated_at == e.created_at else e.updated_at,
                 e.seq,
                 None if e.meta is None else encode(e.meta),
             ]
@@ -192,7 +192,8 @@ def decode_snapshot(
         if not (isinstance(kind, str) and isinstance(path, str) and isinstance(seq, int)):
             raise _corrupt(where, f"entry {kind!r}:{path!r} has a wrong kind, path or seq")
         try:
-            created_at, updated_at = float(created), float(updated)
+            created_at = float(created)
+            updated_at = created_at if updated is None else float(updated)
         except (TypeError, ValueError) as exc:
             raise _corrupt(where, f"entry {kind}:{path} has wrong times") from exc
         entries.append(

@@ -2,7 +2,8 @@
 
 Plain JSON values encode as themselves. Everything else that the store
 accepts is written as a tagged object ``{"__weft__": TAG, "data": ...}``:
-registered pydantic models and dataclasses (TAG is the registered name),
+registered pydantic models and dataclasses (TAG is the registered name; weft's own
+records in ``weft.store.records`` put their fields beside the tag instead of in "data"),
 ``datetime``/``date`` (ISO 8601), ``bytes`` (base64), the ``DELETE`` marker,
 and a user dict that itself has a ``"__weft__"`` key (TAG ``"dict"``), so no
 user data can be mistaken for a tag. Decoding looks a TAG up in the registry
@@ -18,7 +19,15 @@ from datetime import date, datetime
 from typing import Any, Final
 
 from weft.errors import CodecError, ValueTypeError
-from weft.store.values import DELETE, FrozenDict, FrozenList, TypeRegistry, registry, thaw
+from weft.store.values import (
+    BUILTIN_TYPES,
+    DELETE,
+    FrozenDict,
+    FrozenList,
+    TypeRegistry,
+    registry,
+    thaw,
+)
 
 TAG: Final = "__weft__"
 
@@ -43,6 +52,13 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
         return {TAG: "bytes", "data": base64.b64encode(value).decode("ascii")}
     name = types.name_of(cls)
     if name is not None:
+        if cls in BUILTIN_TYPES:  # weft's own records: their fields beside the tag
+            record: dict[str, Any] = {TAG: name}
+            for f in dataclasses.fields(value):
+                item = getattr(value, f.name)
+                if item is not f.default or f.default is dataclasses.MISSING:
+                    record[f.name] = to_jsonable(item, types)
+            return record
         if dataclasses.is_dataclass(value):
             # a field still at its plain default is left out: the class fills it in on load
             data = {}
@@ -83,6 +99,8 @@ def from_jsonable(data: Any, types: TypeRegistry = registry) -> Any:
     except (AttributeError, TypeError, ValueError) as exc:
         raise CodecError(f"malformed {tag!r} record {data!r}: {exc}") from exc
     cls = types.type_named(tag) if isinstance(tag, str) else None
+    if cls is not None and cls in BUILTIN_TYPES and "data" not in data:
+        body = {key: item for key, item in data.items() if key != TAG}
     if cls is None:
         raise CodecError(
             f"unknown type {tag!r} in stored data; register the class under that name with "

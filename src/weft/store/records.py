@@ -64,7 +64,7 @@ class RunRecord:
     began: int = 0
     output: Any = None
     started_at: float = 0.0
-    ended_at: float | None = None
+    duration_ms: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.units, tuple):
@@ -82,7 +82,7 @@ class StepRecord:
     ``tuple_result`` that the result was a tuple (JSON keeps lists); ``changes`` the unit's
     writes, kept when they are not in the store yet (``committed=False``) or when a later
     view is rebuilt from them on resume; ``began`` the store's step when the unit's view was
-    taken (for that rebuild); the times are wall-clock seconds.
+    taken (for that rebuild); ``started_at`` is wall-clock seconds.
     """
 
     kind: str = "node"
@@ -94,7 +94,7 @@ class StepRecord:
     committed: bool = True
     began: int | None = None
     started_at: float | None = None
-    ended_at: float | None = None
+    duration_ms: float | None = None
 
     def __post_init__(self) -> None:
         _frozen(self, "result", f"the result of a {self.kind}")
@@ -114,12 +114,6 @@ class StepRecord:
         if self.tuple_result and isinstance(self.result, list):
             return tuple(self.result)
         return self.result
-
-    @property
-    def duration_ms(self) -> float | None:
-        if self.started_at is None or self.ended_at is None:
-            return None
-        return round((self.ended_at - self.started_at) * 1000, 3)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,13 +199,41 @@ class RunLog:
             )
         return known
 
+    def check(
+        self, kind: str, units: tuple[str, ...], *, error: type[Exception] = StoreError
+    ) -> RunRecord | None:
+        """The run's record if one was written, checked to be of the same kind and units
+        (else ``error``); None for a run that never completed a record of its own."""
+        known = self.store.value(KIND, self.run_id, None)
+        if known is None:
+            return None
+        if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
+            raise error(
+                f"run {self.run_id!r} was recorded for {_describe(known)}, not for this "
+                f"{kind} ({_units(units)}); resume a run with what started it, or use a new "
+                "run_id"
+            )
+        return known
+
+    def completed(self, kind: str, units: tuple[str, ...], started_at: float) -> RunRecord:
+        """The record of this run, completed now (to write in the run's last commit)."""
+        return RunRecord(
+            kind=kind,
+            status="completed",
+            units=units,
+            started_at=started_at,
+            duration_ms=_ms_since(started_at),
+        )
+
     def complete(self, output: Any, *, into: Store | None = None) -> None:
         """Mark the run completed with ``output`` (None if it cannot be recorded)."""
         known = self.run()
         if known is None:
             return
         target = into if into is not None else self.store
-        done = replace(known, status="completed", output=None, ended_at=time.time())
+        done = replace(
+            known, status="completed", output=None, duration_ms=_ms_since(known.started_at)
+        )
         try:
             record = replace(done, output=output)
         except ValueTypeError:
@@ -307,10 +329,15 @@ def _record_call(store: Store, path: str, result: Any, started: float) -> Any:
         result=result,
         tuple_result=result.__class__ is tuple,
         started_at=started,
-        ended_at=time.time(),
+        duration_ms=_ms_since(started),
     )
     store.write(KIND, path, record, source=f"call:{key}")
     return record.value
+
+
+def _ms_since(started: float) -> float:
+    """Milliseconds from ``started`` (wall clock) to now, to the microsecond."""
+    return round((time.time() - started) * 1000, 3)
 
 
 def _check_key(key: object) -> None:
