@@ -14,7 +14,8 @@ An event record (one per step; the step is the event's ``seq`` and is stored bes
 ``value``, ``source`` and ``meta`` are left out when ``None`` and ``reducer`` when it is
 ``"replace"``, so an append logs little more than the appended item. A snapshot record
 holds the store's entries at one step (``[kind, path, value, source, created_at,
-updated_at, seq, meta]`` each, ``updated_at`` null when it equals ``created_at``) and the non-default reducers of their fields. A memory
+updated_at, seq, meta]`` each, ``updated_at`` null when it equals ``created_at``) and the
+non-default reducers of their fields. A memory
 record is ``{"v": 1, "value": ...}``.
 
 Reading a record checks its version first: a newer one is a ``FutureFormatError`` that
