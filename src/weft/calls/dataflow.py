@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 from weft.calls.call import Call
 from weft.calls.tools import Tool
 from weft.errors import UnresolvedReferenceError
+from weft.graph.build import find_cycle
 from weft.refs.outputs import OutputPath, Target
 from weft.refs.parse import Expression, Reference
 from weft.refs.resolve import Compiled
@@ -228,8 +229,11 @@ def _order(nodes: list[Node], problems: list[PlanProblem]) -> tuple[int, ...] | 
         return tuple(order)
     left = {node.position for node in nodes} - set(order)
     reported: set[frozenset[int]] = set()
+    succs = [[s for s in succs[p] if s in left] if p in left else [] for p in range(len(nodes))]
     for start in sorted(left):
-        cycle = _cycle_from(start, nodes, left)
+        cycle = find_cycle(succs, [start])
+        if cycle is None:
+            continue
         calls = frozenset(nodes[p].index for p in cycle)
         if calls in reported:
             continue
@@ -242,23 +246,11 @@ def _order(nodes: list[Node], problems: list[PlanProblem]) -> tuple[int, ...] | 
                 _call_id(first),
                 first.tool.name,
                 f"its calls form a cycle: {path} -> call {first.index} ({first.tool.name}), "
-                "each reading what the next writes; break it by reading another path or "
+                "each writing what the next reads; break it by reading another path or "
                 "writing the value in a separate call",
             )
         )
     return None
-
-
-def _cycle_from(start: int, nodes: list[Node], left: set[int]) -> list[int]:
-    """A cycle among ``left`` reached from ``start`` (each node depends on the next)."""
-    path: list[int] = []
-    seen: dict[int, int] = {}
-    current = start
-    while current not in seen:
-        seen[current] = len(path)
-        path.append(current)
-        current = next(d for d in nodes[current].deps if d in left)
-    return list(reversed(path[seen[current] :]))
 
 
 def _conflicts(

@@ -83,35 +83,47 @@ def _node_for(
     return node
 
 
-def check_acyclic(nodes: Iterable[WorkGraphNode]) -> None:
-    """Raise ``GraphBuildError`` naming the nodes of a cycle reachable from ``nodes``."""
-    state: dict[int, int] = {}  # id(node) -> 1 on the current path, 2 finished
-    for root in nodes:
-        if id(root) in state:
+def find_cycle(
+    succs: Sequence[Sequence[int]], roots: Iterable[int] | None = None
+) -> list[int] | None:
+    """A cycle among nodes ``0..n-1`` with successors ``succs``, reachable from ``roots``
+    (default: every node), as the nodes on it in edge order; None when there is none.
+
+    weft's one cycle check: WorkGraphs, the executors' plans of tasks and plans of tool
+    calls all find their cycles here (each names the nodes in its own words)."""
+    state = [0] * len(succs)  # 1: on the current path, 2: finished
+    for root in range(len(succs)) if roots is None else roots:
+        if state[root]:
             continue
-        path: list[WorkGraphNode] = [root]
-        iters = [iter(root.next)]
-        state[id(root)] = 1
+        path, iters = [root], [iter(succs[root])]
+        state[root] = 1
         while iters:
             child = next(iters[-1], None)
             if child is None:
-                state[id(path.pop())] = 2
+                state[path.pop()] = 2
                 iters.pop()
-                continue
-            seen = state.get(id(child))
-            if seen == 1:
-                start = next(i for i, n in enumerate(path) if n is child)
-                ring = [*path[start:], child]
-                raise GraphBuildError(
-                    "the graph has a cycle: "
-                    + " -> ".join(n.id for n in ring)
-                    + "; a WorkGraph is acyclic, so remove one of these edges (a loop belongs "
-                    "in the agent that runs the graph, not in the graph)"
-                )
-            if seen is None:
-                state[id(child)] = 1
+            elif state[child] == 1:
+                return path[path.index(child) :]
+            elif not state[child]:
+                state[child] = 1
                 path.append(child)
-                iters.append(iter(child.next))
+                iters.append(iter(succs[child]))
+    return None
+
+
+def check_acyclic(nodes: Iterable[WorkGraphNode]) -> None:
+    """Raise ``GraphBuildError`` naming the nodes of a cycle reachable from ``nodes``."""
+    reached = _reachable(list(nodes))
+    index = {id(n): i for i, n in enumerate(reached)}
+    ring = find_cycle([[index[id(c)] for c in n.next] for n in reached])
+    if ring is not None:
+        names = [reached[i].id for i in [*ring, ring[0]]]
+        raise GraphBuildError(
+            "the graph has a cycle: "
+            + " -> ".join(names)
+            + "; a WorkGraph is acyclic, so remove one of these edges (a loop belongs "
+            "in the agent that runs the graph, not in the graph)"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

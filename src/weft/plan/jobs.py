@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 from weft.errors import ExecutorError, GraphBuildError, NodeError, WeftError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.graph.build import check_acyclic
+from weft.graph.build import find_cycle as graph_cycle
 
 logger: Final = logging.getLogger("weft.plan")
 
@@ -124,18 +125,17 @@ async def run_jobs(
 
 
 def find_cycle(depends_on: Mapping[str, Sequence[str]]) -> str | None:
-    """The graph check's description of a cycle among ``depends_on`` (ids mapped to the
-    ids they depend on; unknown ids are ignored), or None when there is none."""
-    nodes = {job: WorkGraphNode(job, id=job) for job in depends_on}
+    """A cycle among ``depends_on`` (ids mapped to the ids they depend on; unknown ids are
+    ignored) as ``"a -> b -> a"``, or None when there is none."""
+    ids = list(depends_on)
+    index = {job: i for i, job in enumerate(ids)}
+    succs: list[list[int]] = [[] for _ in ids]
     for job, deps in depends_on.items():
         for dep in dict.fromkeys(deps):
-            if dep in nodes:
-                nodes[dep].add_next(nodes[job])
-    try:
-        check_acyclic(nodes.values())
-    except GraphBuildError as exc:
-        return str(exc)
-    return None
+            if dep in index:
+                succs[index[dep]].append(index[job])
+    ring = graph_cycle(succs)
+    return None if ring is None else " -> ".join(ids[i] for i in [*ring, ring[0]])
 
 
 def _job_node(
