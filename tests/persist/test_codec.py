@@ -252,3 +252,17 @@ def test_a_corrupt_snapshot_is_rebuilt_from_the_log(
     _poke_snapshot(backend, "t", "{torn")
     with pytest.raises(CorruptRecordError, match="snapshot at step 10 of thread 't'"):
         backend.load("t")
+
+
+def test_a_record_holding_a_user_dict_with_the_tag_key_round_trips() -> None:
+    from weft.persist.codec import decode_event, encode_event
+    from weft.store import Event, StepRecord
+
+    tricky = StepRecord(kind="node", result={"__weft__": "weft.StepRecord", "x": 1})
+    text = encode_event(Event(3, "write", "step", "r/n#0", tricky, "n#0", "replace", 1.0))
+    back = decode_event(text, thread_id="t", step=3)
+    assert back.value == tricky and back.value.result == {"__weft__": "weft.StepRecord", "x": 1}
+    plain = StepRecord(kind="node", result={"x": 1})
+    text = encode_event(Event(4, "write", "step", "r/n#1", plain, "n#1", "replace", 1.0))
+    assert '"__weft__":"weft.StepRecord","result"' in text  # the default kind left out
+    assert decode_event(text, thread_id="t", step=4).value == plain

@@ -26,6 +26,7 @@ touches the stored data, so every other record stays readable.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -33,6 +34,7 @@ from typing import Any, Final
 from weft.errors import CodecError, CorruptRecordError, FutureFormatError
 from weft.persist.snapshot import Snapshot
 from weft.store import Entry, Event, TypeRegistry, from_jsonable, registry, to_jsonable
+from weft.store.values import BUILTIN_TYPES
 
 FORMAT_VERSION: Final = 1
 """The record format this weft writes, and the newest it reads."""
@@ -55,10 +57,6 @@ except ImportError:  # pragma: no cover - orjson is a dependency; stay usable wi
 _TAG: Final = b'"__weft__"'
 
 
-def _refuse(value: Any) -> Any:
-    raise TypeError(type(value).__name__)
-
-
 def _dumps(data: Any) -> str:
     """Plain JSON (already tagged where needed) as text."""
     if _orjson is not None:
@@ -69,22 +67,61 @@ def _dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class _Records:
+    """orjson's ``default`` hook on the fast path: weft's own records (``weft.store.
+    records``) become their tagged form, counted; anything else makes orjson give up."""
+
+    __slots__ = ("tags",)
+
+    def __init__(self) -> None:
+        self.tags = 0
+
+    def __call__(self, value: Any) -> Any:
+        cls = type(value)
+        name = BUILTIN_TYPES.get(cls)
+        if name is None:
+            raise TypeError(cls.__name__)
+        self.tags += 1
+        record: dict[str, Any] = {"__weft__": name}
+        for field, default in _fields(cls):
+            item = getattr(value, field)
+            if item is not default:
+                record[field] = item
+        return record
+
+
+_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
+def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A record type's fields and defaults (a field without one: a sentinel no value is)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = tuple(
+            (f.name, object() if f.default is dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(cls)
+        )
+    return found
+
+
 def _encode(raw: dict[str, Any], tagged: Callable[[], dict[str, Any]]) -> str:
     """The JSON of a record whose values are stored values.
 
     The fast path hands the stored values to orjson as they are: frozen dicts and lists
-    and plain scalars are JSON already. Anything else (a registered type, a datetime,
-    bytes, ``DELETE``, an int past 64 bits, or a dict key ``"__weft__"`` that needs
-    escaping) makes it give up, and ``tagged()`` builds the record through
-    ``weft.store.to_jsonable`` instead, which tags those. Both write the same JSON.
+    and plain scalars are JSON already, and weft's own records are tagged on the way.
+    Anything else (a registered type, a datetime, bytes, ``DELETE``, an int past 64 bits,
+    or a dict key ``"__weft__"`` that needs escaping: a tag the hook did not write) makes
+    it give up, and ``tagged()`` builds the record through ``weft.store.to_jsonable``
+    instead, which tags those. Both write the same JSON.
     """
     if _orjson is not None:
+        hook = _Records()
         try:
-            out = _orjson.dumps(raw, default=_refuse, option=_FAST)
+            out = _orjson.dumps(raw, default=hook, option=_FAST)
         except TypeError:
             pass
         else:
-            if _TAG not in out:
+            if out.count(_TAG) == hook.tags:
                 return out.decode("utf-8")
     return _dumps(tagged())
 
