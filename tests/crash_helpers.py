@@ -100,9 +100,11 @@ def dump(value: Any) -> str:
 
 @dataclass
 class Worker:
-    """One forked worker: its pid and the files its stdout and stderr go to."""
+    """One forked worker: its token (unique in its forker), its pid, and the files its
+    stdout and stderr go to."""
 
     forker: Forker
+    token: str
     pid: int
     out: Path
     err: Path
@@ -110,47 +112,51 @@ class Worker:
     def output(self) -> str:
         return self.out.read_text() if self.out.exists() else ""
 
+    def ended(self) -> int | None:
+        """Its exit code (minus the signal's number if one killed it), once it ended."""
+        return self.forker.exit_code(self.token)
+
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while not self.output().startswith("ready\n"):
-            status = self.forker.status(self.pid)
-            assert status is None, f"the worker ended ({status}) before it was ready: {self}"
+            code = self.ended()
+            assert code is None, f"the worker ended ({code}) before it was ready: {self}"
             assert time.monotonic() < deadline, f"the worker is not ready: {self}"
             time.sleep(0.0005)
 
     def kill(self) -> bool:
         """SIGKILL it and wait until it is gone; whether it was still running."""
-        if self.forker.status(self.pid) is not None:
-            return False  # ended and reaped: its pid may belong to another process now
+        if self.ended() is not None:
+            return False  # reaped already: its pid may be another process's by now
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
-        self.forker.wait(self.pid)
+        self.forker.wait(self.token)
         return True
 
     def finish(self, timeout: float = 120) -> Any:
         """Wait for it to end on its own; what it printed after ``done``."""
-        status = self.forker.wait(self.pid, timeout)
-        assert status == 0, f"the worker failed ({status}): {self}"
+        code = self.forker.wait(self.token, timeout)
+        assert code == 0, f"the worker failed ({code}): {self}"
         done = [line for line in self.output().splitlines() if line.startswith("done ")]
         assert done, str(self)
         return json.loads(done[0][5:])
 
     def __str__(self) -> str:
         err = self.err.read_text() if self.err.exists() else ""
-        return f"pid {self.pid}\n--- stdout\n{self.output()}\n--- stderr\n{err}"
+        return f"{self.token} (pid {self.pid})\n--- stdout\n{self.output()}\n--- stderr\n{err}"
 
 
 @dataclass
 class Forker:
-    """A server that has imported the worker ``script`` and forks a process per ``start``;
-    the workers' output files go to ``folder``."""
+    """A server that has imported the worker ``script`` and forks a process per ``start``
+    (from any thread); the workers' output files go to ``folder``."""
 
     script: Path
     folder: Path
     proc: subprocess.Popen[str] = field(init=False)
     listener: threading.Thread = field(init=False)
-    started: dict[str, int] = field(default_factory=dict)
-    exits: dict[int, int] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    exits: dict[str, int] = field(default_factory=dict)
     changed: threading.Condition = field(default_factory=threading.Condition)
     count: int = 0
 
@@ -169,49 +175,50 @@ class Forker:
     def _listen(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            what, key, value = line.split()
+            what, token, number = line.split()
             with self.changed:
-                if what == "started":
-                    self.started[key] = int(value)
-                else:
-                    self.exits[int(key)] = int(value)
+                (self.pids if what == "started" else self.exits)[token] = int(number)
                 self.changed.notify_all()
         with self.changed:
             self.changed.notify_all()
 
     def start(self, *argv: str) -> Worker:
-        """Fork a worker running ``module.main(argv)``; returns once it printed ``ready``."""
+        """Fork a worker running the script's ``main(argv)``; returns once it is ready."""
         assert self.proc.stdin is not None
         with self.changed:
             self.count += 1
             token = f"w{self.count}"
-        out, err = self.folder / f"{token}.out", self.folder / f"{token}.err"
-        self.proc.stdin.write(json.dumps([token, str(out), str(err), *argv]) + "\n")
-        self.proc.stdin.flush()
-        with self.changed:
-            ok = self.changed.wait_for(
-                lambda: token in self.started or self.proc.poll() is not None, 60
+            out, err = self.folder / f"{token}.out", self.folder / f"{token}.err"
+            self.proc.stdin.write(json.dumps([token, str(out), str(err), *argv]) + "\n")
+            self.proc.stdin.flush()
+            started = self.changed.wait_for(
+                lambda: token in self.pids or self.proc.poll() is not None, 60
             )
-            assert ok and token in self.started, "the fork server died"
-            worker = Worker(self, self.started[token], out, err)
+            assert started and token in self.pids, "the fork server died"
+            worker = Worker(self, token, self.pids[token], out, err)
         worker.wait_ready()
         return worker
 
-    def status(self, pid: int) -> int | None:
+    def exit_code(self, token: str) -> int | None:
         with self.changed:
-            return self.exits.get(pid)
+            return self.exits.get(token)
 
-    def wait(self, pid: int, timeout: float = 60) -> int:
+    def wait(self, token: str, timeout: float = 60) -> int:
         with self.changed:
-            assert self.changed.wait_for(lambda: pid in self.exits, timeout), f"{pid} hangs"
-            return self.exits[pid]
+            ended = self.changed.wait_for(lambda: token in self.exits, timeout)
+            assert ended, f"worker {token} did not end within {timeout}s"
+            return self.exits[token]
 
     def close(self) -> None:
-        assert self.proc.stdin is not None
+        """Stop the server once its last workers ended (killed, if it takes a minute)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
-        self.proc.wait(30)
-        self.listener.join(30)
-        assert self.proc.stdout is not None
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.listener.join(10)
         self.proc.stdout.close()
 
 
@@ -244,7 +251,7 @@ def kill_point(rng: random.Random, seen: int, left: int, pause: float) -> tuple[
 def kill_after(worker: Worker, counter: Path, target: int, delay: float) -> bool:
     """SIGKILL ``worker`` ``delay`` seconds after the counter holds ``target`` lines (or
     at once if it ended); whether it was killed while running."""
-    while len(effects(counter)) < target and worker.forker.status(worker.pid) is None:
+    while len(effects(counter)) < target and worker.ended() is None:
         time.sleep(0.0005)
     time.sleep(delay)
     return worker.kill()
@@ -253,16 +260,16 @@ def kill_after(worker: Worker, counter: Path, target: int, delay: float) -> bool
 def serve(script: str) -> None:
     """The fork server (``python crash_helpers.py SCRIPT``): imports the worker script,
     then reads ``[token, out, err, *argv]`` lines, forks a worker running its
-    ``main(argv)`` for each and answers ``started <token> <pid>``; tells ``exit <pid>
+    ``main(argv)`` for each and answers ``started <token> <pid>``; tells ``exit <token>
     <code>`` as each worker ends (killed by a signal: minus the signal's number)."""
     path = Path(script)
     sys.path.insert(0, str(path.parent))
     module = importlib.import_module(path.stem)
-    main = module.main
     # what weft imports on first use (psycopg when a PostgresBackend opens, jsonschema when
     # a tool is checked ...): imported once here, not in every worker
     for name in ("psycopg", "psycopg_pool", *getattr(module, "PRELOAD", ())):
         importlib.import_module(name)
+    tokens: dict[int, str] = {}
 
     def reap(_signum: int, _frame: FrameType | None) -> None:
         while True:
@@ -272,21 +279,28 @@ def serve(script: str) -> None:
                 return
             if pid == 0:
                 return
-            os.write(1, f"exit {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+            code = os.waitstatus_to_exitcode(status)
+            os.write(1, f"exit {tokens.pop(pid)} {code}\n".encode())
 
     signal.signal(signal.SIGCHLD, reap)
     for line in sys.stdin:
         token, out, err, *argv = json.loads(line)
+        # no reaping between the fork and knowing the child's token
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         pid = os.fork()
         if pid == 0:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            _worker(main, out, err, argv)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+            _worker(module.main, out, err, argv)
+        tokens[pid] = token
         os.write(1, f"started {token} {pid}\n".encode())
-    while True:  # stdin closed: wait for the last workers
-        try:
-            os.wait()
-        except ChildProcessError:
-            break
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    reap(signal.SIGCHLD, None)  # stdin closed: report the workers that ended meanwhile
+    while tokens:  # and wait for the last ones
+        pid, status = os.wait()
+        code = os.waitstatus_to_exitcode(status)
+        os.write(1, f"exit {tokens.pop(pid)} {code}\n".encode())
 
 
 def _worker(main: Any, out: str, err: str, argv: list[str]) -> None:
