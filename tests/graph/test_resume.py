@@ -202,11 +202,13 @@ def test_a_state_node_record_holds_its_delta_and_resumes_from_it(mode: Mode) -> 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="bug: a resumed run rebuilds the view of a restored node that is not 'full' from "
-    "RunStores.start, the store as the *resumed* run began, which already holds the "
-    "restored node's committed changes (and its siblings'); _rebuild then applies the "
-    "record's changes again (an append twice, a replace as a MergeConflictError at a join "
-    "whose view starts from start). See the report of the crash tests.",
+    reason="bug: RunStores.start is the store as the *resumed* run began, which holds the "
+    "committed writes of the nodes it restores (and of their siblings); a view rebuilt from "
+    "it (_rebuild of a node that is not 'full', a join whose base is the start) gets those "
+    "again from the records: an append twice, a replace as a MergeConflictError. Fix: build "
+    "a resumed run's views from store.at(RunRecord.began) (keeping writes made outside the "
+    "run since, such as new inputs), or never re-apply a committed restored node's changes "
+    "onto a view that holds them.",
 )
 def test_a_resumed_node_reads_the_view_it_would_have_had(mode: Mode) -> None:
     """``a`` depends on ``s`` only: resumed, it reads ``s``'s write once and not ``x``'s,

@@ -20,6 +20,10 @@ What weft records for a team, and so what "nothing that finished runs twice" mea
   board is the recorded board: no model call of a new process decides on a task whose
   claim (or completion) was on record when that process started, and no ``work`` runs
   for a task whose completion was on record.
+
+The members here send no messages: a message is a recorded commit like a move, but one
+sent in a turn that is then cut short may be sent again in the member's next turn, like any
+of its tool calls, so the bus is not expected to end as an uninterrupted team's.
 """
 
 from __future__ import annotations
