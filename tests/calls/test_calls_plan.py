@@ -173,6 +173,25 @@ def test_unordered_pushes_are_allowed() -> None:
     assert plan.run([UPPER]).store.value("state", "log") == ["A", "B", "C"]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: validation accepts two unordered calls setting disjoint paths of one field "
+    "(†state.squares.a, †state.squares.b do not overlap), but each call writes the whole "
+    "field (weft.refs.writes._plan_one: a nested set is a replacing write of the field), "
+    "so the engine's merge raises MergeConflictError at run time. Either the run combines "
+    "them or validation must refuse the plan before anything runs.",
+)
+def test_unordered_sets_of_disjoint_paths_of_one_field_both_land() -> None:
+    plan = Plan(
+        [
+            {"_tool": "upper", "text": "a", "_outputPath": "†state.squares.a"},
+            {"_tool": "upper", "text": "b", "_outputPath": "†state.squares.b"},
+        ]
+    )
+    plan.validate([UPPER])  # accepted: the two paths do not overlap
+    assert plan.run([UPPER]).store.value("state", "squares") == {"a": "A", "b": "B"}
+
+
 def test_unordered_pushes_land_in_plan_order_whoever_finishes_first() -> None:
     release = {name: asyncio.Event() for name in "abc"}
 
