@@ -78,13 +78,6 @@ def crash_and_resume(workers: Forker, spec: str, attempt: int, calls: int) -> An
     return state
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in the engine's resume: a resumed run builds views from the store as it is "
-    "now, which holds the restored calls' writes already, and merges them again (a "
-    "MergeConflictError at the join 'report'); see tests/graph/test_resume.py::"
-    "test_a_resumed_node_reads_the_view_it_would_have_had",
-)
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_sigkill_at_random_points_then_resume_ends_as_an_uninterrupted_run(
     kind: str, tmp_path: Path, pg_schema: str

@@ -173,23 +173,20 @@ def test_unordered_pushes_are_allowed() -> None:
     assert plan.run([UPPER]).store.value("state", "log") == ["A", "B", "C"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: validation accepts two unordered calls setting disjoint paths of one field "
-    "(†state.squares.a, †state.squares.b do not overlap), but each call writes the whole "
-    "field (weft.refs.writes._plan_one: a nested set is a replacing write of the field), "
-    "so the engine's merge raises MergeConflictError at run time. Either the run combines "
-    "them or validation must refuse the plan before anything runs.",
-)
-def test_unordered_sets_of_disjoint_paths_of_one_field_both_land() -> None:
+def test_unordered_sets_into_one_field_are_refused_and_merge_collects_them() -> None:
     plan = Plan(
         [
             {"_tool": "upper", "text": "a", "_outputPath": "†state.squares.a"},
             {"_tool": "upper", "text": "b", "_outputPath": "†state.squares.b"},
         ]
     )
-    plan.validate([UPPER])  # accepted: the two paths do not overlap
-    assert plan.run([UPPER]).store.value("state", "squares") == {"a": "A", "b": "B"}
+    with pytest.raises(PlanValidationError, match=r"both write into †state.squares .*:merge"):
+        plan.validate([UPPER])  # each would replace the whole field: refused before running
+    keyed = Tool(name="keyed", fn=lambda key: {key: key.upper()})
+    merged = Plan(
+        [{"_tool": "keyed", "key": k, "_outputPath": "†state.squares:merge"} for k in "ab"]
+    )
+    assert merged.run([keyed]).store.value("state", "squares") == {"a": "A", "b": "B"}
 
 
 def test_unordered_pushes_land_in_plan_order_whoever_finishes_first() -> None:

@@ -195,16 +195,6 @@ def test_a_state_node_record_holds_its_delta_and_resumes_from_it(mode: Mode) -> 
     assert flaky.calls == {"first": 1, "last": 2}  # first's result came from its record
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: RunStores.start is the store as the *resumed* run began, which holds the "
-    "committed writes of the nodes it restores (and of their siblings); a view rebuilt from "
-    "it (_rebuild of a node that is not 'full', a join whose base is the start) gets those "
-    "again from the records: an append twice, a replace as a MergeConflictError. Fix: build "
-    "a resumed run's views from store.at(RunRecord.began) (keeping writes made outside the "
-    "run since, such as new inputs), or never re-apply a committed restored node's changes "
-    "onto a view that holds them.",
-)
 def test_a_resumed_node_reads_the_view_it_would_have_had(mode: Mode) -> None:
     """``a`` depends on ``s`` only: resumed, it reads ``s``'s write once and not ``x``'s,
     exactly as in a run that never stopped."""

@@ -25,7 +25,7 @@ from weft.calls.tools import Tool
 from weft.errors import UnresolvedReferenceError
 from weft.graph.build import find_cycle
 from weft.refs.outputs import OutputPath, Target
-from weft.refs.parse import Expression, Reference
+from weft.refs.parse import SIGIL, Expression, Reference
 from weft.refs.resolve import Compiled
 from weft.refs.resolve import read as read_ref
 from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
@@ -274,24 +274,39 @@ def _conflicts(
         if len({p for p, _ in found}) < 2:
             continue
         for a, target in found:
-            if target.method != "set":
-                continue
+            if target.method != "set" and not target.path:
+                continue  # a whole-field reducer write combines with the others
             for b, other in found:
-                if a == b or not target.reference.overlaps(other.reference) or ordered(a, b):
+                if a == b or ordered(a, b):
+                    continue
+                if not target.reference.overlaps(other.reference) and not target.path:
                     continue
                 pair = (min(nodes[a].index, nodes[b].index), max(nodes[a].index, nodes[b].index))
                 if (*pair, target.text) in reported:
                     continue
                 reported.add((*pair, target.text))
                 first, second = nodes[min(a, b)], nodes[max(a, b)]
+                if target.reference.overlaps(other.reference):
+                    what = (
+                        f"both write {target.reference.text} (one sets it) with no order "
+                        "between them, so the result would depend on which finishes last; "
+                        "make one read the other's output, write different paths, or use "
+                        ":push / :merge"
+                    )
+                else:
+                    field = f"{target.kind}.{target.field}"
+                    what = (
+                        f"both write into {SIGIL}{field} ({target.reference.text}, "
+                        f"{other.reference.text}) with no order between them, and a write "
+                        "into a field replaces the whole field; collect them with :merge "
+                        f"(an object to {SIGIL}{field}:merge), write separate fields, or "
+                        "make one read the other's output"
+                    )
                 problems.append(
                     PlanProblem(
                         first.index,
                         _call_id(first),
                         first.tool.name,
-                        f"it and call {second.index} ({second.tool.name}) both write "
-                        f"{target.reference.text} (one sets it) with no order between them, "
-                        "so the result would depend on which finishes last; make one read "
-                        "the other's output, write different paths, or use :push / :merge",
+                        f"it and call {second.index} ({second.tool.name}) {what}",
                     )
                 )

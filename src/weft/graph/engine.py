@@ -202,9 +202,8 @@ class Run(Dispatching):
                     f"record of the node {unit!r}, which this graph does not have); resume a "
                     "run with the graph that started it, or use a new run_id"
                 )
-        # the views of the nodes that run now start from the store as it is now (inputs
-        # fixed since the interruption are seen); restored nodes' views are rebuilt from
-        # their records (``weft.graph.stores``)
+        if self.restored:
+            self.stores.resume(self.restored)
 
     async def _main(self) -> None:
         ready, replay = self.ready, self.replay

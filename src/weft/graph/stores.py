@@ -34,6 +34,7 @@ when its view was taken, wherever a later view needs them).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from time import time
@@ -312,6 +313,7 @@ class RunStores:
             )  # a state node's result is its delta, in the store already: kept if read
             record = StepRecord(
                 kind="node",
+                writes=len(changes),
                 result=result if kept else None,
                 flag=None if flag is _CONTINUE else flag.name,
                 tuple_result=result.__class__ is tuple,
@@ -340,6 +342,35 @@ class RunStores:
             self.posts[i] = self.store.fork(name=self.schedule.keys[i])
         self.finished[i] = True
         self.advance()
+
+    def resume(self, records: dict[int, StepRecord]) -> None:
+        """Before a resumed run: its start is the store as it was before the run's first
+        commit, with the fields anyone else wrote since (inputs fixed before resuming, say)
+        as they are now, so a node that runs now reads what it would have read had the run
+        never stopped. (A field someone else deleted meanwhile, or reduced on top of the
+        run's own writes, is taken as it was before the run.)"""
+        log, store = self.log, self.store
+        assert log is not None
+        ranges: list[tuple[int, int]] = []
+        for i, record in records.items():
+            if record.committed:
+                entry = store.get(KIND, log.path(self.schedule.keys[i]))
+                if entry is not None:
+                    ranges.append((entry.seq - record.writes, entry.seq))
+        if not ranges:
+            return
+        first = min(low for low, _ in ranges)
+        start = store.at(first - 1)
+        prefix = f"{log.run_id}/"
+        ours = sorted(ranges)
+        for entry in store.entries():
+            seq = entry.seq
+            if seq < first or _within(ours, seq):
+                continue
+            if entry.kind == KIND and (entry.path == log.run_id or entry.path.startswith(prefix)):
+                continue
+            start.write(entry.kind, entry.path, entry.value, source=entry.source, replace=True)
+        self.start = start
 
     def restore(self, i: int, record: StepRecord) -> None:
         """Node ``i`` finished in an earlier run: take its record instead of running it."""
@@ -422,6 +453,12 @@ class RunStores:
             run_id, record = self.final
             self.store.write(KIND, run_id, record, source="weft.graph")
             self.final = None
+
+
+def _within(ranges: list[tuple[int, int]], seq: int) -> bool:
+    """Whether ``seq`` falls in one of the sorted, disjoint ``(low, high)`` ranges."""
+    at = bisect_right(ranges, (seq, float("inf"))) - 1
+    return at >= 0 and ranges[at][0] <= seq <= ranges[at][1]
 
 
 def _events(change: Delta | Store | None, mark: int) -> tuple[Event, ...]:

@@ -81,7 +81,9 @@ class StepRecord:
     tool's name); ``flag`` a graph node's stop flag when it is not ``Continue``;
     ``tuple_result`` that the result was a tuple (JSON keeps lists); ``changes`` the unit's
     writes, kept when they are not in the store yet (``committed=False``) or when a later
-    view is rebuilt from them on resume; ``began`` the store's step when the unit's view was
+    view is rebuilt from them on resume; ``writes`` how many events the unit's commit made
+    before its record (the record is the commit's last event: resume tells the run's own
+    writes from anyone else's by it); ``began`` the store's step when the unit's view was
     taken (for that rebuild); ``started_at`` is wall-clock seconds.
     """
 
@@ -92,6 +94,7 @@ class StepRecord:
     tuple_result: bool = False
     changes: tuple[Event, ...] | None = None
     committed: bool = True
+    writes: int = 0
     began: int | None = None
     started_at: float | None = None
     duration_ms: float | None = None
