@@ -57,7 +57,7 @@ from weft.agent.types import (
     to_plain_record,
 )
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
-from weft.store import FrozenList, StepRecord, freeze
+from weft.store import FrozenList, StepRecord, Store, freeze
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
@@ -233,7 +233,7 @@ def _branch_start(
     log = step.log
     record = None if log is None else log.get(unit)
 
-    def branch(store: Any) -> Agent:
+    def branch(store: Store) -> Agent:
         return parent.copy(name=name, store=store, clear_states=parent.branching_agent_start_as_new)
 
     if log is not None and record is not None:
