@@ -12,6 +12,7 @@ Prints a table of medians (microseconds per iteration) and the ratio to the floo
 from __future__ import annotations
 
 import asyncio
+import itertools
 import statistics
 import sys
 import time
@@ -90,14 +91,19 @@ async def main(quick: bool) -> None:
         ("floor: reasoner + actor, called directly", time_sync(floor, rounds, per_round))
     ]
 
-    def fresh(cls: type[Agent], reply: Callable[[str], str], **kw: Any) -> Callable[[], Any]:
-        # a fresh agent every 100 runs keeps the state list short, as in one task
+    def fresh(
+        cls: type[Agent], reply: Callable[[str], str], *, recorded: bool = False, **kw: Any
+    ) -> Callable[[], Any]:
+        # a fresh agent every 100 runs keeps the state list short, as in one task;
+        # recorded: each run has a run id of its own, so each is recorded as it goes
         box: list[Agent] = []
+        runs = itertools.count()
 
         def run() -> Any:
             if not box or len(box[0].states) >= 100:
                 box[:] = [cls(ScriptedReasoner(reply), **kw)]
-            return box[0].arun("What is 2 + 3?")
+            run_id = f"run-{next(runs)}" if recorded else None
+            return box[0].arun("What is 2 + 3?", run_id=run_id)
 
         return run
 
@@ -126,6 +132,31 @@ async def main(quick: bool) -> None:
                 fresh(
                     Agent,
                     lambda p: TWO_BRANCHES if p.startswith("What") else DONE,
+                    actor={"add": add},
+                ),
+                rounds,
+                per_round // 4,
+            ),
+        )
+    )
+    rows.append(
+        (
+            "Agent: 1 iteration, 1 action, recorded (run_id)",
+            await time_async(
+                fresh(Agent, lambda p: ONE_ACTION, recorded=True, actor={"add": add}),
+                rounds,
+                per_round,
+            ),
+        )
+    )
+    rows.append(
+        (
+            "Agent: parallel group of 2, recorded (run_id)",
+            await time_async(
+                fresh(
+                    Agent,
+                    lambda p: TWO_BRANCHES if p.startswith("What") else DONE,
+                    recorded=True,
                     actor={"add": add},
                 ),
                 rounds,

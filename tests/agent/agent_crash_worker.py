@@ -20,16 +20,18 @@ import os
 import re
 import sys
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
 from weft.agent import Agent
 from weft.persist import DurableRun, SQLiteBackend
-from weft.store import StepRecord, to_jsonable
+from weft.store import RunRecord, StepRecord, to_jsonable
 
 LAST = 9
 BRANCHING = (1, 4, 7)
+CLOCK = frozenset({"started_at", "duration_ms"})
+"""The wall-clock fields of run and step records: they differ between two runs of one job."""
 
 
 def reasoner(prompt: str) -> str:
@@ -94,6 +96,13 @@ def build(store: Any, counter: str, ledger: str) -> Agent:
     )
 
 
+def timeless(value: Any) -> Any:
+    """A run or step record without its wall-clock fields (anything else as it is)."""
+    if isinstance(value, (RunRecord, StepRecord)):
+        return replace(value, **{f.name: None for f in fields(value) if f.name in CLOCK})
+    return value
+
+
 def main() -> None:
     database, thread, counter, ledger = sys.argv[1:5]
     backend = SQLiteBackend(database)
@@ -103,12 +112,7 @@ def main() -> None:
             result = build(run.store, counter, ledger).run("go", run_id="job")
             assert result.stop_reason == "completed", result.stop_reason
             state = {
-                key: to_jsonable(
-                    replace(value, started_at=None, duration_ms=None)
-                    if isinstance(value, StepRecord)
-                    else value
-                )
-                for key, value in run.store.to_dict().items()
+                key: to_jsonable(timeless(value)) for key, value in run.store.to_dict().items()
             }
         print("done", json.dumps(state, sort_keys=True), flush=True)
     finally:

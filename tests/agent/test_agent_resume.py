@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +23,26 @@ import pytest
 
 from weft.agent import Agent, AgentResult, PromptBasedActionPlanningAgent
 from weft.errors import AgentBuildError, AgentError, NodeError
+from weft.graph import WorkGraph
 from weft.llm import ScriptedReasoner
 from weft.persist import Backend, DurableRun, InMemoryBackend, SQLiteBackend, load_store
-from weft.store import DELETE, StepRecord, Store, reducers
+from weft.store import DELETE, RunLog, RunRecord, StepRecord, Store, reducers
+
+CLOCK = frozenset({"started_at", "duration_ms"})
+"""The wall-clock fields of run and step records: they differ between two runs of one job."""
 
 
 def comparable(store: Store) -> dict[str, Any]:
     """The store's entries with the wall-clock times of records left out: what must match
     an uninterrupted run."""
-    return {
-        key: replace(value, started_at=None, duration_ms=None)
-        if isinstance(value, StepRecord)
-        else value
-        for key, value in store.to_dict().items()
-    }
+    return {key: timeless(value) for key, value in store.to_dict().items()}
+
+
+def timeless(value: Any) -> Any:
+    """A run or step record without its wall-clock fields (anything else as it is)."""
+    if isinstance(value, (RunRecord, StepRecord)):
+        return replace(value, **{f.name: None for f in fields(value) if f.name in CLOCK})
+    return value
 
 
 LAST = 5  # iterations 0..5 run actions; iteration 6 completes
@@ -262,9 +268,13 @@ def test_the_crash_leaves_what_finished_on_record(place: Place) -> None:
     with pytest.raises(Crash):
         job.agent(place.open()).run("go", run_id="job")
     store = place.open()
-    steps = {e.path for e in store.entries(kind="step", key_prefix="step:job/")}
-    assert {"job/start", "job/iter/0", "job/iter/1", "job/iter/2"} <= steps
-    assert "job/iter/3/reply" in steps and "job/iter/3" not in steps
+    log = RunLog(store, "job")
+    run = log.run()
+    assert run is not None and (run.kind, run.status, run.units) == ("agent", "running", ("agent",))
+    assert all(log.get(f"iter/{n}") is not None for n in range(3))
+    assert log.get("iter/3/reply") is not None and log.get("iter/3") is None
+    work = log.get("iter/3/action/0")  # the single action that finished before the crash
+    assert work is not None and work.result["action"]["result"] == {"paid": 3}
     actions = store.value("state", "agent/agent/actions")
     assert [(r["iteration"], r["action"]["type"]) for r in actions][-1] == (3, "work")
 
@@ -294,10 +304,11 @@ def test_resuming_twice_from_the_same_crash_point_ends_the_same() -> None:
 
 def test_an_iteration_is_recorded_before_the_next_one_starts() -> None:
     store = Store()
-    seen: list[set[str]] = []
+    log = RunLog(store, "job")
+    seen: list[tuple[bool, bool]] = []
 
     def look() -> None:
-        seen.append({e.path for e in store.entries(kind="step", key_prefix="step:job/iter/")})
+        seen.append((log.get("iter/0") is not None, log.get("iter/1") is not None))
 
     reply = json.dumps({"next_actions": [[{"type": "look", "args": {}}]]})
     agent = Agent(
@@ -306,10 +317,7 @@ def test_an_iteration_is_recorded_before_the_next_one_starts() -> None:
         store=store,
     )
     agent.run("go", run_id="job")
-    assert seen == [
-        {"job/iter/0/reply"},
-        {"job/iter/0", "job/iter/0/reply", "job/iter/1/reply"},
-    ]
+    assert seen == [(False, False), (True, False)]
 
 
 def test_runs_without_a_run_id_record_nothing_to_resume() -> None:
@@ -317,6 +325,22 @@ def test_runs_without_a_run_id_record_nothing_to_resume() -> None:
     agent = job.agent(Store())
     agent.run("go")
     assert not agent.store.entries(kind="step")
+
+
+def test_a_finished_run_is_marked_completed_with_its_output() -> None:
+    _, agent, result = reference()
+    run = RunLog(agent.store, "job").run()
+    assert run is not None and (run.kind, run.status) == ("agent", "completed")
+    assert run.output == result.output
+
+
+def test_a_branchs_own_loop_is_recorded_under_its_branch() -> None:
+    _, agent, _ = reference()
+    branch = RunLog(agent.store, "job").scope("iter/0/branch/1.0")
+    own = branch.get("iter/0")  # the branch agent's first iteration, merged with the group
+    assert own is not None and own.kind == "iteration" and own.label == "agent/0.1.0"
+    assert own.result["state"]["response"]["instant_response"] == "branch done"
+    assert branch.run() is not None  # the same run: its record is the run's
 
 
 # --------------------------------------------------------------------- keyed calls
@@ -341,24 +365,41 @@ def test_call_once_returns_the_recorded_result_when_the_action_runs_again() -> N
     result = Agent(replies, actor={"charge": charge}, store=store).run("pay", run_id="job")
     assert effects == ["o-1"]
     assert result.states[0].action_results.result == {"receipt": "o-1"}
-    record = store.value("step", "calls/job/agent/0/0.0/charge")
-    assert (record.kind, record.label, record.result) == ("call", "charge", {"receipt": "o-1"})
+    record = RunLog(store, "job").get("iter/0/action/0/calls/charge")
+    assert record is not None and (record.kind, record.label, record.result) == (
+        "call",
+        "charge",
+        {"receipt": "o-1"},
+    )
 
 
-def test_call_once_records_are_the_ones_durable_run_call_once_reads() -> None:
-    backend = InMemoryBackend()
-    with DurableRun.open(backend, "t", run_id="job") as run:
+def test_a_keyed_call_is_scoped_to_its_run_and_its_action() -> None:
+    """The same key in two actions, or in another run, is another call; a durable run's
+    own ``call_once`` keys are the thread's, not an agent action's."""
+    fetched: list[str] = []
 
-        async def fetch(url: str, acall_once: Any) -> Any:
-            async def get() -> str:
-                return f"page {url}"
+    async def fetch(url: str, acall_once: Any) -> Any:
+        async def get() -> str:
+            fetched.append(url)
+            return f"page {url}"
 
-            return await acall_once("get", get)
+        return await acall_once("get", get)
 
-        reply = json.dumps({"next_actions": [[{"type": "fetch", "args": {"url": "u"}}]]})
-        replies = ScriptedReasoner([reply, json.dumps({"task_status": "Completed"})])
-        Agent(replies, actor={"fetch": fetch}, store=run.store).run("get u", run_id="job")
-        assert run.call_once("job/agent/0/0.0/get", pytest.fail) == "page u"
+    groups = [[{"type": "fetch", "args": {"url": "u"}}], [{"type": "fetch", "args": {"url": "v"}}]]
+    reply = json.dumps({"next_actions": groups})
+    done = json.dumps({"task_status": "Completed"})
+    with DurableRun.open(InMemoryBackend(), "t", run_id="job") as run:
+        replies = ScriptedReasoner([reply, done, reply, done])
+        agent = Agent(replies, actor={"fetch": fetch}, store=run.store)
+        agent.run("get u and v", run_id="job")
+        assert fetched == ["u", "v"]
+        record = RunLog(run.store, "job").get("iter/0/action/1/calls/get")
+        assert record is not None and record.result == "page v"
+        assert run.call_once("get", lambda: "the thread's own") == "the thread's own"
+        agent.run("get u and v", run_id="job")  # the run is finished: nothing is called
+        assert fetched == ["u", "v"]
+        agent.run("get them again", run_id="job-2")
+        assert fetched == ["u", "v", "u", "v"]
 
 
 def test_without_a_run_id_call_once_just_calls() -> None:
@@ -384,6 +425,44 @@ def test_call_once_refuses_an_async_function_and_names_acall_once() -> None:
     )
     result = agent.run("pay", run_id="job")
     assert "acall_once" in result.states[0].action_results.result["error"]
+
+
+def test_a_keyed_call_in_a_branchs_own_loop_is_not_made_again_when_the_branch_reruns() -> None:
+    """A branch runs again whole after a crash (its loop's records were on its fork), but
+    its keyed calls were recorded on the run's store at once."""
+    effects: list[str] = []
+    crashes = iter([True])
+    group = json.dumps({"next_actions": [[{"type": "a"}, {"type": "b"}]]})
+    pay = json.dumps({"next_actions": [[{"type": "pay"}]]})
+    done = json.dumps({"task_status": "Completed"})
+
+    def reasoner(prompt: str) -> str:
+        if '"paid"' in prompt:  # branch b's loop once it paid, and the parent after the group
+            return done
+        if "from b" in prompt:  # branch b's loop, fed its action's result
+            return pay
+        return done if "from a" in prompt else group
+
+    def pay_once(call_once: Any) -> Any:
+        paid = call_once("pay", lambda: effects.append("pay") or {"paid": 1})
+        if next(crashes, False):
+            raise Crash("after the payment, inside branch b's loop")
+        return paid
+
+    def agent(store: Store) -> Agent:
+        actors = {"a": lambda: "from a", "b": lambda: "from b", "pay": pay_once}
+        return Agent(reasoner, actor=actors, store=store)
+
+    store = Store()
+    with pytest.raises((Crash, NodeError)):
+        agent(store).run("go", run_id="job")
+    assert effects == ["pay"]
+    paid = RunLog(store, "job").get("iter/0/branch/0.1/iter/0/action/0/calls/pay")
+    assert paid is not None and paid.result == {"paid": 1}
+    resumed = Store.from_events(store.events())
+    result = agent(resumed).run("go", run_id="job")
+    assert effects == ["pay"]
+    assert result.states[0].action_results[1].result == {"paid": 1}
 
 
 # ------------------------------------------------------------------- the planning agent
@@ -452,15 +531,24 @@ class RecordingBackend(InMemoryBackend):
         return super().append(thread_id, run_id, expected, events, **kw)
 
 
-def test_on_a_durable_run_a_groups_merge_and_record_are_one_append() -> None:
+def test_on_a_durable_run_a_groups_merge_and_its_records_are_one_append() -> None:
     backend = RecordingBackend()
     with DurableRun.open(backend, "t", run_id="job") as run:
         Job().agent(run.store).run("go", run_id="job")
-    merge, outcome = [b for b in backend.batches if "step:job/iter/0/group/1" in b]
-    assert outcome == ["step:job/iter/0/group/1"]  # the summarizer's value, written after
-    join = merge
-    assert "state:agent/agent/0.1.0/states" in join and "state:agent/agent/0.1.1/states" in join
-    assert join[-1] == "step:job/iter/0/group/1"
+        log = RunLog(run.store, "job")
+        branches = [log.get(f"iter/0/branch/1.{k}") for k in (0, 1)]
+    (merge,) = [b for b in backend.batches if "step:job/iter/0/group/1/merge" in b]
+    # the branches' writes, their records (now committed) and the merge's record
+    assert {"state:agent/agent/0.1.0/states", "state:agent/agent/0.1.1/states"} <= set(merge)
+    assert {"step:job/iter/0/branch/1.0", "step:job/iter/0/branch/1.1"} <= set(merge)
+    assert all(b is not None and b.committed and b.changes is None for b in branches)
+    # before the merge each branch was recorded on its own, its writes inside its record
+    for k in (0, 1):
+        own = [b for b in backend.batches if b == [f"step:job/iter/0/branch/1.{k}"]]
+        assert len(own) == 1
+    # the summarizer's value is recorded after the merge
+    later = backend.batches[backend.batches.index(merge) + 1 :]
+    assert ["step:job/iter/0/group/1"] in later
 
 
 # ----------------------------------------------------------------------- refusals
@@ -474,8 +562,15 @@ def test_a_run_id_with_a_slash_is_refused() -> None:
 def test_a_run_id_recorded_by_another_agent_is_refused() -> None:
     _, agent, _ = reference()
     other = Agent(ScriptedReasoner([]), store=agent.store, name="other")
-    with pytest.raises(AgentError, match="recorded by the agent 'agent'"):
+    with pytest.raises(AgentError, match=r"recorded for .*units \[agent\]"):
         other.run("go", run_id="job")
+
+
+def test_a_run_id_recorded_by_a_graph_is_refused() -> None:
+    store = Store()
+    WorkGraph([[lambda: 1]]).run(store=store, run_id="job")
+    with pytest.raises(AgentError, match="recorded for a graph"):
+        Job().agent(store).run("go", run_id="job")
 
 
 def test_resuming_after_the_agent_ran_on_is_refused() -> None:
@@ -564,17 +659,14 @@ class OnRecord:
         steps = [e.path for e in store.entries(kind="step")]
         actions = store.value("state", "agent/agent/actions", None) or []
         branch = re.compile(r"job/iter/(\d+)/branch/1\.([01])$")
+        call = re.compile(r"job/iter/(\d+)/.*/calls/(pay|note)$")
         return cls(
             iterations=frozenset(int(p.split("/")[2]) for p in steps if p.count("/") == 2),
             actions=frozenset((r["action"]["type"], r["iteration"]) for r in actions),
             branches=frozenset(
                 ("ab"[int(m[2])], int(m[1])) for p in steps if (m := branch.match(p))
             ),
-            calls=frozenset(
-                f"{'pay' if p.endswith('/pay') else 'note'}-{p.split('/')[3]}"
-                for p in steps
-                if p.startswith("calls/job/agent/")
-            ),
+            calls=frozenset(f"{m[2]}-{m[1]}" for p in steps if (m := call.match(p))),
         )
 
 

@@ -33,11 +33,12 @@ interrupted iteration's plan (``current``) with the actions that did finish. A b
 a parallel group is an agent named ``N/<iteration>.<group>.<index>`` working on a fork
 of the store; its records reach this store when the group ends.
 
-Resume. A run given a ``run_id`` also writes records in kind ``step`` (paths
-``<run_id>/...``): each finished iteration is one write, made before the next iteration
-starts. Running again with that ``run_id`` restores finished iterations instead of
-running them, and goes on from the first unfinished one (``weft.agent.resume`` says
-exactly what is and is not run again).
+Resume. A run given a ``run_id`` is recorded with the typed records of the one run model
+(``weft.store.RunLog``): the run, each iteration's reply, actions, branches and groups as
+they finish, and each finished iteration, every record committed with the writes it stands
+for. Running again with that ``run_id`` goes on from the first unfinished iteration, and
+nothing that was recorded runs again (``weft.agent.resume`` has the layout and says exactly
+what is and is not run again).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable
+from time import time
 from typing import Any, Final
 
 from weft._sync import run_sync
@@ -58,7 +60,7 @@ from weft.agent.context import (
 )
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompting import action_results_xml, attachments_string, value_string
-from weft.agent.resume import OnceScope, RunRecords, check_run_id
+from weft.agent.resume import AgentRun
 from weft.agent.types import (
     AgentAction,
     AgentAttachment,
@@ -68,11 +70,13 @@ from weft.agent.types import (
     AgentStates,
     AgentTaskStatusFlags,
     StopReason,
+    action_record,
 )
 from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
 from weft.graph import WorkGraph
 from weft.llm import areason
 from weft.store import FrozenList, Store, freeze, reducers
+from weft.store.records import check_run_id
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)*")
 _COMPLETED: Final = AgentTaskStatusFlags.Completed
@@ -146,9 +150,6 @@ class Agent:
         self._inherited = AgentStates()
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
-        self._once: OnceScope | None = None
-        """Where keyed calls are recorded: set while a run with a run_id runs (and handed to
-        its branches' copies)."""
         self._set_paths()
 
     def _set_paths(self) -> None:
@@ -185,14 +186,11 @@ class Agent:
             self._cache = (stored, items)
         return self._inherited + items if self._inherited else AgentStates(items)
 
-    def _append_state(self, item: AgentStateItem, response_record: Any, record: Any = None) -> None:
-        """Write the state item (``record``: its dict, if the caller made it already); keep
-        the states cache without converting it back."""
-        if record is None:
-            record = item.to_dict(response_record)
+    def _appended(self, item: AgentStateItem) -> None:
+        """``item`` was appended to the states: keep the cache without converting it back."""
         source, items = self._cache
-        entry = self._store.write("state", self.states_path, record, source=self.name)
-        if source is not None and len(entry.value) == len(items) + 1:
+        entry = self._store.get("state", self.states_path)
+        if source is not None and entry is not None and len(entry.value) == len(items) + 1:
             self._cache = (entry.value, (*items, item))
 
     def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
@@ -244,31 +242,48 @@ class Agent:
         arguments (after a crash, in a new process, on the store reloaded) goes on from
         where it stopped, finished iterations not run again (``weft.agent.resume``).
         """
+        run = None if run_id is None else check_run_id(run_id, AgentBuildError)
+        return await self._arun(
+            user_input,
+            user_profile=user_profile,
+            context=context,
+            attachments=(*attachments, *self.make_attachments(previous_agent_results)),
+            feedback=action_results,
+            run=run,
+        )
+
+    async def _arun(
+        self,
+        user_input: Any,
+        *,
+        user_profile: Any,
+        context: Any,
+        attachments: tuple[AgentAttachment, ...],
+        feedback: Any,
+        run: str | AgentRun | None,
+    ) -> AgentResult:
+        """``arun`` with the run given as its id, or as the records of a branch's loop."""
         if self._running:
             raise AgentError(
                 f"agent {self.name!r} is already running; one agent runs one loop at a time "
                 "(its iterations are numbered in its store). Use agent.copy(name=..., "
                 "store=...) for a second, concurrent run"
             )
-        if run_id is not None:
-            check_run_id(run_id)
         self._running = True
-        once = self._once
         try:
-            records = None
-            if run_id is not None:
-                records = RunRecords(self, run_id)
-                self._once = OnceScope(self._store, run_id)
-            return await self._loop(
+            records = AgentRun.begin(self, run) if isinstance(run, str) else run
+            result = await self._loop(
                 freeze(user_input, where=f"user_input of agent {self.name!r}"),
                 user_profile,
                 context,
-                (*attachments, *self.make_attachments(previous_agent_results)),
-                action_results,
+                attachments,
+                feedback,
                 records,
             )
+            if records is not None:
+                records.complete(result)
+            return result
         finally:
-            self._once = once
             self._running = False
 
     async def _loop(
@@ -278,34 +293,35 @@ class Agent:
         context: Any,
         attachments: tuple[AgentAttachment, ...],
         feedback: Any,
-        records: RunRecords | None,
+        run: AgentRun | None,
     ) -> AgentResult:
         run_states: list[AgentStateItem] = []
         response: AgentResponse | None = None
         stop: StopReason = "max_iterations"
         for i in range(self.max_iterations):
             reply = None
-            if records is None:
+            started = 0.0
+            if run is None:
                 iteration = self._next_iteration()
             else:
-                iteration = records.first + i
-                finished = records.finished(iteration)
+                iteration = run.first + i
+                finished = run.finished(iteration)
                 if finished is not None:  # restored: nothing of it runs again
-                    item = AgentStateItem.from_dict(finished.state)
+                    item = AgentStateItem.from_dict(finished.result["state"])
                     run_states.append(item)
                     response = item.response
-                    if finished.ran:
+                    if finished.result["ran"]:
                         feedback = item.action_results
                     user_input = None
                     if response.task_status is _COMPLETED:
                         stop = "completed"
                         break
-                    if not finished.ran:
+                    if not finished.result["ran"]:
                         stop = "no_actions"
                         break
                     continue
-                records.check_can_go_on(iteration)
-                reply = records.reply(iteration)
+                reply = run.interrupted(iteration)
+                started = time()
             if reply is None:
                 inputs = AgentInputs(
                     iteration=iteration,
@@ -318,19 +334,16 @@ class Agent:
                 )
                 prompt = self.construct_reasoner_input(inputs)
                 prompt, raw, response = await self._reason(prompt, iteration)
-                if records is not None:
-                    records.write_reply(iteration, prompt, raw)
             else:  # the interrupted iteration: its recorded reply, parsed again
                 prompt, raw = reply
                 response = self.parse_response(raw)
             plan = freeze(response.to_dict(), where=f"response of agent {self.name!r}")
-            if reply is None or self._next_iteration() == iteration:
-                self._store.write(
-                    "state",
-                    self.current_path,
-                    {"iteration": iteration, "response": plan},
-                    source=self.name,
-                )
+            current = {"iteration": iteration, "response": plan}
+            if run is None:
+                self._store.write("state", self.current_path, current, source=self.name)
+            elif reply is None:
+                run.record_reply(iteration, prompt, raw, current)
+            log, calls = (None, None) if run is None else run.at(iteration)
             step = IterationContext(
                 agent=self,
                 iteration=iteration,
@@ -338,7 +351,8 @@ class Agent:
                 attachments=attachments,
                 user_profile=user_profile,
                 context=context,
-                records=None if records is None else records.at(iteration),
+                log=log,
+                calls=calls,
             )
             work = self.create_next_actions(response, step)
             ran = bool(work)
@@ -355,12 +369,12 @@ class Agent:
                 response=response,
                 action_results=results,
             )
-            if records is None:
-                self._append_state(item, plan)
+            if run is None:
+                self._store.write("state", self.states_path, item.to_dict(plan), source=self.name)
             else:
                 record = freeze(item.to_dict(plan), where=f"state of agent {self.name!r}")
-                records.write_iteration(iteration, record, ran)  # the commit point
-                self._append_state(item, plan, record)
+                run.record_iteration(iteration, record, ran, started)
+            self._appended(item)
             run_states.append(item)
             if ran:
                 feedback = results
@@ -498,11 +512,19 @@ class Agent:
         return out
 
     def record_action(
-        self, chooser: str, iteration: int, group: int, index: int, action: AgentAction
+        self,
+        chooser: str,
+        iteration: int,
+        group: int,
+        index: int,
+        action: AgentAction,
+        *,
+        into: Store | None = None,
     ) -> None:
-        """Write one executed action's record to ``agent/<name>/actions``; ``chooser`` names
-        the agent whose reasoner asked for it (a branch runs its parent's action)."""
-        self._store.write(
+        """Write one executed action's record to ``agent/<name>/actions`` (in ``into``, a
+        transaction of this agent's store, when given); ``chooser`` names the agent whose
+        reasoner asked for it (a branch runs its parent's action)."""
+        (self._store if into is None else into).write(
             "state",
             self.actions_path,
             action_record(chooser, iteration, group, index, action),
@@ -511,16 +533,3 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} states={len(self.states)}>"
-
-
-def action_record(
-    chooser: str, iteration: int, group: int, index: int, action: AgentAction
-) -> dict[str, Any]:
-    """The record of one executed action in ``agent/<name>/actions``."""
-    return {
-        "agent": chooser,
-        "iteration": iteration,
-        "group": group,
-        "index": index,
-        "action": action.to_dict(),
-    }

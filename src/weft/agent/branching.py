@@ -29,35 +29,35 @@ completion order) and calls ``summarizer(*branch_results)`` with the branches'
 ``AgentResult`` s in action order; the default returns the list of every branch's
 ``action_results``.
 
-**Resume.** In a run with a ``run_id`` (``weft.agent.resume``) the iteration's records
-say what finished before the run was interrupted: a single action recorded in
-``agent/<name>/actions`` is not run again (its record gives its result back); a
-branch that finished is restored from its record (its fork rebuilt from the events it
-recorded) instead of running; a group whose merge was recorded is not merged again, and
-its summarizer's recorded value is used instead of summarizing again. The branches of a
-group then fork from one group fork, which reaches the store together with the group's
-record (one transaction on a ``DurableRun``).
+**Resume.** In a run with a ``run_id`` (``weft.agent.resume``) each executed single action
+is recorded (``action/<g>``) with its ``agent/<name>/actions`` record, and each finished
+branch (``branch/<g>.<k>``) with its fork's writes, which reach the store with the group's
+merge: one commit with the merge's record (``group/<g>/merge``); the summarizer's value is
+recorded after it (``group/<g>``). Resumed, a recorded action or branch is not run again,
+a merged group is not merged again and a summarized group is not even built.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from weft.agent.actors import run_actor, run_sync_actor
-from weft.agent.resume import event_records, once_extras, replay, restored_result
+from weft.agent.resume import AgentRun, fork_of, once_extras
 from weft.agent.types import (
     ActionGroups,
     AgentAction,
     AgentResult,
+    AgentStates,
+    action_record,
     from_plain_record,
     plain_results,
     to_plain_record,
 )
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
-from weft.store import FrozenList, Store
+from weft.store import FrozenList, StepRecord, Store, freeze
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
@@ -86,9 +86,9 @@ class _Started:
     agent: Agent
     action: AgentAction
     base: int = 0
-    """The branch fork's sequence number when it was made (its events come after)."""
-    restored: AgentResult | None = None
-    """A branch restored from its record: its result, and nothing left to run."""
+    """The branch fork's sequence number when it was made (its writes come after)."""
+    restored: StepRecord | None = None
+    """The record of a branch that finished before the run was interrupted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +96,8 @@ class _Ended:
     flow: Flow
     agent: Agent
     result: AgentResult
+    record: StepRecord | None = None
+    """The branch's record, in a run with a run id."""
 
 
 async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any:
@@ -119,17 +121,22 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
 
 
 def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:
-    """The WorkGraph of ``groups`` for one iteration of ``step.agent``."""
+    """The WorkGraph of ``groups`` for one iteration of ``step.agent`` (a group summarized
+    before the run was interrupted is one node giving its recorded value)."""
     agent = step.agent
+    log = step.log
     starts: list[WorkGraphNode] = []
     tail: WorkGraphNode | None = None
     for g, group in enumerate(groups):
-        if len(group) == 1:
-            node = WorkGraphNode(
+        done = None if log is None or len(group) == 1 else log.get(f"group/{g}")
+        if done is not None:  # summarized before the run was interrupted
+            new_tail = WorkGraphNode(_summarized(done), _FIRST, id="Summarizer")
+            heads = [new_tail]
+        elif len(group) == 1:
+            new_tail = WorkGraphNode(
                 _sequential(group[0], g, step), _FIRST, id=f"Actioner:{group[0].type}"
             )
-            heads = [node]
-            new_tail = node
+            heads = [new_tail]
         else:
             summary = WorkGraphNode(_summarizer(step, g), _only_result, id="Summarizer")
             heads = []
@@ -158,7 +165,7 @@ def _only_result(result: Any, *_args: Any, **_kwargs: Any) -> tuple[tuple[Any], 
 
 
 def _offered(
-    agent: Agent, action: AgentAction, flow: Flow, step: IterationContext, position: str
+    agent: Agent, action: AgentAction, flow: Flow, step: IterationContext, unit: str
 ) -> dict[str, Any]:
     offered = {
         "target": action.target,
@@ -169,7 +176,7 @@ def _offered(
     }
     bound = agent.actors.get(action.type)
     if bound is not None:
-        once_extras(offered, bound.extras, step.agent, step.iteration, position)
+        once_extras(offered, bound.extras, step.calls, unit)
     return offered
 
 
@@ -178,20 +185,29 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
     resume, its recorded result)."""
     agent = step.agent
     bound = agent.actors.get(action.type)
-    position = f"{g}.0"
-    recorded = None if step.records is None else step.records.actions.get((g, 0))
+    unit = f"action/{g}"
+    log = step.log
+    recorded = None if log is None else log.get(unit)
     if recorded is not None:
-        executed = AgentAction.from_dict(recorded)
+        executed = AgentAction.from_dict(recorded.result["action"])
         return lambda flow: flow.then(executed)
 
     def done(flow: Flow, executed: AgentAction) -> Flow:
-        agent.record_action(agent.name, step.iteration, g, 0, executed)
+        if log is None:
+            agent.record_action(agent.name, step.iteration, g, 0, executed)
+        else:  # its record holds its actions record: one value, frozen once
+            entry = freeze(action_record(agent.name, step.iteration, g, 0, executed))
+            with agent.store.transaction() as tx:
+                tx.write("state", agent.actions_path, entry, source=agent.name)
+                log.record(
+                    unit, StepRecord(kind="action", label=executed.type, result=entry), into=tx
+                )
         return flow.then(executed)
 
     if bound is not None and not bound.is_async:
 
         def run_sync(flow: Flow) -> Flow | Awaitable[Flow]:
-            offered = _offered(agent, action, flow, step, position)
+            offered = _offered(agent, action, flow, step, unit)
             out = run_sync_actor(agent.actors, action, offered)
             if isinstance(out, AgentAction):
                 return done(flow, out)
@@ -200,7 +216,7 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
         return run_sync
 
     async def run_async(flow: Flow) -> Flow:
-        offered = _offered(agent, action, flow, step, position)
+        offered = _offered(agent, action, flow, step, unit)
         return done(flow, await run_actor(agent.actors, action, offered))
 
     return run_async
@@ -213,29 +229,22 @@ def _branch_start(
     (or, on resume, restore the finished branch from its record)."""
     parent = step.agent
     bound = parent.actors.get(action.type)
-    position = f"{g}.{k}"
-    records = step.records
-    group = None if records is None else records.group(f"group/{g}")
-    record = None if records is None else records.recorded(f"branch/{position}")
-
-    def fork() -> Store:
-        return parent.store.fork(name=name) if group is None else group.branch(name)
+    unit = f"branch/{g}.{k}"
+    log = step.log
+    record = None if log is None else log.get(unit)
 
     def branch(store: Store) -> Agent:
         return parent.copy(name=name, store=store, clear_states=parent.branching_agent_start_as_new)
 
-    if records is not None and record is not None:
-        merged = records.recorded(f"group/{g}") is not None
+    if log is not None and record is not None:
+        merged = log.get(f"group/{g}/merge") is not None
+        finished = record
 
         def restore(flow: Flow) -> _Started:
-            if merged:  # its events are in the store already
-                copy = branch(parent.store)
-            else:
-                store = fork()
-                replay(record["events"], store)
-                copy = branch(store)
-            executed = AgentAction.from_dict(record["action"])
-            return _Started(flow, copy, executed, restored=restored_result(copy, record))
+            # merged: its writes are in the store; else they are applied from its record
+            store = parent.store if merged else fork_of(parent.store, name, finished)
+            executed = AgentAction.from_dict(finished.result["action"])
+            return _Started(flow, branch(store), executed, restored=finished)
 
         return restore
 
@@ -246,10 +255,10 @@ def _branch_start(
     if bound is not None and not bound.is_async:
 
         def start_sync(flow: Flow) -> _Started | Awaitable[_Started]:
-            store = fork()
+            store = parent.store.fork(name=name)
             base = store.last_seq
             copy = branch(store)
-            offered = _offered(copy, action, flow, step, position)
+            offered = _offered(copy, action, flow, step, unit)
             out = run_sync_actor(copy.actors, action, offered)
             if isinstance(out, AgentAction):
                 return done(flow, copy, out, base)
@@ -258,10 +267,10 @@ def _branch_start(
         return start_sync
 
     async def start_async(flow: Flow) -> _Started:
-        store = fork()
+        store = parent.store.fork(name=name)
         base = store.last_seq
         copy = branch(store)
-        offered = _offered(copy, action, flow, step, position)
+        offered = _offered(copy, action, flow, step, unit)
         executed = await run_actor(copy.actors, action, offered)
         return done(flow, copy, executed, base)
 
@@ -270,58 +279,85 @@ def _branch_start(
 
 def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started], Awaitable[_Ended]]:
     """The second node of a branch: the copy continues its own loop from the action's
-    result; in a run with a run_id, the finished branch is recorded with its fork's events."""
+    result (in a run with a run id, recorded under the branch's unit in its fork); the
+    finished branch is recorded with its fork's writes."""
+    unit = f"branch/{g}.{k}"
 
     async def follow(started: _Started) -> _Ended:
-        if started.restored is not None:
-            return _Ended(started.flow, started.agent, started.restored)
-        result = await started.agent.arun(
+        copy = started.agent
+        restored = started.restored
+        if restored is not None:
+            return _Ended(started.flow, copy, _restored_result(copy, restored), restored)
+        log, calls = step.log, step.calls
+        result = await copy._arun(
             None,
-            action_results=started.action,
-            attachments=step.attachments,
             user_profile=step.user_profile,
             context=step.context,
+            attachments=step.attachments,
+            feedback=started.action,
+            run=None if calls is None else AgentRun.inner(copy, calls, unit),
         )
-        if step.records is not None:
-            step.records.write(
-                f"branch/{g}.{k}",
-                {
-                    "action": started.action.to_dict(),
-                    "action_results": to_plain_record(result.action_results),
-                    "stop_reason": result.stop_reason,
-                    "events": event_records(started.agent.store, started.base),
-                },
-            )
-        return _Ended(started.flow, started.agent, result)
+        if log is None:
+            return _Ended(started.flow, copy, result)
+        record = StepRecord(
+            kind="branch",
+            label=copy.name,
+            result={
+                "action": started.action.to_dict(),
+                "action_results": to_plain_record(result.action_results),
+                "stop_reason": result.stop_reason,
+            },
+            changes=tuple(copy.store.events(started.base)),
+            committed=False,
+        )
+        return _Ended(started.flow, copy, result, log.record(unit, record))
 
     return follow
+
+
+def _restored_result(agent: Agent, record: StepRecord) -> AgentResult:
+    """A finished branch's ``AgentResult``, from its record and its states in its store."""
+    items = agent.states[len(agent._inherited) :]
+    return AgentResult(
+        agent=agent.name,
+        response=items[-1].response if items else None,
+        action_results=from_plain_record(record.result["action_results"]),
+        states=AgentStates(items),
+        stop_reason=record.result["stop_reason"],
+    )
 
 
 def _summarizer(step: IterationContext, g: int) -> Callable[..., Awaitable[Flow]]:
     """The join of a group: merge the forks in action order, then summarize."""
     agent = step.agent
-    records = step.records
+    log = step.log
 
     async def summarize(*ended: _Ended) -> Flow:
-        path = f"group/{g}"
-        record = None if records is None else records.recorded(path)
-        if record is not None and "outcome" in record:
-            return ended[0].flow.then(from_plain_record(record["outcome"]))
-        if records is None:
-            agent.store.merge([e.agent.store for e in ended])
-        elif record is None:
-            group = records.group(path)
-            if group.fork is not None:
-                group.fork.merge([e.agent.store for e in ended])
-            records.commit(path, {"branches": len(ended)})
+        forks = [e.agent.store for e in ended]
+        if log is None:
+            agent.store.merge(forks)
+        elif log.get(f"group/{g}/merge") is None:
+            with agent.store.transaction() as tx:
+                tx.merge(forks)
+                for k, e in enumerate(ended):
+                    assert e.record is not None
+                    final = replace(e.record, changes=None, committed=True)
+                    log.record(f"branch/{g}.{k}", final, into=tx)
+                log.record(f"group/{g}/merge", StepRecord(kind="merge"), into=tx)
         merged = agent.summarizer(*(e.result for e in ended))
         if inspect.isawaitable(merged):
             merged = await merged
-        if records is not None:
-            records.write(path, {"branches": len(ended), "outcome": to_plain_record(merged)})
+        if log is not None:
+            log.record(f"group/{g}", StepRecord(kind="group", result=to_plain_record(merged)))
         return ended[0].flow.then(merged)
 
     return summarize
+
+
+def _summarized(record: StepRecord) -> Callable[[Flow], Flow]:
+    """A group whose summarizer's value was recorded: that value, nothing run again."""
+    outcome = from_plain_record(record.result)
+    return lambda flow: flow.then(outcome)
 
 
 async def _late(awaitable: Any, action: AgentAction, then: Callable[[AgentAction], Any]) -> Any:

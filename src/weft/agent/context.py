@@ -11,7 +11,7 @@ from weft.agent.types import ActionGroups, AgentAttachment, AgentResult, AgentSt
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
-    from weft.agent.resume import IterationRecords
+    from weft.store import RunLog
 
 Summarizer = Callable[..., Any]
 """``summarizer(*branch_results: AgentResult) -> merged value`` (sync or async)."""
@@ -43,9 +43,13 @@ class IterationContext:
     attachments: tuple[AgentAttachment, ...]
     user_profile: Any = None
     context: Any = None
-    records: IterationRecords | None = None
-    """The iteration's records when the run has a ``run_id`` (what finished before it was
-    interrupted, and where its work records what finishes: ``weft.agent.resume``)."""
+    log: RunLog | None = None
+    """In a run with a ``run_id``: the iteration's units (``iter/<n>/...`` in the agent's
+    store), what finished before the run was interrupted and where its work records what
+    finishes (``weft.agent.resume``)."""
+    calls: RunLog | None = None
+    """The same units on the run's store, where keyed calls are recorded (a branch's
+    ``log`` is in its fork, its keyed calls are not)."""
 
 
 def default_summarizer(*branch_results: AgentResult) -> list[Any]:

@@ -20,18 +20,19 @@ import functools
 import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from weft.agent.actors import ActorTable, failed, finish, run_actor
-from weft.agent.agent import Agent, action_record
+from weft.agent.agent import Agent
 from weft.agent.context import IterationContext, NextActions
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompt_agents import ACTION_FORMAT, PromptBasedActionAgent
-from weft.agent.resume import event_records, once_extras, replay
+from weft.agent.resume import AgentRun, fork_of, once_extras
 from weft.agent.types import AgentAction, AgentResponse, from_plain_record, to_plain_record
 from weft.errors import AgentBuildError
 from weft.graph import WorkGraph, WorkGraphNode
-from weft.store import Store
+from weft.store import StepRecord, Store
 
 _ARROW: Final = re.compile(r"->|→")
 PREVIOUS: Final = "previous_agent_results"
@@ -140,11 +141,13 @@ class ProblemPlan:
     forks merge into it when the plan ends, in the order the problems were given, and one
     record per problem is written there (``agent/<planner>/actions``).
 
-    In a run with a ``run_id`` each solved problem is recorded with its fork's events as
-    it finishes, and the merge with a record of the plan's output (one transaction on a
-    ``DurableRun``): a resumed iteration restores solved problems instead of solving
-    them again, and a merged plan is not run at all (``weft.agent.resume``). A solver
-    function can take the ``call_once`` extra of ``weft.agent.actors``.
+    In a run with a ``run_id`` each solved problem is recorded (``problem/<i>``, ``i`` its
+    position in ``<Problems>``) with its fork's writes as it finishes, and the merge with
+    the plan's output (``plan``), in one commit: a resumed iteration restores solved
+    problems instead of solving them again, and a merged plan is not run at all
+    (``weft.agent.resume``). A solver function can take the ``call_once`` extra of
+    ``weft.agent.actors`` (its keyed calls are recorded under the problem's unit); an
+    ``Agent`` solver's own loop is recorded under the problem's unit too.
     """
 
     def __init__(
@@ -160,6 +163,7 @@ class ProblemPlan:
         self._step = step
         self._forks: dict[str, Store] = {}
         self._solved: dict[str, AgentAction] = {}
+        self._records: dict[str, StepRecord] = {}
         self._index = {p.id: i for i, p in enumerate(self.problems) if p.id is not None}
         by_id = {p.id: p for p in self.problems}
         values = {pid: functools.partial(self._solve, by_id[pid]) for pid in by_id}
@@ -182,62 +186,55 @@ class ProblemPlan:
         return run_sync(self.arun())
 
     async def arun(self) -> Any:
-        records = self._step.records
-        if records is not None:
-            done = records.recorded("plan")
-            if done is not None:  # resumed after the plan was merged: nothing runs again
-                return from_plain_record(done["output"])
+        log = self._step.log
+        done = None if log is None else log.get("plan")
+        if done is not None:  # resumed after the plan was merged: nothing runs again
+            return from_plain_record(done.result)
         output = await self.graph.arun()
-        planner = self.planner
+        planner, iteration = self.planner, self._step.iteration
         order = [p.id for p in self.problems if p.id in self._forks]
-        if records is None:
-            planner.store.merge([self._forks[pid] for pid in order])
+        forks = [self._forks[pid] for pid in order]
+        if log is None:
+            planner.store.merge(forks)
             for index, pid in enumerate(order):
-                solved = self._solved.get(pid)
-                if solved is not None:
-                    planner.record_action(planner.name, self._step.iteration, 0, index, solved)
+                planner.record_action(planner.name, iteration, 0, index, self._solved[pid])
             return output
-        group = records.group("plan")
-        if group.fork is not None:
-            group.fork.merge([self._forks[pid] for pid in order])
+        with planner.store.transaction() as tx:
+            tx.merge(forks)
             for index, pid in enumerate(order):
-                solved = self._solved.get(pid)
-                if solved is not None:
-                    record = action_record(planner.name, self._step.iteration, 0, index, solved)
-                    group.fork.write("state", planner.actions_path, record, source=planner.name)
-        records.commit("plan", {"output": to_plain_record(output)})
+                planner.record_action(planner.name, iteration, 0, index, self._solved[pid], into=tx)
+                final = replace(self._records[pid], changes=None, committed=True)
+                log.record(f"problem/{self._index[pid]}", final, into=tx)
+            log.record("plan", StepRecord(kind="plan", result=to_plain_record(output)), into=tx)
         return output
 
     async def _solve(self, problem: AgentAction, previous_agent_results: Any = None) -> AgentAction:
         planner, step = self.planner, self._step
         assert problem.id is not None
         name = f"{planner.name}/{step.iteration}.{problem.id}"
-        records = step.records
-        position = f"problem.{self._index[problem.id]}"
-        if records is None:
-            fork = planner.store.fork(name=name)
-        else:
-            fork = records.group("plan").branch(name)
-            done = records.recorded(f"problem/{self._index[problem.id]}")
-            if done is not None:  # solved before the run was interrupted
-                replay(done["events"], fork)
-                solved = AgentAction.from_dict(done["solved"])
-                self._forks[problem.id] = fork
-                self._solved[problem.id] = solved
-                return solved
+        log, calls = step.log, step.calls
+        unit = f"problem/{self._index[problem.id]}"
+        done = None if log is None else log.get(unit)
+        fork = self._forks[problem.id] = fork_of(planner.store, name, done)
+        if done is not None:  # solved before the run was interrupted
+            self._records[problem.id] = done
+            solved = self._solved[problem.id] = AgentAction.from_dict(done.result)
+            return solved
         base = fork.last_seq
-        self._forks[problem.id] = fork
         solver = planner.solver
         if isinstance(solver, Agent):
             copy = solver.copy(name=name, store=fork, clear_states=True)
-            copy._once = planner._once
             try:
-                result = await copy.arun(
+                result = await copy._arun(
                     problem.args["request"],
-                    attachments=step.attachments,
-                    previous_agent_results=previous_agent_results,
                     user_profile=step.user_profile,
                     context=step.context,
+                    attachments=(
+                        *step.attachments,
+                        *copy.make_attachments(previous_agent_results),
+                    ),
+                    feedback=None,
+                    run=None if calls is None else AgentRun.inner(copy, calls, unit),
                 )
             except Exception as exc:
                 solved = failed(problem, exc)
@@ -257,13 +254,19 @@ class ProblemPlan:
             assert planner.solver_table is not None
             bound = planner.solver_table.get("Problem")
             if bound is not None:
-                once_extras(offered, bound.extras, planner, step.iteration, position)
+                once_extras(offered, bound.extras, calls, unit)
             solved = await run_actor(planner.solver_table, problem, offered)
         self._solved[problem.id] = solved
-        if records is not None:
-            records.write(
-                f"problem/{self._index[problem.id]}",
-                {"solved": solved.to_dict(), "events": event_records(fork, base)},
+        if log is not None:
+            self._records[problem.id] = log.record(
+                unit,
+                StepRecord(
+                    kind="problem",
+                    label=problem.id,
+                    result=solved.to_dict(),
+                    changes=tuple(fork.events(base)),
+                    committed=False,
+                ),
             )
         return solved
 

@@ -1,409 +1,228 @@
-"""Resuming an agent run: the records of a run with a ``run_id``, and how the loop reads them.
+"""Resuming an agent run: the agent's units in the one run model (``weft.store.RunLog``).
 
-``agent.run(user_input, run_id="job-1")`` records the run in the agent's store, kind
-``step``, each record one store write (so on a ``DurableRun`` store each is durable when
-the write returns)::
+``agent.run(user_input, run_id="job-1")`` records the run in the agent's store with the
+typed records of ``weft.store.records`` (kind ``step``)::
 
-    job-1/start                     {"agent", "iteration"}: the run's first iteration
-    job-1/iter/<n>/reply            {"reasoner_input", "raw_response"}: the reply, parsed
-                                    before any action ran
-    job-1/iter/<n>/branch/<g>.<k>   a finished branch of a parallel group: its action, its
-                                    result and its fork's events (its work, not yet merged)
-    job-1/iter/<n>/group/<g>        {"branches"}: the group's forks were merged into the
-                                    store; then {"branches", "outcome"}: summarized
-    job-1/iter/<n>/problem/<i>      a solved problem of a plan: its result, its fork's events
-    job-1/iter/<n>/plan             {"output"}: the plan's forks were merged
-    job-1/iter/<n>                  {"state": <the state item>, "ran": bool}: the iteration
-                                    finished (written before its ``states`` append, and
-                                    before the next iteration starts)
+    job-1                           RunRecord(kind="agent", units=(<agent name>,)),
+                                    completed with the result's ``output`` when it ends
+    job-1/iter/<n>/reply            "reply": {"reasoner_input", "raw_response"}, committed
+                                    with the ``agent/<name>/current`` write
+    job-1/iter/<n>/action/<g>       "action": the ``agent/<name>/actions`` record of group
+                                    g's single action, committed with it
+    job-1/iter/<n>/branch/<g>.<k>   "branch": a finished branch of parallel group g, with
+                                    its fork's writes in ``changes`` (``committed=False``)
+                                    until the group is merged
+    job-1/iter/<n>/group/<g>/merge  "merge": committed with the merge of the group's forks
+                                    (and its branches' records, ``committed=True`` now)
+    job-1/iter/<n>/group/<g>        "group": the summarizer's value
+    job-1/iter/<n>/problem/<i>      "problem": a solved problem of a plan, its fork's writes
+                                    in ``changes`` until the plan is merged
+    job-1/iter/<n>/plan             "plan": the plan's output, committed with its merge
+                                    (and its problems' records)
+    job-1/iter/<n>                  "iteration": {"state", "ran"}, committed with the
+                                    ``agent/<name>/states`` append
+    <unit>/calls/<key>              "call": a keyed call of the action (or solver) of a unit
+                                    (``action/<g>``, ``branch/<g>.<k>``, ``problem/<i>``)
 
-``n`` is the agent's iteration number (``AgentStateItem.iteration``). Running again with
-the same ``run_id`` and arguments on that store (rebuilt from its events, or a
-``DurableRun`` reloaded in a new process) restores the finished iterations from their
-records and goes on from the first unfinished one; a run that had ended returns its
-result and calls nothing. A run id names one run of one agent: another agent is refused
-it, and so is a resume after the agent ran other iterations in that store meanwhile.
+``n`` is the agent's iteration number (``AgentStateItem.iteration``). A branch (and an
+``Agent`` solving a problem) runs its own loop with the same records under its unit
+(``job-1/iter/<n>/branch/<g>.<k>/iter/<m>``, ...), written to its fork: they reach the store
+with the branch's writes. Keyed calls are written to the run's store at once, wherever
+they are made.
+
+Running again with the same ``run_id`` and arguments on that store (rebuilt from its events,
+or a ``DurableRun`` reloaded in a new process) goes on from the first unfinished iteration; a
+run that ended returns its result and calls nothing. A run id names one run of one agent:
+another agent is refused it (``RunLog.begin``), and so is a resume after the agent ran other
+iterations in that store meanwhile.
 
 What runs again on resume, and what does not:
 
-- a finished iteration: nothing (no reasoner call, no actor, no summarizer); its
-  ``state`` writes (``current``, ``actions``, ``states``) are in the store already and
-  are not repeated (a ``states`` append the crash cut off is made from the record).
-- the interrupted iteration: the reasoner is not asked again if its reply was recorded
-  (the same reply, so the same actions); a single action whose record is in
-  ``agent/<name>/actions`` is not run again; a branch of a parallel group that finished
-  is restored from its record (its fork rebuilt from its events) instead of running; a
-  merged group is not merged again, a summarized one not summarized again; likewise
-  each solved problem of a planning agent's plan, and a merged plan.
-  Unfinished actions, branches and problems run again **whole** (a branch's own loop,
-  reasoner included: its work lives on a fork until it finishes), and so does work
-  that ``create_next_actions`` returns as a callable or WorkGraph of your own.
+- a finished iteration: nothing (no reasoner, no actor, no summarizer); its ``state`` writes
+  are in the store already.
+- the interrupted iteration: the reasoner is not asked again if its reply was recorded (the
+  same reply, so the same actions); a recorded single action is not run again; a recorded
+  branch is not run again (its writes are applied from its record until the group is
+  merged); a merged group is not merged again, a summarized one not summarized again; and
+  likewise a solved problem of a plan, and a merged plan. Unfinished actions, branches and
+  problems run again **whole** (a branch's own loop, reasoner included: its work lives on
+  a fork until it finishes), and so does work that ``create_next_actions`` returns as a
+  callable or WorkGraph of your own.
 - an actor's external effect: at least once, unless it goes through the ``call_once``
-  (``acall_once``) extra of ``weft.agent.actors``: a keyed call whose result was recorded
-  is not made again.
+  (``acall_once``) extra of ``weft.agent.actors``: a keyed call whose result was recorded is
+  not made again.
 
-Atomicity. Each record is one write. A group's merge and its record form one unit: on a
-``DurableRun`` store they are appended in one transaction; on other stores they are
-consecutive writes, so a log persisted by other means can hold half a merge if the
-process dies inside it.
+Each record is one commit with the writes it stands for (one transaction on a
+``DurableRun``), so the store never holds one without the other.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
-import operator
-import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from weft.agent.types import AgentResult, AgentStates, from_plain_record
-from weft.errors import AgentBuildError, AgentError, StoreError
-from weft.store import Store, from_jsonable, reducers, to_jsonable
-from weft.store.records import CALLS, aonce, once
+from weft.errors import AgentError
+from weft.store import RunLog, StepRecord, Store
 
 if TYPE_CHECKING:
     from weft.agent.agent import Agent
+    from weft.agent.types import AgentResult
 
 ONCE: Final = frozenset({"call_once", "acall_once"})
 """The actor extras of keyed calls."""
 
 
-def check_run_id(run_id: object) -> str:
-    """A run id: a non-empty string without ``/`` (it starts the records' paths)."""
-    if not isinstance(run_id, str) or not run_id or "/" in run_id:
-        raise AgentBuildError(
-            f"run_id={run_id!r}: a run id is a non-empty string without '/', e.g. 'job-1'; "
-            "it names the records of one run, so reuse it to resume that run"
-        )
-    return run_id
+class AgentRun:
+    """The records of one agent loop in a run with a run id (see the module docstring).
 
+    ``log`` holds the loop's units, in the agent's store; ``calls`` has the same units on
+    the run's store, for keyed calls (the two differ in a branch, whose store is a fork).
+    """
 
-# ----------------------------------------------------------------- fork events
+    __slots__ = ("agent", "calls", "done", "first", "log", "resuming")
 
-
-def event_records(fork: Store, base: int) -> list[list[Any]]:
-    """The changes a fork made since ``base`` as JSON: ``[op, kind, path, value, source,
-    reducer, meta]`` each, values in the store's JSON form (``to_jsonable``: a ``DELETE``
-    marker or a registered type is tagged), without times or sequence numbers (replayed,
-    they get new ones)."""
-    types = fork.types
-    return [
-        [
-            e.op,
-            e.kind,
-            e.path,
-            to_jsonable(e.value, types),
-            e.source,
-            e.reducer,
-            None if e.meta is None else to_jsonable(e.meta, types),
-        ]
-        for e in fork.events(base)
-    ]
-
-
-def replay(records: Iterable[Any], into: Store) -> None:
-    """Apply ``event_records`` to ``into`` through its reducers, as a merge would."""
-    types = into.types
-    for op, kind, path, data, source, reducer, meta_data in records:
-        value = from_jsonable(data, types)
-        if op == "write":
-            replace = reducer == "replace"
-            if not replace and into.reducer_of(kind, path) != reducer:
-                into.declare(kind, path, _builtin(reducer, kind, path))
-            meta = None if meta_data is None else from_jsonable(meta_data, types)
-            into.write(kind, path, value, source=source, meta=meta, replace=replace)
-        elif op == "delete":
-            into.delete(kind, path, source=source)
-        elif op == "clear":
-            into.clear(kind=kind or None, key_prefix=path, source=source)
-        elif op == "note":
-            into.note(kind, path, value, source=source)
-
-
-def _builtin(name: str, kind: str, path: str) -> reducers.Reducer:
-    found = operator.add if name == "operator.add" else reducers.by_name(name)
-    if found is None:
-        raise AgentError(
-            f"a recorded write to {kind}:{path} went through the reducer {name!r}, which is "
-            f"not a built-in; declare it on the store before resuming "
-            f"(store.declare({kind!r}, {path!r}, <your reducer>))"
-        )
-    return found
-
-
-class GroupFork:
-    """The fork a parallel group (or a plan) works on: its branches fork from it, their
-    merge lands in it, and it reaches the store in one commit with the group's record."""
-
-    __slots__ = ("_lock", "base", "fork", "name", "store")
-
-    def __init__(self, store: Store, name: str) -> None:
-        self.store = store
-        self.name = name
-        self.fork: Store | None = None
-        self.base = 0
-        self._lock = threading.Lock()
-
-    def branch(self, name: str) -> Store:
-        """A fork for one branch (made from the group's fork, made on first use)."""
-        with self._lock:
-            if self.fork is None:
-                self.fork = self.store.fork(name=self.name)
-                self.base = self.fork.last_seq
-            return self.fork.fork(name=name)
-
-
-# ------------------------------------------------------------------- the records
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """A finished iteration as its record gives it back."""
-
-    state: Mapping[str, Any]
-    ran: bool
-
-
-class RunRecords:
-    """The records of one run of one agent (see the module docstring)."""
-
-    __slots__ = ("_iterations", "_subs", "agent", "first", "run_id", "store")
-
-    def __init__(self, agent: Agent, run_id: str) -> None:
+    def __init__(self, agent: Agent, log: RunLog, calls: RunLog) -> None:
         self.agent = agent
-        self.store = agent.store
-        self.run_id = run_id
-        self._iterations: dict[int, Finished] = {}
-        self._subs: dict[int, dict[str, Any]] = {}
-        start = self.store.value("step", f"{run_id}/start", None)
-        if start is None:
-            self.first = agent._next_iteration()
-            self.store.write(
-                "step",
-                f"{run_id}/start",
-                {"agent": agent.name, "iteration": self.first},
-                source=agent.name,
-            )
-            return
-        if start.get("agent") != agent.name:
-            raise AgentError(
-                f"run_id={run_id!r} was recorded by the agent {start.get('agent')!r} in this "
-                f"store, not by {agent.name!r}; resume it with that agent, or give this run "
-                "a run id of its own"
-            )
-        self.first = int(start["iteration"])
-        self._load()
-        self._repair_states()
+        self.log = log
+        self.calls = calls
+        self.first = agent._next_iteration()
+        self.resuming = False
+        self.done: bool | None = None
+        """Whether the run had ended (None: not a run of its own, but a branch's loop)."""
 
-    def _load(self) -> None:
-        prefix = f"{self.run_id}/iter/"
-        for entry in self.store.entries(kind="step", key_prefix=f"step:{prefix}"):
-            head, _, rest = entry.path[len(prefix) :].partition("/")
-            if not head.isdigit():
-                continue
-            n = int(head)
-            if rest:
-                self._subs.setdefault(n, {})[rest] = entry.value
-            else:
-                self._iterations[n] = Finished(entry.value["state"], bool(entry.value["ran"]))
+    @classmethod
+    def begin(cls, agent: Agent, run_id: str) -> AgentRun:
+        """The run ``run_id`` of ``agent`` in its store: begun now, or found to resume."""
+        log = RunLog(agent.store, run_id)
+        fresh = log.run() is None
+        known = log.begin("agent", (agent.name,), error=AgentError)
+        run = cls(agent, log, log)
+        run.done = known.status == "completed"
+        if not fresh:
+            run.resuming = True
+            numbers = [int(u.split("/", 2)[1]) for u in log.recorded() if _iteration(u)]
+            if numbers:
+                run.first = min(numbers)
+        return run
 
-    def _repair_states(self) -> None:
-        """Append the state item of the last finished iteration if the process died between
-        its record and its ``states`` write (the record is the commit point)."""
-        if not self._iterations:
-            return
-        last = max(self._iterations)
-        stored = self.store.value("state", self.agent.states_path, None) or ()
-        if not stored or int(stored[-1]["iteration"]) < last:
-            self.store.write(
-                "state",
-                self.agent.states_path,
-                self._iterations[last].state,
-                source=self.agent.name,
-            )
+    @classmethod
+    def inner(cls, agent: Agent, calls: RunLog, unit: str) -> AgentRun:
+        """The loop of a branch or solver ``agent`` under ``unit`` (of the iteration whose
+        keyed calls ``calls`` records): recorded in the agent's fork."""
+        calls = calls.scope(unit)
+        scope = calls.path("").partition("/")[2].rstrip("/")  # the same units, in the fork
+        return cls(agent, RunLog(agent.store, calls.run_id, scope=scope), calls)
 
-    # ------------------------------------------------------------- reading
+    def finished(self, n: int) -> StepRecord | None:
+        """The record of iteration ``n`` if it finished before the run was interrupted."""
+        return self.log.get(f"iter/{n}") if self.resuming else None
 
-    def finished(self, n: int) -> Finished | None:
-        return self._iterations.get(n)
-
-    def reply(self, n: int) -> tuple[str, str] | None:
-        """The recorded ``(reasoner input, raw reply)`` of iteration ``n``, if any."""
-        record = self._subs.get(n, {}).get("reply")
-        if record is None:
+    def interrupted(self, n: int) -> tuple[str, str] | None:
+        """Iteration ``n`` is the first unfinished one: its recorded ``(reasoner input, raw
+        reply)``, if any. Refuses to go on if the agent ran other iterations meanwhile."""
+        if not self.resuming:
             return None
-        return record["reasoner_input"], record["raw_response"]
-
-    def check_can_go_on(self, n: int) -> None:
-        """Refuse to run iteration ``n`` if the agent ran other iterations in this store
-        since this run stopped (their numbers would clash)."""
+        self.resuming = False
+        reply = self.log.get(f"iter/{n}/reply")
         at = self.agent._next_iteration()
-        if at == n or (at == n + 1 and self.reply(n) is not None):
-            return
-        raise AgentError(
-            f"run {self.run_id!r} of agent {self.agent.name!r} stopped before iteration {n}, "
-            f"but the agent's store has moved on to iteration {at}: another run of this "
-            "agent used the store since. Resume an interrupted run before running the agent "
-            "again, or start over with a new run_id"
+        if at != n + (reply is not None):
+            raise AgentError(
+                f"run {self.log.run_id!r} of agent {self.agent.name!r} stopped before "
+                f"iteration {n}, but the agent's store has moved on to iteration {at}: another "
+                "run of this agent used the store since. Resume an interrupted run before "
+                "running the agent again, or start over with a new run_id"
+            )
+        if reply is None:
+            return None
+        return reply.result["reasoner_input"], reply.result["raw_response"]
+
+    def at(self, n: int) -> tuple[RunLog, RunLog]:
+        """The logs of iteration ``n``'s work: its units, and its keyed calls."""
+        unit = f"iter/{n}"
+        log = self.log.scope(unit)
+        return log, log if self.calls is self.log else self.calls.scope(unit)
+
+    def record_reply(self, n: int, prompt: str, raw: str, current: Any) -> None:
+        """The reasoner's reply of iteration ``n``, with the ``current`` write."""
+        agent = self.agent
+        with agent.store.transaction() as tx:
+            tx.write("state", agent.current_path, current, source=agent.name)
+            reply = {"reasoner_input": prompt, "raw_response": raw}
+            self.log.record(f"iter/{n}/reply", StepRecord(kind="reply", result=reply), into=tx)
+
+    def record_iteration(self, n: int, state: Any, ran: bool, started: float) -> None:
+        """Iteration ``n`` finished: its state item appended, and its record (the commit
+        point: a resumed run does not run it again)."""
+        agent = self.agent
+        record = StepRecord(
+            kind="iteration",
+            label=agent.name,
+            result={"state": state, "ran": ran},
+            started_at=started,
         )
+        with agent.store.transaction() as tx:
+            tx.write("state", agent.states_path, state, source=agent.name)
+            self.log.record(f"iter/{n}", record, into=tx)
 
-    def at(self, n: int) -> IterationRecords:
-        return IterationRecords(self, n, self._subs.get(n, {}))
-
-    # ------------------------------------------------------------- writing
-
-    def write(self, path: str, record: Any) -> None:
-        self.store.write("step", f"{self.run_id}/{path}", record, source=self.agent.name)
-
-    def write_reply(self, n: int, reasoner_input: str, raw: str) -> None:
-        self.write(f"iter/{n}/reply", {"reasoner_input": reasoner_input, "raw_response": raw})
-
-    def write_iteration(self, n: int, state: Mapping[str, Any], ran: bool) -> None:
-        self.write(f"iter/{n}", {"state": state, "ran": ran})
-
-    def commit(self, group: GroupFork | None, path: str, record: Any) -> None:
-        """Merge the group's fork into the store and write ``record`` at ``path``: one
-        transaction on a ``DurableRun`` store, two writes in a row elsewhere."""
-        fork = None if group is None else group.fork
-        with self.store.transaction() as tx:
-            if fork is not None:
-                tx.merge([fork])
-            tx.write("step", f"{self.run_id}/{path}", record, source=self.agent.name)
+    def complete(self, result: AgentResult) -> None:
+        """The run ended: mark it completed with its output (a run of its own only)."""
+        if self.done is False:
+            self.log.complete(result.output)
 
 
-class IterationRecords:
-    """The records of one iteration, for the work of that iteration (``IterationContext.
-    records``): what finished before the run stopped, and where to record what finishes."""
-
-    __slots__ = ("_groups", "_lock", "_subs", "actions", "n", "run")
-
-    def __init__(self, run: RunRecords, n: int, subs: Mapping[str, Any]) -> None:
-        self.run = run
-        self.n = n
-        self._subs = subs
-        self._groups: dict[str, GroupFork] = {}
-        self._lock = threading.Lock()
-        self.actions: dict[tuple[int, int], Mapping[str, Any]] = {}
-        """The executed single actions of this iteration (by group and index)."""
-        if subs:
-            self._load_actions()
-
-    def _load_actions(self) -> None:
-        agent = self.run.agent
-        stored = self.run.store.value("state", agent.actions_path, None) or ()
-        for record in reversed(stored):
-            if int(record["iteration"]) < self.n:
-                break
-            if record["iteration"] == self.n and record["agent"] == agent.name:
-                self.actions[(int(record["group"]), int(record["index"]))] = record["action"]
-
-    def recorded(self, path: str) -> Any:
-        """The record at ``iter/<n>/<path>``, or None."""
-        return self._subs.get(path)
-
-    def group(self, name: str) -> GroupFork:
-        """The fork of group ``name`` (``"group/0"``, ``"plan"``), one per iteration."""
-        with self._lock:
-            group = self._groups.get(name)
-            if group is None:
-                agent = self.run.agent
-                group = GroupFork(self.run.store, f"{agent.name}/{self.n}.{name}")
-                self._groups[name] = group
-            return group
-
-    def write(self, path: str, record: Any) -> None:
-        self.run.write(f"iter/{self.n}/{path}", record)
-
-    def commit(self, name: str, record: Any) -> None:
-        """Commit group ``name``: its fork merged and its record, together."""
-        self.run.commit(self._groups.get(name), f"iter/{self.n}/{name}", record)
-
-
-def restored_result(agent: Agent, record: Mapping[str, Any]) -> AgentResult:
-    """A finished branch's ``AgentResult``, from its record and its states in the store."""
-    items = agent.states[len(agent._inherited) :]
-    return AgentResult(
-        agent=agent.name,
-        response=items[-1].response if items else None,
-        action_results=from_plain_record(record["action_results"]),
-        states=AgentStates(items),
-        stop_reason=record["stop_reason"],
-    )
+def _iteration(unit: str) -> bool:
+    head, _, rest = unit.partition("/")
+    return head == "iter" and rest.partition("/")[0].isdigit()
 
 
 # ------------------------------------------------------------------ keyed calls
 
 
-@dataclass(frozen=True, slots=True)
-class OnceScope:
-    """Where keyed calls of a run are recorded: the run's store and id."""
-
-    store: Store
-    run_id: str
-
-
-class Once:
-    """The ``call_once`` / ``acall_once`` extras of one action (see ``weft.agent.actors``).
-
-    ``call_once(key, fn, *args, **kwargs)`` calls ``fn`` unless a call with this key was
-    recorded for this action, and returns the recorded result (frozen JSON). The record
-    is the store entry ``step:calls/<run_id>/<agent>/<iteration>/<position>/<key>``, the
-    entry ``DurableRun.call_once`` uses for that whole key, written to the run's store
-    (a branch's included) as soon as ``fn`` returns. Without a ``run_id`` there is nothing
-    to resume, and ``fn`` is just called.
-    """
-
-    __slots__ = ("prefix", "scope")
-
-    def __init__(self, scope: OnceScope | None, agent: str, iteration: int, position: str) -> None:
-        self.scope = scope
-        self.prefix = (
-            "" if scope is None else f"{CALLS}/{scope.run_id}/{agent}/{iteration}/{position}/"
-        )
-
-    def _path(self, key: str) -> str:
-        if not isinstance(key, str) or not key:
-            raise AgentError(f"call_once key {key!r}: expected a non-empty string")
-        return self.prefix + key
-
-    def call(self, key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        path = self._path(key)
-        if self.scope is None:
-            result = fn(*args, **kwargs)
-            if inspect.isawaitable(result):
-                if inspect.iscoroutine(result):
-                    result.close()
-                raise AgentError(
-                    f"call_once({key!r}, {getattr(fn, '__name__', fn)!r}) got an awaitable; "
-                    "for an async function take the acall_once extra and await it"
-                )
-            return result
-        try:
-            return once(self.scope.store, path, fn, *args, **kwargs)
-        except StoreError as exc:
-            if "awaitable" in str(exc):
-                raise AgentError(
-                    f"call_once({key!r}, {getattr(fn, '__name__', fn)!r}) got an awaitable; "
-                    "for an async function take the acall_once extra and await it"
-                ) from None
-            raise
-
-    async def acall(
-        self, key: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
-    ) -> Any:
-        path = self._path(key)
-        if self.scope is None:
-            return await fn(*args, **kwargs)
-        return await aonce(self.scope.store, path, fn, *args, **kwargs)
-
-
 def once_extras(
-    offered: dict[str, Any], wanted: frozenset[str], agent: Agent, iteration: int, position: str
+    offered: dict[str, Any], wanted: frozenset[str], calls: RunLog | None, unit: str
 ) -> None:
-    """Add the keyed-call extras to ``offered`` when the actor declares them."""
+    """Add the keyed-call extras to ``offered`` when the actor declares them: ``call_once``
+    and ``acall_once`` record under ``unit`` of ``calls`` (``RunLog.once``), or, without a
+    run id, just call."""
     if wanted.isdisjoint(ONCE):
         return
-    once = Once(agent._once, agent.name, iteration, position)
-    offered["call_once"] = once.call
-    offered["acall_once"] = once.acall
+    if calls is None:
+        offered["call_once"] = _call
+        offered["acall_once"] = _acall
+    else:
+        offered["call_once"] = functools.partial(calls.once, unit)
+        offered["acall_once"] = functools.partial(calls.aonce, unit)
+
+
+def _call(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    _check_key(key)
+    result = fn(*args, **kwargs)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise AgentError(
+            f"call_once({key!r}, {getattr(fn, '__name__', fn)!r}) got an awaitable; for an "
+            "async function take the acall_once extra and await it"
+        )
+    return result
+
+
+async def _acall(key: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+    _check_key(key)
+    return await fn(*args, **kwargs)
+
+
+def _check_key(key: object) -> None:
+    if not isinstance(key, str) or not key:
+        raise AgentError(f"call_once key {key!r}: expected a non-empty string")
+
+
+def fork_of(store: Store, name: str, record: StepRecord | None) -> Store:
+    """A fork of ``store`` (with the writes ``record`` holds, for a finished unit whose
+    writes are not in the store yet)."""
+    fork = store.fork(name=name)
+    if record is not None and record.changes:
+        fork.apply(record.changes)
+    return fork

@@ -363,6 +363,19 @@ def from_plain_record(value: Any) -> Any:
     return value
 
 
+def action_record(
+    chooser: str, iteration: int, group: int, index: int, action: AgentAction
+) -> dict[str, Any]:
+    """The record of one executed action in ``agent/<name>/actions``."""
+    return {
+        "agent": chooser,
+        "iteration": iteration,
+        "group": group,
+        "index": index,
+        "action": action.to_dict(),
+    }
+
+
 def render_value(value: Any) -> str:
     """A value as a reasoner reads it: text as it is, anything else as JSON."""
     if isinstance(value, str):
