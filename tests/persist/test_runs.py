@@ -41,6 +41,23 @@ def test_a_reopened_thread_continues_where_it_was(open_backend: Factory) -> None
     second.close()
 
 
+def test_a_field_declared_unpersisted_never_reaches_the_log(open_backend: Factory) -> None:
+    backend = open_backend()
+    with DurableRun.open(backend, "t", snapshot_every=2) as run:
+        run.store.declare("state", "scratch", reducers.replace, persist=False)
+        run.store.write("state", "scratch", "a live client")
+        run.store.write("state", "kept", 1)
+        run.store.delete("state", "scratch")
+        run.store.write("state", "scratch", "another")
+        run.store.write_many("state", {"scratch": "third", "kept": 2})
+        assert run.store.value("state", "scratch") == "third"
+    history = backend.history("t")
+    assert [(e.event.op, e.event.path) for e in history] == [("write", "kept"), ("write", "kept")]
+    reopened = load_store(open_backend(), "t")  # from a snapshot and the log: no scratch
+    assert reopened.value("state", "kept") == 2
+    assert not reopened.has("state", "scratch")
+
+
 def test_loading_replays_only_the_events_since_the_last_snapshot(backend: Backend) -> None:
     with DurableRun.open(backend, "t", snapshot_every=10) as run:
         for i in range(95):

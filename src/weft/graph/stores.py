@@ -272,6 +272,8 @@ class RunStores:
                 self.forks[i] = None
                 view = self.viewing[i] = self.store if schedule.full[i] else self._view(i)
         elif fork is not None:
+            if delta:  # a state node that also takes ctx: its delta joins its fork's writes
+                fork.write_many("state", delta, source=key)
             change = fork
         elif delta:
             if self.inplace[i]:  # at the frontier, nobody to wait for: write it now

@@ -781,7 +781,8 @@ class Store(Merging):
             kept = [
                 e
                 for e in events
-                if e.op != "write" or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
+                if (e.op != "write" and e.op != "delete")
+                or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
             ]
             if kept:
                 try:
