@@ -65,6 +65,19 @@ class ChatState(TypedDict):
     diagnostics: Annotated[dict[str, Any], Reducer(reducers.merge)]
 
 
+class ScoreState(TypedDict):
+    message: Annotated[str, Input]
+    session_id: Annotated[str, Input]
+    score: Annotated[int, TurnScoped(reducer=reducers.add, default=0)]
+    response_text: Annotated[str, TurnScoped]
+
+
+class TurnDiagnosticsState(TypedDict):
+    message: Annotated[str, Input]
+    session_id: Annotated[str, Input]
+    diagnostics: Annotated[dict[str, Any], TurnScoped]
+
+
 @node(writes=["route", "scratchpad", "diagnostics"])
 def triage(state: Any, context: ChatContext) -> dict[str, Any]:
     seen = state.get("scratchpad")

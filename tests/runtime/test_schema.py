@@ -70,6 +70,10 @@ class BareReducer(TypedDict):
     count: Annotated[int, Reducer]
 
 
+class FoldFromNothing(TypedDict):
+    score: Annotated[int, TurnScoped(reducer=reducers.add)]
+
+
 def lifecycles(schema: type) -> dict[str, str]:
     return {path: leaf.lifecycle for path, leaf in StateSchema(schema).leaves.items()}
 
@@ -144,11 +148,21 @@ def test_describe_lists_every_leaf_with_its_lifecycle_and_reducer() -> None:
         (TwoLifecycles, r"TwoLifecycles\.mood has 2 lifecycles"),
         (LoadedGroup, r"LoadedGroup\.inner is a group .* and Loaded"),
         (BareReducer, r"Reducer needs an argument"),
+        (FoldFromNothing, r"FoldFromNothing\.score is TurnScoped with the reducer 'add' and no"),
         (TypedDict("Dotted", {"a.b": Annotated[int, Input]}), "may not contain '.'"),
         (TypedDict("Dunder", {"__v": Annotated[int, Input]}), "start with '__'"),
         (int, "is not a state schema"),
     ],
-    ids=["no-lifecycle", "two-lifecycles", "loaded-group", "bare-reducer", "dot", "dunder", "int"],
+    ids=[
+        "no-lifecycle",
+        "two-lifecycles",
+        "loaded-group",
+        "bare-reducer",
+        "fold-without-default",
+        "dot",
+        "dunder",
+        "int",
+    ],
 )
 def test_a_wrong_schema_is_a_schema_error_naming_the_field(schema: Any, message: str) -> None:
     with pytest.raises(SchemaError, match=message):

@@ -1,15 +1,19 @@
 """The versioned state codec, on fixture records written straight into the SQLite tables:
-current, legacy (migrated), malformed (refused, earlier turns kept), future (refused)."""
+current, legacy (migrated), malformed (refused, earlier turns kept), future (refused); each
+as weft stores a thread now (typed records) and as it stored one before (a dict record)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from codec_schemas import (
     CODEC,
+    FIXTURES,
     THREAD,
     CurrentState,
     current_reply,
@@ -18,10 +22,13 @@ from codec_schemas import (
 )
 
 from weft.errors import MalformedStateError, SchemaError, StateVersionError
-from weft.persist import DurableRun, SQLiteBackend
+from weft.persist import DurableRun, SQLiteBackend, load_store
 from weft.runtime import StateCodec, TurnRuntime
-from weft.runtime.codec import MIGRATE_SOURCE, RECORD_PATH
-from weft.store import Event
+from weft.runtime.codec import LEGACY_PATH, MIGRATE_SOURCE, RUN_ID, TURN_PATH
+from weft.store import Event, RunLog, RunRecord, StepRecord
+
+FORMATS = pytest.mark.parametrize("saved", ["", "dict_"], ids=["typed", "dict"])
+"""The fixture name's prefix: threads with typed records, and with the older dict record."""
 
 
 @pytest.fixture
@@ -46,18 +53,49 @@ def migrations_stored(backend: SQLiteBackend) -> int:
     return sum(1 for e in backend.history(THREAD) if e.event.source == MIGRATE_SOURCE)
 
 
-def test_a_thread_of_the_current_version_loads_as_it_is(database: Path) -> None:
-    install(database, "current")
+def records(backend: SQLiteBackend) -> tuple[int, int]:
+    """(schema version, turn) that the thread's typed records say now."""
+    log = RunLog(load_store(backend, THREAD), RUN_ID)
+    schema, last = log.get("schema"), log.get("turn")
+    assert schema is not None and last is not None
+    return schema.result, last.result
+
+
+def damaged_step(name: str) -> int:
+    """The step of the fixture's row that is not JSON any more."""
+    for line in (FIXTURES / f"{name}.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        try:
+            json.loads(row["record"])
+        except ValueError:
+            return int(row["step"])
+    raise AssertionError(f"{name}.jsonl has no damaged row")
+
+
+@FORMATS
+def test_a_thread_of_the_current_version_loads_as_it_is(database: Path, saved: str) -> None:
+    install(database, f"{saved}current")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         assert turn(runtime)["response_text"] == "v2 reply 4"
         state = runtime.thread_state(THREAD)
         assert len(state["history"]) == 8
         assert state["session_progress"] == {"turn_count": 4}
+        assert runtime.turns(THREAD) == 4
         assert migrations_stored(backend) == 0
+        assert records(backend) == (2, 4)
 
 
-def test_a_legacy_thread_loads_through_its_migration(database: Path) -> None:
-    install(database, "legacy")
+def test_time_travel_reads_turns_of_both_record_formats(database: Path) -> None:
+    install(database, "dict_current")
+    with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
+        turn(runtime, "four")
+        assert len(runtime.thread_state(THREAD, turn=2)["history"]) == 4
+        assert runtime.thread_state(THREAD, turn=4)["history"][-2]["content"] == "four"
+
+
+@FORMATS
+def test_a_legacy_thread_loads_through_its_migration(database: Path, saved: str) -> None:
+    install(database, f"{saved}legacy")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         assert turn(runtime)["response_text"] == "v2 reply 3"
         state = runtime.thread_state(THREAD)
@@ -73,20 +111,25 @@ def test_a_legacy_thread_loads_through_its_migration(database: Path) -> None:
     assert "messages" not in state and "turns_seen" not in state
 
 
-def test_a_thread_migrates_once(database: Path) -> None:
-    install(database, "legacy")
+@FORMATS
+def test_a_thread_migrates_once(database: Path, saved: str) -> None:
+    install(database, f"{saved}legacy")
     with SQLiteBackend(database) as backend:
         with current_runtime(backend) as runtime:
             turn(runtime)
         stored = migrations_stored(backend)
+        assert stored > 0
         with current_runtime(backend) as again:
             turn(again)
         assert migrations_stored(backend) == stored
-        assert backend.load(THREAD).events[-1].value == {"version": 2, "turns": 4}
+        assert records(backend) == (2, 4)
 
 
-def test_a_thread_of_a_future_version_is_refused_naming_both_versions(database: Path) -> None:
-    install(database, "future")
+@FORMATS
+def test_a_thread_of_a_future_version_is_refused_naming_both_versions(
+    database: Path, saved: str
+) -> None:
+    install(database, f"{saved}future")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         before = backend.last_step(THREAD)
         with pytest.raises(StateVersionError, match=r"schema version 3.*version 2") as caught:
@@ -95,17 +138,20 @@ def test_a_thread_of_a_future_version_is_refused_naming_both_versions(database: 
         assert backend.last_step(THREAD) == before
 
 
-def test_a_malformed_record_names_the_thread_and_the_turn(database: Path) -> None:
-    install(database, "malformed")
+@FORMATS
+def test_a_malformed_record_names_the_thread_and_the_turn(database: Path, saved: str) -> None:
+    install(database, f"{saved}malformed")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         with pytest.raises(MalformedStateError, match=f"thread '{THREAD}'.*turn 3") as caught:
             turn(runtime)
-        assert (caught.value.thread_id, caught.value.turn, caught.value.step) == (THREAD, 3, 11)
+        step = damaged_step(f"{saved}malformed")
+        assert (caught.value.thread_id, caught.value.turn, caught.value.step) == (THREAD, 3, step)
         assert "thread_state('fixture-thread', turn=2)" in str(caught.value)
 
 
-def test_the_turns_before_a_malformed_record_stay_loadable(database: Path) -> None:
-    install(database, "malformed")
+@FORMATS
+def test_the_turns_before_a_malformed_record_stay_loadable(database: Path, saved: str) -> None:
+    install(database, f"{saved}malformed")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         with pytest.raises(MalformedStateError):
             runtime.thread_state(THREAD)
@@ -115,19 +161,31 @@ def test_the_turns_before_a_malformed_record_stay_loadable(database: Path) -> No
         assert len(runtime.thread_state(THREAD, turn=1)["history"]) == 2
 
 
-def test_a_runtime_record_that_is_not_one_is_malformed(backend: SQLiteBackend) -> None:
+def test_a_turn_record_that_is_not_one_is_malformed(backend: SQLiteBackend) -> None:
     with current_runtime(backend) as runtime:
         turn(runtime)
     last = backend.last_step(THREAD)
-    bad = Event(last + 1, "write", "step", RECORD_PATH, {"version": "two"}, "x", "replace", 0.0)
+    bad = Event(last + 1, "write", "step", TURN_PATH, {"turns": "two"}, "x", "replace", 0.0)
     backend.append(THREAD, "vandal", last, [bad])
     with current_runtime(backend) as runtime, pytest.raises(MalformedStateError) as caught:
         turn(runtime)
     assert (caught.value.turn, caught.value.step) == (2, last + 1)
 
 
-def test_a_missing_migration_is_refused_naming_the_versions(database: Path) -> None:
-    install(database, "legacy")
+def test_a_dict_record_that_is_not_one_is_malformed(database: Path) -> None:
+    install(database, "dict_current")
+    with SQLiteBackend(database) as backend:
+        last = backend.last_step(THREAD)
+        bad = Event(last + 1, "write", "step", LEGACY_PATH, {"version": "two"}, "x", "replace", 0)
+        backend.append(THREAD, "vandal", last, [bad])
+        with current_runtime(backend) as runtime, pytest.raises(MalformedStateError) as caught:
+            turn(runtime)
+    assert (caught.value.turn, caught.value.step) == (4, last + 1)
+
+
+@FORMATS
+def test_a_missing_migration_is_refused_naming_the_versions(database: Path, saved: str) -> None:
+    install(database, f"{saved}legacy")
     codec = StateCodec(version=2)
     with SQLiteBackend(database) as backend, current_runtime(backend, codec) as runtime:
         with pytest.raises(StateVersionError, match="no migration from version 1 to 2"):
@@ -186,14 +244,13 @@ def test_a_wrong_codec_is_refused_when_made(kwargs: dict[str, Any], message: str
 
 def test_fixture_records_are_what_the_runtime_writes_today(tmp_path: Path) -> None:
     """If this fails, the stored format changed: add a codec version and a migration."""
-    import json
-
-    from codec_schemas import FIXTURES
-
     from weft.persist.codec import decode_event
 
     def shape(event: Event) -> tuple[Any, ...]:
-        return (event.seq, event.op, event.kind, event.path, event.value, event.reducer)
+        value = event.value
+        if isinstance(value, RunRecord | StepRecord):  # the times of a run are its own
+            value = replace(value, started_at=0.0, ended_at=None)
+        return (event.seq, event.op, event.kind, event.path, value, event.reducer)
 
     with SQLiteBackend(tmp_path / "new.db") as backend, current_runtime(backend) as runtime:
         for n in (1, 2, 3):
@@ -202,3 +259,18 @@ def test_fixture_records_are_what_the_runtime_writes_today(tmp_path: Path) -> No
     rows = [json.loads(line) for line in (FIXTURES / "current.jsonl").read_text().splitlines()]
     pinned = [shape(decode_event(r["record"], thread_id=THREAD, step=r["step"])) for r in rows]
     assert fresh == pinned
+
+
+def test_a_threads_records_are_typed_run_records(backend: SQLiteBackend) -> None:
+    with current_runtime(backend) as runtime:
+        turn(runtime, "one")
+        turn(runtime, "two")
+    log = RunLog(load_store(backend, THREAD), RUN_ID)
+    run = log.run()
+    assert run is not None and run.kind == "turns"
+    ends = [e.event for e in backend.history(THREAD) if e.event.path == TURN_PATH]
+    assert [e.value.result for e in ends] == [1, 2]
+    assert [e.value.began for e in ends] == [0, ends[0].seq]  # a turn is (began, its record]
+    assert all(e.value.kind == "turn" and e.value.duration_ms >= 0 for e in ends)
+    assert ends[-1].seq == backend.last_step(THREAD)
+    assert log.get("turn") == ends[-1].value

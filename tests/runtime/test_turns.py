@@ -12,6 +12,8 @@ from runtime_helpers import (
     ChatContext,
     ChatState,
     Make,
+    ScoreState,
+    TurnDiagnosticsState,
     reply,
     say,
     triage,
@@ -355,3 +357,69 @@ async def test_thread_state_reads_the_thread_as_it_was_after_a_turn(make: Make, 
         await runtime.arun_turn(say(text, tid))
     assert runtime.thread_state(tid, turn=1)["notes"] == ["note 1"]
     assert len(runtime.thread_state(tid, turn=2)["history"]) == 4
+
+
+async def test_an_input_left_out_reads_its_default_not_an_earlier_turns(
+    make: Make, tid: str
+) -> None:
+    seen: list[Any] = []
+
+    @node(writes=[])
+    def look(state: Any) -> None:
+        seen.append(state["user_id"])
+
+    runtime = make(ChatState, [look])
+    await runtime.arun_turn(say("a", tid, user_id="ada"))
+    await runtime.arun_turn(say("b", tid))
+    assert seen == ["ada", None]
+
+
+async def test_a_turn_scoped_field_that_folds_starts_from_its_default_each_turn(
+    make: Make, tid: str
+) -> None:
+    @node(writes=["score"])
+    def one(state: Any) -> dict[str, Any]:
+        return {"score": 2}
+
+    @node(writes=["score", "response_text"])
+    def two(state: Any) -> dict[str, Any]:
+        return {"score": 3, "response_text": str(state["score"])}
+
+    runtime = make(ScoreState, [one, two], output_model=["score", "response_text"])
+    for _ in range(3):
+        assert await runtime.arun_turn(say("a", tid)) == {"score": 5, "response_text": "2"}
+    paths = {logged.event.path for logged in runtime.backend.history(tid)}
+    assert "score" not in paths
+
+
+async def test_parallel_nodes_taking_the_context_merge_in_graph_order(make: Make, tid: str) -> None:
+    @node(writes=["notes"])
+    async def slow(state: Any, context: ChatContext) -> dict[str, Any]:
+        await asyncio.sleep(0.02)
+        return {"notes": [f"slow {context.turn}"]}
+
+    @node(writes=["notes"])
+    def fast(state: Any, context: ChatContext) -> dict[str, Any]:
+        return {"notes": [f"fast {context.turn}"]}
+
+    @node(writes=["response_text"])
+    def join(state: Any, context: ChatContext) -> dict[str, Any]:
+        return {"response_text": ",".join(state["notes"])}
+
+    a, b, c = WorkGraphNode(slow), WorkGraphNode(fast), WorkGraphNode(join)
+    a.add_next(c)
+    b.add_next(c)
+    runtime = make(ChatState, WorkGraph(start_nodes=[a, b]))
+    out = await runtime.arun_turn(say("x", tid))
+    assert out["response_text"] == "slow 1,fast 1"
+
+
+async def test_a_turn_scoped_diagnostics_field_gets_the_runtimes_stamp(
+    make: Make, tid: str
+) -> None:
+    runtime = make(TurnDiagnosticsState, [node(writes=[])(lambda state: None)])
+    for turn in (1, 2):
+        out = await runtime.arun_turn(say("a", tid))
+        assert out["diagnostics"]["turn"] == turn
+        assert set(out["diagnostics"]["stage_ms"]) == {"load", "loaders", "graph"}
+    assert "diagnostics" not in runtime.thread_state(tid)

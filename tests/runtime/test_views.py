@@ -199,8 +199,11 @@ def test_a_turn_scoped_field_with_a_reducer_folds_the_turns_writes() -> None:
         },
     )
 
+    seen: list[Any] = []
+
     @node(writes=["steps"])
     def one(state: Any) -> dict[str, Any]:
+        seen.append(state.get("steps"))
         return {"steps": "one"}
 
     @node(writes=["steps"])
@@ -210,6 +213,7 @@ def test_a_turn_scoped_field_with_a_reducer_folds_the_turns_writes() -> None:
     with TurnRuntime(steps_state, [one, two], InMemoryBackend(), output_model=["steps"]) as rt:
         assert rt.run_turn(say("a", "t1")) == {"steps": ["one", "two"]}
         assert rt.run_turn(say("b", "t1")) == {"steps": ["one", "two"]}
+    assert seen == [None, None]  # no value before the turn's first write, every turn
 
 
 def test_the_transcript_stamps_fields_onto_the_assistant_entry() -> None:

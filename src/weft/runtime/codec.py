@@ -1,11 +1,22 @@
-"""The versioned state codec: which schema version saved a thread, and migrations.
+"""The thread's records, and the versioned state codec: which schema version saved a thread,
+and migrations.
 
-Every turn ends by writing the thread's *record*, one entry at kind ``step``, path
-``weft.runtime``: ``{"version": <schema version>, "turns": <turns so far>}``. It is the
-last write of the turn's transaction, so it also marks where each turn ends in the
-thread's log (time travel by turn, and naming the turn of a bad record use that).
+A thread's records are the typed records of every run (``weft.store.records``), kept by the
+``RunLog`` of the run id ``weft.turns`` in the thread's store::
 
-Loading a thread reads the record:
+    step:weft.turns          RunRecord(kind="turns")     the thread's turns, from its first
+    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version that saved it
+    step:weft.turns/turn     StepRecord(kind="turn")     result: the number of the last turn
+
+The first turn of a thread writes the first two as it starts (or the migration of an
+older one does; it rewrites the schema record). Every turn ends by writing its turn
+record (with ``began``, the thread's step before the turn, and its times): the last
+write of the turn's transaction, so it marks where each turn ends in the thread's log,
+which time travel by turn and naming the turn of a bad record read. Threads saved before
+typed records kept one dict at ``step:weft.runtime`` (``{"version": v, "turns": n}``):
+they load as they are, and their next turn writes the typed records.
+
+Loading a thread reads the schema version:
 
 - the current version: the thread is used as it is;
 - an older version: ``migrations[v](state) -> state`` runs for ``v`` from the thread's
@@ -28,9 +39,10 @@ new name; a legacy field reduced by your own function is named in ``legacy_reduc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from weft.errors import (
     ChannelOwnershipError,
@@ -43,10 +55,17 @@ from weft.errors import (
 from weft.persist import Backend
 from weft.runtime.lifecycle import ReducerFn
 from weft.runtime.schema import StateSchema, unflatten
-from weft.store import Event, Store, thaw
+from weft.store import Event, RunLog, StepRecord, Store, thaw
+from weft.store.records import KIND
 
-RECORD_KIND: Final = "step"
-RECORD_PATH: Final = "weft.runtime"
+RUN_ID: Final = "weft.turns"
+"""The run id whose ``RunLog`` keeps a thread's records."""
+SCHEMA: Final = "schema"
+TURN: Final = "turn"
+SCHEMA_PATH: Final = f"{RUN_ID}/{SCHEMA}"
+TURN_PATH: Final = f"{RUN_ID}/{TURN}"
+LEGACY_PATH: Final = "weft.runtime"
+"""Where threads saved before typed records kept their dict record."""
 MIGRATE_SOURCE: Final = "weft.runtime/migrate"
 UNREADABLE: Final = (CorruptRecordError, CodecError)
 """What a backend raises for a stored record it cannot read."""
@@ -56,7 +75,7 @@ Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ThreadRecord:
-    """A thread's record: the schema version that saved it and its turns so far."""
+    """What a thread's records say: the schema version that saved it and its turns so far."""
 
     version: int
     turns: int
@@ -72,7 +91,7 @@ class StateCodec:
     legacy_reducers: Mapping[str, ReducerFn] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
+        if not _count(self.version, 1):
             raise SchemaError(f"StateCodec(version={self.version!r}): a version is an int >= 1")
         for key, fn in self.migrations.items():
             if isinstance(key, bool) or not isinstance(key, int) or not 1 <= key < self.version:
@@ -84,30 +103,10 @@ class StateCodec:
             if not callable(fn):
                 raise SchemaError(f"StateCodec: migrations[{key}] is not a function")
 
-    def record(self, turns: int) -> dict[str, int]:
-        """The record a turn writes."""
-        return {"version": self.version, "turns": turns}
-
     def read(self, store: Store, thread_id: str) -> ThreadRecord | None:
         """The thread's record (None for a new thread), checked against this version."""
-        entry = store.get(RECORD_KIND, RECORD_PATH)
-        if entry is None:
-            if next(iter(store.entries(kind="state", key_prefix="state:")), None) is None:
-                return None
-            found = ThreadRecord(version=1, turns=0)  # stored fields from before versioning
-        else:
-            parsed = parse_record(entry.value)
-            if parsed is None:
-                raise MalformedStateError(
-                    f"thread {thread_id!r}: its runtime record (step {entry.seq}) is "
-                    f"{entry.value!r}, not {{'version': int, 'turns': int}}; weft did not "
-                    "write it this way. The turns before it stay loadable "
-                    "(thread_state(thread_id, turn=n))",
-                    thread_id=thread_id,
-                    step=entry.seq,
-                )
-            found = parsed
-        if found.version > self.version:
+        found = stored_record(store, thread_id)
+        if found is not None and found.version > self.version:
             raise StateVersionError(
                 f"thread {thread_id!r} was saved by schema version {found.version}, and this "
                 f"runtime's schema is version {self.version}: a newer deployment wrote it. "
@@ -144,23 +143,98 @@ class StateCodec:
         return state
 
 
-def parse_record(value: Any) -> ThreadRecord | None:
-    """A record value as a ``ThreadRecord``, or None when it is not one."""
-    if not isinstance(value, dict):
+# ------------------------------------------------------------------ the records
+
+
+def start_turn(tx: Store, version: int) -> None:
+    """Open a turn in its transaction: a thread with no typed records yet (a new one, or
+    one saved with the dict record) gets its run record and its schema record first."""
+    if tx.get(KIND, SCHEMA_PATH) is None:
+        _record_schema(tx, version)
+
+
+def _record_schema(tx: Store, version: int) -> None:
+    log = RunLog(tx, RUN_ID)
+    if log.run() is None:
+        log.begin("turns")
+    log.record(SCHEMA, StepRecord(kind=SCHEMA, result=version))
+
+
+def end_turn(tx: Store, turn: int, began: int, started_at: float) -> None:
+    """Close a turn in its transaction: its turn record, the transaction's last write."""
+    record = StepRecord(
+        kind=TURN, result=turn, began=began, started_at=started_at, ended_at=time.time()
+    )
+    RunLog(tx, RUN_ID).record(TURN, record)
+
+
+def stored_record(store: Store, thread_id: str) -> ThreadRecord | None:
+    """What the thread's records say (typed ones first, else the dict of older threads),
+    unchecked; ``MalformedStateError`` for a record that is not one."""
+    schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
+    legacy = None
+    if schema is None or turn is None:
+        entry = store.get(KIND, LEGACY_PATH)
+        if entry is not None:
+            legacy = parse_legacy(entry.value)
+            if legacy is None:
+                raise _not_a_record(thread_id, entry.seq, entry.value)
+    if schema is not None:
+        version = _result(schema.value, SCHEMA, 1)
+        if version is None:
+            raise _not_a_record(thread_id, schema.seq, schema.value)
+    elif legacy is not None:
+        version = legacy.version
+    elif turn is not None or next(iter(store.entries(kind="state", key_prefix="state:")), None):
+        version = 1  # stored fields from before versioning
+    else:
+        return None
+    if turn is not None:
+        turns = _result(turn.value, TURN, 1)
+        if turns is None:
+            raise _not_a_record(thread_id, turn.seq, turn.value)
+    else:
+        turns = legacy.turns if legacy is not None else 0
+    return ThreadRecord(version=version, turns=turns)
+
+
+def parse_legacy(value: Any) -> ThreadRecord | None:
+    """An older thread's dict record as a ``ThreadRecord``, or None when it is not one."""
+    if not isinstance(value, Mapping):
         return None
     version, turns = value.get("version"), value.get("turns")
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (version, turns)):
-        return None
-    assert isinstance(version, int) and isinstance(turns, int)
-    if version < 1 or turns < 0:
+    if not (_count(version, 1) and _count(turns, 0)):
         return None
     return ThreadRecord(version=version, turns=turns)
+
+
+def _result(value: Any, kind: str, least: int) -> int | None:
+    if isinstance(value, StepRecord) and value.kind == kind and _count(value.result, least):
+        return value.result
+    return None
+
+
+def _count(value: Any, least: int) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _not_a_record(thread_id: str, step: int, value: Any) -> MalformedStateError:
+    return MalformedStateError(
+        f"thread {thread_id!r}: its runtime record (step {step}) is {value!r}, which is not "
+        "a record weft writes. The turns before it stay loadable "
+        "(thread_state(thread_id, turn=n))",
+        thread_id=thread_id,
+        step=step,
+    )
+
+
+# -------------------------------------------------------------------- migrating
 
 
 def migrate_store(
     tx: Store, schema: StateSchema, codec: StateCodec, found: int, thread_id: str
 ) -> None:
-    """Migrate the thread in ``tx`` (a transaction's fork) and write the new record."""
+    """Migrate the thread in ``tx`` (a transaction's fork) and record the new version."""
     old = {e.path: e.value for e in tx.entries(kind="state", key_prefix="state:")}
     state = codec.migrate(thaw(unflatten(old)), found, thread_id)
     writer = f"the migration to schema version {codec.version}"
@@ -189,13 +263,32 @@ def migrate_store(
     for path in old:
         if path not in new:
             tx.delete("state", path, source=MIGRATE_SOURCE)
-    turns = (parse_record(tx.value(RECORD_KIND, RECORD_PATH, None)) or ThreadRecord(
-        version=found, turns=0)).turns  # fmt: skip
-    tx.write(RECORD_KIND, RECORD_PATH, codec.record(turns), source=MIGRATE_SOURCE, replace=True)
+    _record_schema(tx, codec.version)
 
 
-def _is_record(event: Event) -> bool:
-    return event.op == "write" and event.kind == RECORD_KIND and event.path == RECORD_PATH
+# -------------------------------------------------------------- reading the log
+
+
+_BAD: Final = -1
+
+
+def _ends(event: Event) -> int | None:
+    """What a logged event says as a runtime record: the turn it ends, 0 for a record that
+    ends none (a schema record, a migration's), ``_BAD`` for one that is not a record weft
+    writes; None for any other event."""
+    if event.op != "write" or event.kind != KIND:
+        return None
+    path, value = event.path, event.value
+    if path == TURN_PATH:
+        return _result(value, TURN, 1) or _BAD
+    if path == SCHEMA_PATH:
+        return _BAD if _result(value, SCHEMA, 1) is None else 0
+    if path == LEGACY_PATH:
+        legacy = parse_legacy(value)
+        if legacy is None:
+            return _BAD
+        return 0 if event.source == MIGRATE_SOURCE else legacy.turns
+    return None
 
 
 class _Unreadable(Exception):
@@ -233,11 +326,11 @@ def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int
     turns = 0
     try:
         for event in _walk(backend, thread_id):
-            if _is_record(event):
-                if parse_record(event.value) is None:
-                    return event.seq, turns + 1
-                if event.source != MIGRATE_SOURCE:
-                    turns += 1
+            ended = _ends(event)
+            if ended == _BAD:
+                return event.seq, turns + 1
+            if ended:
+                turns += 1
     except _Unreadable as bad:
         return bad.step, turns + 1
     return None, turns + 1
@@ -248,10 +341,8 @@ def turn_step(backend: Backend, thread_id: str, turn: int) -> int | None:
     the log up to that turn only, so a bad record after it does not matter."""
     try:
         for event in _walk(backend, thread_id):
-            if _is_record(event) and event.source != MIGRATE_SOURCE:
-                parsed = parse_record(event.value)
-                if parsed is not None and parsed.turns == turn:
-                    return event.seq
+            if _ends(event) == turn:
+                return event.seq
     except _Unreadable:
         return None
     return None

@@ -2,8 +2,9 @@
 
 Model clients, the memory store and loggers are not state: they cannot be serialised,
 they must not be checkpointed, and a restarted runtime gets new ones. They live on a
-frozen dataclass that the runtime hands to every node (``node(state, context)``) and
-loader (``loader(context, state)``), with attribute access only (no string keys).
+frozen dataclass that the runtime hands to every node (``node(state, context)``: it is the
+turn graph's typed context, ``RunContext.deps``) and loader (``loader(context, state)``),
+with attribute access only (no string keys).
 
 The runtime fills the per-turn fields (``thread_id``, ``turn``, ``owner``) with
 ``dataclasses.replace`` at each turn start, and ``memory_store`` with the checkpointer

@@ -30,7 +30,7 @@ from typing import Any, Final
 from weft.errors import SchemaError
 from weft.runtime.schema import Field, StateSchema
 from weft.runtime.views import TurnState
-from weft.store import MISSING, Store, thaw
+from weft.store import Store, thaw
 from weft.store import reducers as _reducers
 
 SOURCE: Final = "weft.runtime/finalise"
@@ -114,12 +114,12 @@ def check_diagnostics(schema: StateSchema, name: str | None) -> Field | None:
     return leaf
 
 
-def stamp_diagnostics(scratch: Store, leaf: Field, stamp: Mapping[str, Any]) -> None:
-    """Merge the runtime's stamp into the diagnostics field of the turn's store."""
+def stamp_diagnostics(tx: Store, leaf: Field, stamp: Mapping[str, Any]) -> None:
+    """Merge the runtime's stamp into the diagnostics field, in the turn's transaction."""
     if leaf.reducer is _reducers.replace:
-        current = scratch.value("state", leaf.path, MISSING)
+        current = tx.value("state", leaf.path, None)
         merged = dict(current) if isinstance(current, dict) else {}
         merged.update(stamp)
-        scratch.write("state", leaf.path, merged, source=SOURCE)
+        tx.write("state", leaf.path, merged, source=SOURCE)
     else:
-        scratch.write("state", leaf.path, dict(stamp), source=SOURCE)
+        tx.write("state", leaf.path, dict(stamp), source=SOURCE)

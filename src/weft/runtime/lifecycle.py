@@ -11,10 +11,12 @@ marker             scope    written by                        stored
 ``Reducer(fn)``    thread   nodes and the runtime, through    kind ``state``: one event
                             ``fn`` (``operator.add``,         per write in the thread's
                             ``reducers.merge`` ...)           log, replayed on load
-``Loaded(loader)`` turn     ``loader(context, state)`` at     never (a per-turn fork);
-                            turn start, from long-term        its timing and recall path
-                            memory                            go to ``diagnostics``
-``TurnScoped``     turn     nodes, last write wins            never (a per-turn fork)
+``Loaded(loader)`` turn     ``loader(context, state)`` at     never (declared never
+                            turn start, from long-term        persisted); its timing and
+                            memory                            recall path go to
+                                                              ``diagnostics``
+``TurnScoped``     turn     nodes, last write wins            never (declared never
+                                                              persisted)
 =================  =======  ================================  ==========================
 
 ``Input`` and ``TurnScoped`` may be written bare (``Annotated[str, TurnScoped]``) or
@@ -24,18 +26,24 @@ called for options (``TurnScoped(default="supportive")``). Every marker takes a
 every turn start (``Reducer(operator.add, each_turn=1)`` counts turns).
 
 A turn-scoped field is visible for its whole turn (Google ADK's ``temp:`` keys once were
-not) and gone at the next, because it never reaches the thread's log: a stale
-``route`` cannot leak into the next turn (OpenCouch re-seeds defaults for that).
+not) and gone at the next: it never reaches the thread's log, and each turn starts it over
+(OpenCouch re-seeds defaults), so a stale ``route`` cannot leak into the next turn. The
+runtime writes a turn-scoped or loaded field that holds an earlier turn's value back to
+its *start* (``turn_start``), a write the journal never sees: its default, or else a
+marker that views read as no value. A turn-scoped field that folds with a reducer other
+than ``replace`` folds from that start: ``append``, ``extend``, ``union`` and ``merge``
+fold from nothing without a default; any other reducer needs one (``default=0`` for
+``reducers.add``), a ``SchemaError`` says so when the schema is read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 from weft.errors import SchemaError
-from weft.store import MISSING
+from weft.store import MISSING, FrozenDict, FrozenList
 from weft.store import reducers as _reducers
 
 ReducerFn: TypeAlias = Callable[[Any, Any], Any]
@@ -156,6 +164,29 @@ def marker_of(metadata: tuple[Any, ...] | list[Any], where: str) -> Marker | Non
         names = ", ".join(type(m).__name__ for m in found)
         raise SchemaError(f"{where} has {len(found)} lifecycles ({names}); a field has exactly one")
     return found[0] if found else None
+
+
+NO_VALUE: Final = FrozenDict()
+"""The start of a turn-scoped or loaded field without a default: views read this very
+object as no value (a node's ``{}`` is another object); ``merge`` folds onto it as onto
+an empty dict."""
+NO_ITEMS: Final = FrozenList()
+"""``NO_VALUE`` for fields that ``append``, ``extend`` or ``union`` fold: an empty list."""
+_FOLDS_FROM_NOTHING: Final[dict[ReducerFn, Any]] = {
+    _reducers.replace: NO_VALUE,
+    _reducers.merge: NO_VALUE,
+    _reducers.append: NO_ITEMS,
+    _reducers.extend: NO_ITEMS,
+    _reducers.union: NO_ITEMS,
+}
+
+
+def turn_start(reducer: ReducerFn, default: Any) -> Any:
+    """What a turn-scoped or loaded field holds when a turn starts: its (frozen) default,
+    else the no-value marker its reducer folds onto (``MISSING``: the reducer has none)."""
+    if default is not MISSING:
+        return default
+    return _FOLDS_FROM_NOTHING.get(reducer, MISSING)
 
 
 def default_of(marker: Marker) -> Any:

@@ -16,9 +16,12 @@ node that declares nothing is a ``SchemaError`` there, not halfway through a tur
 
 The graph is a ``WorkGraph`` (any topology; its nodes' values are turn nodes, their ids,
 retries and timeouts kept), a list of turn nodes (a chain), or one node. The runtime
-builds its own copy whose nodes are WorkGraph state nodes wrapping yours, so parallel
-nodes see only their ancestors' deltas and their writes merge by the fields' reducers in
-graph order (``weft.graph.state``). A node taking one parameter is called ``fn(state)``.
+builds its own copy whose nodes wrap yours, so parallel nodes see only their ancestors'
+writes and their writes merge by the fields' reducers in graph order (``weft.graph.stores``).
+A node taking one parameter is called ``fn(state)``: a WorkGraph state node whose delta the
+engine writes. One taking two is called ``fn(state, context)`` with the turn's
+``WorkflowContext``, the graph run's typed context (``RunContext.deps``): it runs on its own
+fork (``RunContext.store``) and its delta is written there.
 """
 
 from __future__ import annotations
@@ -26,12 +29,11 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from weft.errors import ChannelOwnershipError, SchemaError, TurnError
-from weft.graph import RetryPolicy, StateView, WorkGraph, WorkGraphNode
+from weft.graph import RetryPolicy, RunContext, StateView, WorkGraph, WorkGraphNode
 from weft.graph.node import is_async
 from weft.runtime.context import WorkflowContext
 from weft.runtime.schema import StateSchema
@@ -76,19 +78,6 @@ def node(
         return fn
 
     return mark
-
-
-@dataclass(slots=True, kw_only=True)
-class Frame:
-    """One turn as its nodes see it: the schema, the frozen input values, the context."""
-
-    schema: StateSchema
-    inputs: Mapping[str, Any]
-    context: WorkflowContext
-
-
-CURRENT: ContextVar[Frame] = ContextVar("weft_runtime_turn")
-"""The running turn (asyncio tasks and the graph's worker threads copy it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,11 +162,11 @@ def compile_graph(
         )
         bound.append(one)
         new[id(old)] = WorkGraphNode(
-            _wrap(one),
+            _wrap(one, schema),
             id=label,
             retry=spec.retry if spec is not None and spec.retry is not None else old.retry,
             timeout=spec.timeout if spec is not None and spec.timeout is not None else old.timeout,
-            state=True,
+            state=not one.takes_context,
         )
     if overrides:
         raise SchemaError(
@@ -243,25 +232,36 @@ def _takes_context(fn: Callable[..., Any], label: str) -> bool:
     return len(positional) >= 2
 
 
-def _state(view: StateView) -> tuple[Frame, TurnState]:
-    frame = CURRENT.get()
-    return frame, TurnState(frame.schema, reader(frame.inputs, view.get))
+def _wrap(one: Bound, schema: StateSchema) -> Callable[..., Any]:
+    """The WorkGraph node of one turn node (see the module docstring)."""
+    fn, translate = one.fn, one.translate
+    if one.takes_context:
+        # The engine keeps what a node that takes ctx wrote to its fork as its changes.
+        if is_async(fn):
 
+            async def run_async_in(ctx: RunContext[WorkflowContext]) -> None:
+                state = TurnState(schema, reader(ctx.store.value))
+                delta = translate(await fn(state, ctx.deps), schema)
+                if delta:
+                    ctx.store.write_many("state", delta, source=ctx.node)
 
-def _wrap(one: Bound) -> Callable[..., Any]:
-    fn, with_context = one.fn, one.takes_context
+            return run_async_in
+
+        def run_in(ctx: RunContext[WorkflowContext]) -> None:
+            delta = translate(fn(TurnState(schema, reader(ctx.store.value)), ctx.deps), schema)
+            if delta:
+                ctx.store.write_many("state", delta, source=ctx.node)
+
+        return run_in
+
     if is_async(fn):
 
         async def run_async(view: StateView) -> dict[str, Any] | None:
-            frame, state = _state(view)
-            result = await (fn(state, frame.context) if with_context else fn(state))
-            return one.translate(result, frame.schema)
+            return translate(await fn(TurnState(schema, reader(view.read))), schema)
 
         return run_async
 
     def run(view: StateView) -> dict[str, Any] | None:
-        frame, state = _state(view)
-        result = fn(state, frame.context) if with_context else fn(state)
-        return one.translate(result, frame.schema)
+        return translate(fn(TurnState(schema, reader(view.read))), schema)
 
     return run

@@ -38,8 +38,9 @@ from weft.runtime.lifecycle import (
     TurnScoped,
     default_of,
     marker_of,
+    turn_start,
 )
-from weft.store import MISSING, FrozenDict, freeze
+from weft.store import MISSING, FrozenDict, Store, freeze
 from weft.store import reducers as _reducers
 
 Lifecycle = Literal["input", "reducer", "loaded", "turn_scoped"]
@@ -136,12 +137,20 @@ class StateSchema:
         return (node,) if isinstance(node, Field) else tuple(node.leaves())
 
     def store_reducers(self) -> dict[str, ReducerFn]:
-        """``{"state:<path>": fn}`` for every leaf that does not just replace."""
+        """``{"state:<path>": fn}`` for every stored leaf that does not just replace: what
+        replaying a thread's log needs."""
         return {
             f"state:{f.path}": f.reducer
             for f in self.leaves.values()
-            if f.reducer is not _reducers.replace
+            if f.persisted and f.reducer is not _reducers.replace
         }
+
+    def declare_turn_fields(self, store: Store) -> None:
+        """Declare the turn-scoped and loaded leaves on ``store`` as never persisted: their
+        writes reach the store's subscribers, never its journal or its snapshots."""
+        for f in self.leaves.values():
+            if f.lifecycle in ("turn_scoped", "loaded"):
+                store.declare("state", f.path, f.reducer, persist=False)
 
     def describe(self) -> str:
         """One line per leaf: path, lifecycle, reducer (for docs and error messages)."""
@@ -331,6 +340,12 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
             default = freeze(_plain(default), where=f"the default of {where}")
         except Exception as exc:
             raise SchemaError(f"{where}: its default cannot be stored: {exc}") from exc
+    if isinstance(marker, TurnScoped) and turn_start(reducer, default) is MISSING:
+        raise SchemaError(
+            f"{where} is TurnScoped with the reducer {_reducers.reducer_name(reducer)!r} and "
+            "no default: each turn folds its writes from the field's default, so give it "
+            "one (TurnScoped(reducer=..., default=0), say)"
+        )
     return Field(
         path=path,
         lifecycle=_LIFECYCLE[type(marker)],

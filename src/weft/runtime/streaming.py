@@ -4,7 +4,7 @@
 starts and finishes, then one ``TurnResult``. The stages are the runtime's own (``load``
 the thread, run the ``loaders``, run the ``graph``, ``finalise`` the turn, ``persist``
 it) and, inside ``graph``, each node by its id: those come from the graph engine's node
-events on the turn's store (``Store.subscribe``), so a node that fails or is skipped is
+notes on the turn's transaction (``Store.subscribe``), so a node that fails or is skipped is
 reported too. ``arun_turn(input, on_event=fn)`` calls ``fn`` with the same events.
 
 The same timings go to the turn's ``diagnostics`` (``stage_ms``, ``node_ms``), so a

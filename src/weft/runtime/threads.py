@@ -13,9 +13,10 @@ newest ``capacity`` threads stay open; older ones are closed (never one in a tur
 reloaded from the backend on their next turn. Before each turn the thread's last step
 in the backend is compared with the open store's (one indexed read, ~10 us on SQLite):
 a thread another process moved on is read again, so several runtimes may share a
-database. Opening a thread checks its schema version and migrates an older one once
-(``weft.runtime.codec``); a record that cannot be read is a ``MalformedStateError``
-naming the thread, the turn and the step.
+database. Opening a thread declares its turn-scoped and loaded fields never persisted,
+checks its schema version and migrates an older one once (``weft.runtime.codec``); a
+record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
+the step.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from weft.errors import MalformedStateError
+from weft.errors import MalformedStateError, ReducerError, SchemaError
 from weft.persist import Backend, DurableRun, load_store
 from weft.runtime.codec import (
     UNREADABLE,
@@ -36,7 +37,6 @@ from weft.runtime.codec import (
     migrate_store,
     turn_step,
 )
-from weft.runtime.lifecycle import ReducerFn
 from weft.runtime.schema import StateSchema
 from weft.store import Store
 
@@ -163,7 +163,6 @@ class Threads:
         *,
         schema: StateSchema,
         codec: StateCodec,
-        reducers: dict[str, ReducerFn],
         capacity: int,
         snapshot_every: int,
         run_id: str,
@@ -172,7 +171,7 @@ class Threads:
         self.backend = backend
         self.schema = schema
         self.codec = codec
-        self.reducers = reducers
+        self.reducers = {**codec.legacy_reducers, **schema.store_reducers()}
         self.snapshot_every = snapshot_every
         self.run_id = run_id
         self.name = name
@@ -226,6 +225,14 @@ class Threads:
         except UNREADABLE as exc:
             raise self._malformed(thread_id, str(exc)) from exc
         try:
+            try:
+                self.schema.declare_turn_fields(run.store)
+            except ReducerError as exc:
+                raise SchemaError(
+                    f"thread {thread_id!r} stores a field that {self.schema.name} makes "
+                    f"turn-scoped or loaded ({exc}); a field that stops being stored needs a "
+                    "new name"
+                ) from exc
             record = self.codec.read(run.store, thread_id)
             if record is not None and record.version < self.codec.version:
                 with run.store.transaction() as tx:

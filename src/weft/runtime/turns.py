@@ -1,30 +1,36 @@
 """``TurnRuntime``: a conversation is a thread of turns, each a graph run, on one store.
 
-A turn, stage by stage (each one streamed and timed, see ``weft.runtime.streaming``):
+A turn runs in one transaction of the thread's store (``store.transaction()``), stage by
+stage (each one streamed and timed, see ``weft.runtime.streaming``):
 
 1. ``load``: take the thread's lock, open the thread (it stays open between turns, and
    is read again when another process moved it on), check the schema version that saved
    it and migrate an older one once (``weft.runtime.codec``).
-2. Start, in a transaction fork of the thread's store: the ``Input`` fields the caller
-   gave (kind ``input``) and the ``each_turn`` updates; then a second fork, the turn's
-   working store, where ``TurnScoped`` and ``Loaded`` fields live and die.
+2. Start the transaction: the thread's records if it has none yet, every ``Input`` field
+   (kind ``input``: the value the caller gave or the field's default), the ``each_turn``
+   updates, and each ``TurnScoped`` or ``Loaded`` field that holds an earlier turn's
+   value written back to its start (``weft.runtime.lifecycle.turn_start``).
 3. ``loaders``: each ``Loaded`` field's loader (async ones concurrently).
-4. ``graph``: the turn's WorkGraph of state nodes over the working store.
-5. ``finalise``: the runtime's diagnostics, the turn's writes to stored (``Reducer``)
-   fields copied into the transaction through their reducers, the transcript pair
-   appended, the thread record written, the output built.
-6. ``persist``: the transaction's events appended to the backend in one transaction,
-   then merged into the thread's store.
+4. ``graph``: the turn's WorkGraph over the transaction, with the turn's
+   ``WorkflowContext`` as the run's typed context.
+5. ``finalise``: the runtime's diagnostics, the transcript pair appended, the output
+   built, the turn record written (``weft.runtime.codec``).
+6. ``persist``: the transaction committed: its events appended to the backend in one
+   backend transaction, then the thread's store moves on.
 
-So a turn appends O(its writes) (a history append logs the new messages, never the
-list), a turn-scoped or loaded value never reaches the log, and a turn that raises
-(a node, a loader, an ownership error, a failed append) stores nothing at all.
+``TurnScoped`` and ``Loaded`` fields are declared never persisted on the thread's store
+(``Store.declare(..., persist=False)``): nodes read and write them like any field and the
+journal never sees their writes. So a turn appends O(its writes) (a history append logs
+the new messages, never the list), a turn-scoped or loaded value never reaches the log,
+and a turn that raises (a node, a loader, an ownership error, a failed append) stores
+nothing at all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -34,23 +40,19 @@ from typing import Any, Final, cast
 
 from weft._sync import run_sync
 from weft.errors import ConflictError, NodeError, TurnError
-from weft.graph import StateView
 from weft.memory import MemoryBackend, Owner, RecallResult
 from weft.persist import Backend, SQLiteBackend
-from weft.runtime.codec import (
-    RECORD_KIND,
-    RECORD_PATH,
-    StateCodec,
-)
+from weft.runtime.codec import StateCodec, end_turn, start_turn
 from weft.runtime.context import WorkflowContext
 from weft.runtime.finalise import Transcript, append_entries, check_diagnostics, stamp_diagnostics
-from weft.runtime.lifecycle import Loaded, Reducer
-from weft.runtime.nodes import CURRENT, Frame, GraphLike, compile_graph
+from weft.runtime.lifecycle import Loaded, Reducer, turn_start
+from weft.runtime.nodes import GraphLike, compile_graph
 from weft.runtime.schema import Field, StateSchema, unflatten
 from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult
 from weft.runtime.threads import Threads
-from weft.runtime.views import CALLER, Contract, TurnState, freeze_inputs, reader
+from weft.runtime.views import CALLER, Contract, InitialState, TurnState, reader
 from weft.store import MISSING, Store, thaw
+from weft.store.reducers import replace as replace_
 
 SOURCE: Final = "weft.runtime"
 _END: Final = object()
@@ -134,13 +136,17 @@ class TurnRuntime:
             if cast(Reducer, leaf.marker).each_turn is not MISSING
         )
         self._loaded = self.schema.of("loaded")
+        self._inputs = self.schema.of("input")
+        self._starts = tuple(
+            (leaf.path, turn_start(leaf.reducer, leaf.default), leaf.reducer is not replace_)
+            for leaf in (*self.schema.of("turn_scoped"), *self._loaded)
+        )
         self._thread_field, self._user_field = thread_field, user_field
         self.run_id = f"turns-{uuid.uuid4().hex[:12]}"
         self._threads = Threads(
             self.backend,
             schema=self.schema,
             codec=self.codec,
-            reducers={**self.codec.legacy_reducers, **self.schema.store_reducers()},
             capacity=max_open_threads,
             snapshot_every=snapshot_every,
             run_id=self.run_id,
@@ -191,22 +197,19 @@ class TurnRuntime:
         if self._closed:
             raise TurnError("this TurnRuntime is closed; make a new one on the same checkpointer")
         initial = self.contract.build_initial_state(given)
-        inputs = freeze_inputs(initial)
-        tid = self._thread_id(inputs, thread_id)
+        tid = self._thread_id(initial.inputs, thread_id)
         async with self._threads.locks.hold(tid):
             stages = Stages(tid, listener)
             with stages.stage("load"):
                 run, record = self._threads.open(tid)
             turn = (record.turns if record is not None else 0) + 1
             context = replace(
-                self.context, thread_id=tid, turn=turn, owner=self._owner(inputs, tid)
+                self.context, thread_id=tid, turn=turn, owner=self._owner(initial.inputs, tid)
             )
-            frame = Frame(schema=self.schema, inputs=inputs, context=context)
-            token = CURRENT.set(frame)
             began = 0.0
             try:
                 with run.store.transaction() as tx:
-                    output = await self._inside(tx, frame, initial.loaded, stages, turn)
+                    output = await self._inside(tx, initial, context, stages)
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()
                 stages.stage_ms["persist"] = ms = round((perf_counter() - began) * 1000, 3)
@@ -221,51 +224,59 @@ class TurnRuntime:
                 if isinstance(exc, ConflictError):
                     self._threads.drop(tid)  # another process moved the thread on: read it again
                 raise
-            finally:
-                CURRENT.reset(token)
         return TurnResult(output=output, thread_id=tid, turn=turn, elapsed_ms=stages.elapsed_ms())
 
     async def _inside(
-        self,
-        tx: Store,
-        frame: Frame,
-        supplied: Mapping[str, Any],
-        stages: Stages,
-        turn: int,
+        self, tx: Store, initial: InitialState, context: WorkflowContext, stages: Stages
     ) -> Any:
-        for path, value in frame.inputs.items():
-            tx.write("input", path, value, source=CALLER)
-        for leaf in self._each_turn:
-            tx.write("state", leaf.path, cast(Reducer, leaf.marker).each_turn, source=SOURCE)
-        scratch = tx.fork(name=SOURCE)
-        base = scratch.last_seq
+        began, started_at = tx.last_seq, time.time()
+        start_turn(tx, self.codec.version)
+        given = initial.inputs  # every input: a view never shows an earlier turn's
+        tx.write_many(
+            "input", [(f.path, given.get(f.path, f.default), CALLER) for f in self._inputs]
+        )
+        updates = [(f.path, cast(Reducer, f.marker).each_turn, SOURCE) for f in self._each_turn]
+        for path, start, folds in self._starts:  # an earlier turn's value: back to the start
+            entry = tx.get("state", path)
+            if entry is not None and entry.stored is not start:
+                if folds:  # past the field's reducer
+                    tx.write("state", path, start, source=SOURCE, replace=True)
+                else:
+                    updates.append((path, start, SOURCE))
+        tx.write_many("state", updates)
         loaded: dict[str, Any] = {}
         with stages.stage("loaders"):
-            await self._run_loaders(scratch, frame, supplied, loaded)
+            await self._run_loaders(tx, context, initial.loaded, loaded)
         with stages.stage("graph"):
             observe = stages.listener is not None or self._diagnostics is not None
-            unsubscribe = scratch.subscribe(stages.on_note) if observe else None
+            unsubscribe = tx.subscribe(stages.on_note) if observe else None
             try:
-                await self._graph.arun(store=scratch, events=observe)
+                await self._graph.arun(store=tx, events=observe, context=context)
             finally:
                 if unsubscribe is not None:
                     unsubscribe()
         with stages.stage("finalise"):
-            return self._finalise(tx, scratch, base, frame, stages, loaded, turn)
+            output = self._finalise(tx, stages, loaded, context.turn)
+            end_turn(tx, context.turn, began, started_at)
+            return output
 
     async def _run_loaders(
-        self, scratch: Store, frame: Frame, supplied: Mapping[str, Any], out: dict[str, Any]
+        self,
+        tx: Store,
+        context: WorkflowContext,
+        supplied: Mapping[str, Any],
+        out: dict[str, Any],
     ) -> None:
         for path, value in supplied.items():
-            scratch.write("state", path, value, source=CALLER, replace=True)
+            tx.write("state", path, value, source=CALLER)
         pending = [leaf for leaf in self._loaded if leaf.path not in supplied]
         if not pending:
             return
-        view = TurnState(self.schema, reader(frame.inputs, StateView(scratch).get))
-        calls = [self._load_one(leaf, frame.context, view) for leaf in pending]
+        view = TurnState(self.schema, reader(tx.value))
+        calls = [self._load_one(leaf, context, view) for leaf in pending]
         results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
         for leaf, (value, info) in zip(pending, results, strict=True):
-            scratch.write("state", leaf.path, value, source=f"loader:{leaf.path}", replace=True)
+            tx.write("state", leaf.path, value, source=f"loader:{leaf.path}")
             out[leaf.path] = info
 
     async def _load_one(
@@ -287,16 +298,7 @@ class TurnRuntime:
             value = value.values()
         return value, info
 
-    def _finalise(
-        self,
-        tx: Store,
-        scratch: Store,
-        base: int,
-        frame: Frame,
-        stages: Stages,
-        loaded: dict[str, Any],
-        turn: int,
-    ) -> Any:
+    def _finalise(self, tx: Store, stages: Stages, loaded: dict[str, Any], turn: int) -> Any:
         if self._diagnostics is not None:
             stamp: dict[str, Any] = {
                 "turn": turn,
@@ -306,21 +308,11 @@ class TurnRuntime:
             }
             if self._loaded:
                 stamp["loaded"] = loaded
-            stamp_diagnostics(scratch, self._diagnostics, stamp)
-        persisted = self._persisted
-        for event in scratch.events(since=base):
-            if event.op == "write" and event.kind == "state" and event.path in persisted:
-                tx.write("state", event.path, event.value, source=event.source)
+            stamp_diagnostics(tx, self._diagnostics, stamp)
+        state = TurnState(self.schema, reader(tx.value))
         if self._transcript_fields:
-            view = TurnState(self.schema, reader(frame.inputs, StateView(scratch).get))
-            append_entries(tx, self._transcript_fields, self._transcript.entries(view))
-        tx.write(RECORD_KIND, RECORD_PATH, self.codec.record(turn), source=SOURCE, replace=True)
-
-        def get(path: str, default: Any) -> Any:
-            entry = (tx if path in persisted else scratch).get("state", path)
-            return default if entry is None else entry.value
-
-        return self.contract.state_to_output(TurnState(self.schema, reader(frame.inputs, get)))
+            append_entries(tx, self._transcript_fields, self._transcript.entries(state))
+        return self.contract.state_to_output(state)
 
     # ---------------------------------------------------------------- threads
 

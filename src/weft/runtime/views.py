@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from weft.errors import ChannelOwnershipError, SchemaError, TurnError
+from weft.runtime.lifecycle import NO_ITEMS, NO_VALUE
 from weft.runtime.schema import Field, Group, StateSchema, _members, plain
-from weft.store import MISSING, freeze, thaw
+from weft.store import MISSING, thaw
 
 CALLER = "the caller"
 """The writer named when a turn's input writes what it may not."""
@@ -187,21 +188,22 @@ class Contract:
         return validate(present)
 
 
-def reader(inputs: Mapping[str, Any], get: Callable[[str, Any], Any]) -> Read:
-    """A leaf reader: input leaves from the turn's input values, the rest through
-    ``get(path, MISSING)`` (a ``StateView.get``, say)."""
+_ABSENT: Final = object()
+
+
+def reader(value: Callable[[str, str, Any], Any]) -> Read:
+    """A leaf reader over ``value(kind, path, default)`` (a ``Store.value`` or a
+    ``StateView.read``): input leaves from kind ``input``, the rest from kind ``state``; a
+    field at its no-value start of the turn (``weft.runtime.lifecycle.turn_start``) has
+    no value."""
 
     def read(leaf: Field) -> Any:
-        if leaf.lifecycle == "input":
-            return inputs.get(leaf.path, MISSING)
-        return get(leaf.path, MISSING)
+        found = value("input" if leaf.lifecycle == "input" else "state", leaf.path, _ABSENT)
+        if found is _ABSENT or found is NO_VALUE or found is NO_ITEMS:
+            return MISSING
+        return found
 
     return read
-
-
-def freeze_inputs(initial: InitialState) -> dict[str, Any]:
-    """The input values frozen once, so views share them safely."""
-    return {path: freeze(value, where=f"input:{path}") for path, value in initial.inputs.items()}
 
 
 def _model_names(model: type, role: str) -> list[str]:
