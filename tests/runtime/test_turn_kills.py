@@ -10,6 +10,7 @@ import random
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,9 @@ from crash_helpers import (
     open_backend,
     spec_for,
 )
-from weft.runtime.codec import RECORD_KIND, RECORD_PATH
-from weft.store import to_jsonable
+from weft.runtime.codec import TURN_PATH
+from weft.store import RunRecord, StepRecord, to_jsonable
+from weft.store.records import KIND
 
 WORKER = Path(__file__).parent / "turn_crash_worker.py"
 ATTEMPTS = 30
@@ -47,8 +49,9 @@ Turn = list[tuple[str, str, str, Any, str | None, str]]
 def stored_turns(spec: str, thread: str) -> tuple[list[Turn], Turn]:
     """The thread's history cut into turns, each ending with the write of the thread's
     record, as ``(op, kind, path, value, source, reducer)`` (the thread's id, an input of
-    every turn, as ``<thread>``); and what follows the last record (nothing, if every
-    turn was stored whole)."""
+    every turn, as ``<thread>``; a record's times and steps, which a restart renumbers, left
+    out once checked: a turn begins where the turn before it ended); and what follows the
+    last record (nothing, if every turn was stored whole)."""
     backend = open_backend(spec)
     try:
         history = [logged.event for logged in backend.history(thread)]
@@ -56,12 +59,18 @@ def stored_turns(spec: str, thread: str) -> tuple[list[Turn], Turn]:
         backend.close()
     turns: list[Turn] = []
     current: Turn = []
+    ended = 0  # the step of the last turn record
     for e in history:
-        value = "<thread>" if e.value == thread else to_jsonable(e.value)
+        value = e.value
+        if e.op == "write" and e.kind == KIND and e.path == TURN_PATH:
+            assert value.began == ended, f"turn {value.result} began at {value.began}"
+        if isinstance(value, RunRecord | StepRecord):
+            value = replace(value, began=0, started_at=0.0, duration_ms=None)
+        value = "<thread>" if value == thread else to_jsonable(value)
         current.append((e.op, e.kind, e.path, value, e.source, e.reducer))
-        if e.op == "write" and e.kind == RECORD_KIND and e.path == RECORD_PATH:
+        if e.op == "write" and e.kind == KIND and e.path == TURN_PATH:
             turns.append(current)
-            current = []
+            current, ended = [], e.seq
     return turns, current
 
 

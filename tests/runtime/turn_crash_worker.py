@@ -4,7 +4,9 @@
 
 BACKEND is ``sqlite:<path>`` or ``postgres:<schema>`` (see ``crash_helpers``). The worker
 asks the runtime how many turns the thread has stored and runs the rest, turn ``k`` with
-the message ``message k``. A turn loads ``facts`` (a ``Loaded`` field), then ``triage``
+the message ``message k`` (a turn refused with a ``ConflictError``, because the killed
+worker's last commit reached PostgreSQL after this one read the thread, is on record
+already: the worker asks again). A turn loads ``facts`` (a ``Loaded`` field), then ``triage``
 (sync) and ``reply`` (async) run; what they write depends on what the thread stored
 before (the history's length, the notes, the counters), so a turn that read a wrong
 state ends differently. The loader and each node append ``<pid> <what> <turn>`` to
@@ -23,6 +25,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 from crash_helpers import append_line, dump, open_backend
+from weft.errors import ConflictError
 from weft.runtime import Input, Loaded, Reducer, TurnRuntime, TurnScoped, WorkflowContext, node
 from weft.store import reducers
 
@@ -86,8 +89,13 @@ def main(argv: list[str]) -> None:
     try:
         with TurnRuntime(ThreadState, [triage, reply], backend, snapshot_every=10) as runtime:
             print("ready", flush=True)
-            for turn in range(runtime.turns(thread) + 1, TURNS + 1):
-                runtime.run_turn({"message": f"message {turn}", "session_id": thread})
+            while (turn := runtime.turns(thread) + 1) <= TURNS:
+                try:
+                    runtime.run_turn({"message": f"message {turn}", "session_id": thread})
+                except ConflictError:
+                    # the killed worker's last commit, sent before it died, landed after
+                    # this one read the thread: this turn is stored already, go on from it
+                    continue
             state = runtime.thread_state(thread)
         print("done", dump(state), flush=True)
     finally:

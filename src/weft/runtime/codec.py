@@ -12,9 +12,7 @@ The first turn of a thread writes the first two as it starts (or the migration o
 older one does; it rewrites the schema record). Every turn ends by writing its turn
 record (with ``began``, the thread's step before the turn, and its times): the last
 write of the turn's transaction, so it marks where each turn ends in the thread's log,
-which time travel by turn and naming the turn of a bad record read. Threads saved before
-typed records kept one dict at ``step:weft.runtime`` (``{"version": v, "turns": n}``):
-they load as they are, and their next turn writes the typed records.
+which time travel by turn and naming the turn of a bad record read.
 
 Loading a thread reads the schema version:
 
@@ -64,7 +62,6 @@ SCHEMA: Final = "schema"
 TURN: Final = "turn"
 SCHEMA_PATH: Final = f"{RUN_ID}/{SCHEMA}"
 TURN_PATH: Final = f"{RUN_ID}/{TURN}"
-LEGACY_PATH: Final = "weft.runtime"
 """Where threads saved before typed records kept their dict record."""
 MIGRATE_SOURCE: Final = "weft.runtime/migrate"
 UNREADABLE: Final = (CorruptRecordError, CodecError)
@@ -162,29 +159,21 @@ def _record_schema(tx: Store, version: int) -> None:
 
 def end_turn(tx: Store, turn: int, began: int, started_at: float) -> None:
     """Close a turn in its transaction: its turn record, the transaction's last write."""
+    duration_ms = (time.time() - started_at) * 1000
     record = StepRecord(
-        kind=TURN, result=turn, began=began, started_at=started_at, ended_at=time.time()
+        kind=TURN, result=turn, began=began, started_at=started_at, duration_ms=duration_ms
     )
     RunLog(tx, RUN_ID).record(TURN, record)
 
 
 def stored_record(store: Store, thread_id: str) -> ThreadRecord | None:
-    """What the thread's records say (typed ones first, else the dict of older threads),
-    unchecked; ``MalformedStateError`` for a record that is not one."""
+    """What the thread's records say, unchecked; ``MalformedStateError`` for a record
+    that is not one."""
     schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
-    legacy = None
-    if schema is None or turn is None:
-        entry = store.get(KIND, LEGACY_PATH)
-        if entry is not None:
-            legacy = parse_legacy(entry.value)
-            if legacy is None:
-                raise _not_a_record(thread_id, entry.seq, entry.value)
     if schema is not None:
         version = _result(schema.value, SCHEMA, 1)
         if version is None:
             raise _not_a_record(thread_id, schema.seq, schema.value)
-    elif legacy is not None:
-        version = legacy.version
     elif turn is not None or next(iter(store.entries(kind="state", key_prefix="state:")), None):
         version = 1  # stored fields from before versioning
     else:
@@ -194,17 +183,7 @@ def stored_record(store: Store, thread_id: str) -> ThreadRecord | None:
         if turns is None:
             raise _not_a_record(thread_id, turn.seq, turn.value)
     else:
-        turns = legacy.turns if legacy is not None else 0
-    return ThreadRecord(version=version, turns=turns)
-
-
-def parse_legacy(value: Any) -> ThreadRecord | None:
-    """An older thread's dict record as a ``ThreadRecord``, or None when it is not one."""
-    if not isinstance(value, Mapping):
-        return None
-    version, turns = value.get("version"), value.get("turns")
-    if not (_count(version, 1) and _count(turns, 0)):
-        return None
+        turns = 0
     return ThreadRecord(version=version, turns=turns)
 
 
@@ -283,11 +262,6 @@ def _ends(event: Event) -> int | None:
         return _result(value, TURN, 1) or _BAD
     if path == SCHEMA_PATH:
         return _BAD if _result(value, SCHEMA, 1) is None else 0
-    if path == LEGACY_PATH:
-        legacy = parse_legacy(value)
-        if legacy is None:
-            return _BAD
-        return 0 if event.source == MIGRATE_SOURCE else legacy.turns
     return None
 
 

@@ -28,12 +28,12 @@ every turn start (``Reducer(operator.add, each_turn=1)`` counts turns).
 A turn-scoped field is visible for its whole turn (Google ADK's ``temp:`` keys once were
 not) and gone at the next: it never reaches the thread's log, and each turn starts it over
 (OpenCouch re-seeds defaults), so a stale ``route`` cannot leak into the next turn. The
-runtime writes a turn-scoped or loaded field that holds an earlier turn's value back to
-its *start* (``turn_start``), a write the journal never sees: its default, or else a
-marker that views read as no value. A turn-scoped field that folds with a reducer other
-than ``replace`` folds from that start: ``append``, ``extend``, ``union`` and ``merge``
-fold from nothing without a default; any other reducer needs one (``default=0`` for
-``reducers.add``), a ``SchemaError`` says so when the schema is read.
+runtime sets a turn-scoped or loaded field that holds an earlier turn's value back to
+its start as the turn begins (changes the journal never sees): its default, or else no
+value. A turn-scoped field that folds with a reducer other than ``replace`` folds from
+that start: ``append``, ``extend``, ``union`` and ``merge`` fold from nothing without a
+default; any other reducer needs one (``default=0`` for ``reducers.add``), a
+``SchemaError`` says so when the schema is read.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final, TypeAlias
 
 from weft.errors import SchemaError
-from weft.store import MISSING, FrozenDict, FrozenList
+from weft.store import MISSING
 from weft.store import reducers as _reducers
 
 ReducerFn: TypeAlias = Callable[[Any, Any], Any]
@@ -166,27 +166,11 @@ def marker_of(metadata: tuple[Any, ...] | list[Any], where: str) -> Marker | Non
     return found[0] if found else None
 
 
-NO_VALUE: Final = FrozenDict()
-"""The start of a turn-scoped or loaded field without a default: views read this very
-object as no value (a node's ``{}`` is another object); ``merge`` folds onto it as onto
-an empty dict."""
-NO_ITEMS: Final = FrozenList()
-"""``NO_VALUE`` for fields that ``append``, ``extend`` or ``union`` fold: an empty list."""
-_FOLDS_FROM_NOTHING: Final[dict[ReducerFn, Any]] = {
-    _reducers.replace: NO_VALUE,
-    _reducers.merge: NO_VALUE,
-    _reducers.append: NO_ITEMS,
-    _reducers.extend: NO_ITEMS,
-    _reducers.union: NO_ITEMS,
-}
-
-
-def turn_start(reducer: ReducerFn, default: Any) -> Any:
-    """What a turn-scoped or loaded field holds when a turn starts: its (frozen) default,
-    else the no-value marker its reducer folds onto (``MISSING``: the reducer has none)."""
-    if default is not MISSING:
-        return default
-    return _FOLDS_FROM_NOTHING.get(reducer, MISSING)
+FOLDS_FROM_NOTHING: Final[frozenset[ReducerFn]] = frozenset(
+    {_reducers.replace, _reducers.merge, _reducers.append, _reducers.extend, _reducers.union}
+)
+"""The reducers a turn-scoped field without a default may fold with: each starts from
+no value."""
 
 
 def default_of(marker: Marker) -> Any:

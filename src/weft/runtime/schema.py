@@ -30,6 +30,7 @@ from typing import Annotated, Any, Final, Literal, get_args, get_origin
 
 from weft.errors import ChannelOwnershipError, SchemaError
 from weft.runtime.lifecycle import (
+    FOLDS_FROM_NOTHING,
     Input,
     Loaded,
     Marker,
@@ -38,7 +39,6 @@ from weft.runtime.lifecycle import (
     TurnScoped,
     default_of,
     marker_of,
-    turn_start,
 )
 from weft.store import MISSING, FrozenDict, Store, freeze
 from weft.store import reducers as _reducers
@@ -340,7 +340,7 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
             default = freeze(_plain(default), where=f"the default of {where}")
         except Exception as exc:
             raise SchemaError(f"{where}: its default cannot be stored: {exc}") from exc
-    if isinstance(marker, TurnScoped) and turn_start(reducer, default) is MISSING:
+    if isinstance(marker, TurnScoped) and default is MISSING and reducer not in FOLDS_FROM_NOTHING:
         raise SchemaError(
             f"{where} is TurnScoped with the reducer {_reducers.reducer_name(reducer)!r} and "
             "no default: each turn folds its writes from the field's default, so give it "

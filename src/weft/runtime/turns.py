@@ -9,7 +9,7 @@ stage (each one streamed and timed, see ``weft.runtime.streaming``):
 2. Start the transaction: the thread's records if it has none yet, every ``Input`` field
    (kind ``input``: the value the caller gave or the field's default), the ``each_turn``
    updates, and each ``TurnScoped`` or ``Loaded`` field that holds an earlier turn's
-   value written back to its start (``weft.runtime.lifecycle.turn_start``).
+   value set back to its start (its default, or no value).
 3. ``loaders``: each ``Loaded`` field's loader (async ones concurrently).
 4. ``graph``: the turn's WorkGraph over the transaction, with the turn's
    ``WorkflowContext`` as the run's typed context.
@@ -45,7 +45,7 @@ from weft.persist import Backend, SQLiteBackend
 from weft.runtime.codec import StateCodec, end_turn, start_turn
 from weft.runtime.context import WorkflowContext
 from weft.runtime.finalise import Transcript, append_entries, check_diagnostics, stamp_diagnostics
-from weft.runtime.lifecycle import Loaded, Reducer, turn_start
+from weft.runtime.lifecycle import Loaded, Reducer
 from weft.runtime.nodes import GraphLike, compile_graph
 from weft.runtime.schema import Field, StateSchema, unflatten
 from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult
@@ -138,7 +138,7 @@ class TurnRuntime:
         self._loaded = self.schema.of("loaded")
         self._inputs = self.schema.of("input")
         self._starts = tuple(
-            (leaf.path, turn_start(leaf.reducer, leaf.default), leaf.reducer is not replace_)
+            (leaf.path, leaf.default, leaf.reducer is not replace_)
             for leaf in (*self.schema.of("turn_scoped"), *self._loaded)
         )
         self._thread_field, self._user_field = thread_field, user_field
@@ -239,7 +239,9 @@ class TurnRuntime:
         for path, start, folds in self._starts:  # an earlier turn's value: back to the start
             entry = tx.get("state", path)
             if entry is not None and entry.stored is not start:
-                if folds:  # past the field's reducer
+                if start is MISSING:
+                    tx.delete("state", path, source=SOURCE)
+                elif folds:  # past the field's reducer
                     tx.write("state", path, start, source=SOURCE, replace=True)
                 else:
                     updates.append((path, start, SOURCE))

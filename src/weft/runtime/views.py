@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from weft.errors import ChannelOwnershipError, SchemaError, TurnError
-from weft.runtime.lifecycle import NO_ITEMS, NO_VALUE
 from weft.runtime.schema import Field, Group, StateSchema, _members, plain
 from weft.store import MISSING, thaw
 
@@ -193,13 +192,11 @@ _ABSENT: Final = object()
 
 def reader(value: Callable[[str, str, Any], Any]) -> Read:
     """A leaf reader over ``value(kind, path, default)`` (a ``Store.value`` or a
-    ``StateView.read``): input leaves from kind ``input``, the rest from kind ``state``; a
-    field at its no-value start of the turn (``weft.runtime.lifecycle.turn_start``) has
-    no value."""
+    ``StateView.read``): input leaves from kind ``input``, the rest from kind ``state``."""
 
     def read(leaf: Field) -> Any:
         found = value("input" if leaf.lifecycle == "input" else "state", leaf.path, _ABSENT)
-        if found is _ABSENT or found is NO_VALUE or found is NO_ITEMS:
+        if found is _ABSENT:
             return MISSING
         return found
 
