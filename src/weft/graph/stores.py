@@ -267,6 +267,7 @@ class RunStores:
         view = self.viewing[i]
         fork = self.forks[i]
         change: Delta | Store | None = None
+        pending: dict[str, Any] | None = None
         if flag is _ABORT:
             if fork is not None:  # its view again, without its writes
                 self.forks[i] = None
@@ -278,11 +279,13 @@ class RunStores:
         elif delta:
             if self.inplace[i]:  # at the frontier, nobody to wait for: write it now
                 self.store.write_many("state", delta, source=key)
+            elif self.log is not None and i == self.frontier and not self.views.needed[i]:
+                pending = delta  # made one delta with its record (``_record``)
             else:
                 assert view is not None
                 change = view.delta(delta, source=key)
         if self.log is not None:
-            change = self._record(i, flag, result, change, started_at)
+            change = self._record(i, flag, result, change, pending, started_at)
         self.changes[i] = change
         self.finished[i] = True
         if i == self.frontier:
@@ -297,10 +300,12 @@ class RunStores:
         flag: WorkGraphStopFlags,
         result: Any,
         change: Delta | Store | None,
+        pending: dict[str, Any] | None,
         started_at: float,
     ) -> Delta | Store | None:
         """Record node ``i``: with its changes (one commit) when the frontier is here,
-        else at once with the changes inside the record. Returns the change to commit."""
+        else at once with the changes inside the record. ``pending``: a state node's delta
+        made into no ``Delta`` yet. Returns the change to commit."""
         log, schedule = self.log, self.schedule
         assert log is not None
         key = schedule.keys[i]
@@ -315,7 +320,7 @@ class RunStores:
             )  # a state node's result is its delta, in the store already: kept if read
             record = StepRecord(
                 kind="node",
-                writes=len(changes),
+                writes=len(pending) if pending else len(changes),
                 result=result if kept else None,
                 flag=None if flag is _CONTINUE else flag.name,
                 tuple_result=result.__class__ is tuple,
@@ -332,7 +337,7 @@ class RunStores:
                 "register the type with weft.store.register_type(cls)"
             ) from exc
         if self.frontier == i:
-            return _with_record(change, self.viewing[i], log.path(key), record, key)
+            return _with_record(change, pending, self.viewing[i], log.path(key), record, key)
         # durable now, with its changes; committed when the frontier gets here
         log.record(key, replace(record, changes=changes, committed=False))
         self.waiting[i] = record
@@ -474,6 +479,7 @@ def _events(change: Delta | Store | None, mark: int) -> tuple[Event, ...]:
 
 def _with_record(
     change: Delta | Store | None,
+    pending: dict[str, Any] | None,
     view: Store | None,
     path: str,
     record: StepRecord,
@@ -485,7 +491,9 @@ def _with_record(
         return change
     assert view is not None
     writes: list[tuple[str, str, Any, str | None]] = []
-    if change is not None:
+    if pending:
+        writes.extend(("state", p, v, key) for p, v in pending.items())
+    elif change is not None:
         writes.extend((k, p, v, s) for k, p, v, s, _whole in change.writes)
     writes.append((KIND, path, record, key))
     return view.delta(writes)
