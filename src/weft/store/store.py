@@ -551,8 +551,11 @@ class Store(Merging):
 
     def get(self, kind: str, path: str) -> Entry | None:
         """The entry at ``kind:path``, or None."""
-        row = _entries.lookup(self._recent, self._settled, f"{kind}:{path}")
+        key = f"{kind}:{path}"
+        row = self._recent.get(key)  # _entries.lookup, inlined as in value()
         if row is None:
+            row = self._settled.get(key)
+        if not row:  # None, or GONE
             return None
         entry: Entry = _build(Entry, row)
         return entry
@@ -583,9 +586,9 @@ class Store(Merging):
         keys = index.with_prefix(key_prefix) if key_prefix else iter(index)
         # a key the index lists is held: by recent (never GONE then), else by settled
         rows = [recent.get(key) or settled[key] for key in keys]
-        if kinds is None:
-            return [_build(Entry, row) for row in rows]
-        return [_build(Entry, row) for row in rows if row[0] in kinds]  # row[0]: the kind
+        if kinds is not None:
+            rows = [row for row in rows if row[0] in kinds]  # row[0]: the kind
+        return list(map(_build, itertools.repeat(Entry, len(rows)), rows))
 
     def keys(self) -> Iterator[str]:
         """Every ``kind:path`` key, in order."""
@@ -618,7 +621,8 @@ class Store(Merging):
     def events(self, since: int = 0) -> list[Event]:
         """Events with ``seq > since``, oldest first, including those inherited from the
         stores this one was forked from (up to the moment of each fork)."""
-        return [_build(Event, row) for row in self._rows(since)]
+        rows = self._rows(since)
+        return list(map(_build, itertools.repeat(Event, len(rows)), rows))
 
     def _rows(self, since: int) -> list[EventRow]:
         """``events(since)`` as the store keeps them (rows)."""
@@ -750,7 +754,10 @@ class Store(Merging):
             child._types = self._types
             child._recent = child._base = self._recent
             child._settled = child._base_settled = self._settled
-            child._settle_at = _entries.settle_at(self._recent, self._settled)
+            # _entries.settle_at, inlined (max() alone is a tenth of a fork): the fork
+            # settles only once it wrote its own share
+            room, least = len(self._settled) >> 3, _entries.SETTLE_MIN
+            child._settle_at = len(self._recent) + (room if room > least else least)
             # both sides then sort the keys written before the fork once, not once each
             child._index = self._index = self._index.fork()
             child._declared = self._declared
@@ -795,7 +802,7 @@ class Store(Merging):
         journal = self._journal
         if journal is None and not self._subscribers and not self._batch_subscribers:
             return
-        events: list[Event] = [_build(Event, row) for row in rows]
+        events: list[Event] = list(map(_build, itertools.repeat(Event, len(rows)), rows))
         if journal is not None:
             declared = self._declared
             kept = [
