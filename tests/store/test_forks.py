@@ -145,10 +145,11 @@ def test_fork_events_include_the_parents_history_up_to_the_fork() -> None:
 
 def test_fork_shares_structure_instead_of_copying() -> None:
     store = Store()
-    for i in range(2000):
+    for i in range(10_000):  # past the first settle: entries in both tiers
         store.write("state", f"k{i:05}", i)
     child = store.fork()
-    assert child._data is store._data
+    assert child._settled is store._settled and store._settled
+    assert child._recent is store._recent and store._recent
     assert child._index is store._index
     child.write("state", "k00001", -1)
     assert store.value("state", "k00001") == 1

@@ -1,4 +1,13 @@
-"""The two records of the store: an ``Entry`` (what a key holds) and an ``Event`` (a change)."""
+"""The two records of the store: an ``Entry`` (what a key holds) and an ``Event`` (a change).
+
+Inside, the store keeps both as *rows*: plain tuples of the same fields in the same order
+(``EntryRow``, ``EventRow``), and makes the named tuples only where they leave it (``get``,
+``entries``, ``events``, what subscribers and the journal receive). CPython's cyclic garbage
+collector stops tracking a plain tuple that holds only atomic values (strings, numbers,
+None) but never an instance of a tuple subclass, so a store of a million entries kept as
+named tuples would have it walk two million of them at every full collection: most of the
+time spent building such a store.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +23,14 @@ Op = Literal["write", "delete", "clear", "note"]
 """``write`` sets or reduces a value; ``delete`` removes a key; ``clear`` removes every
 key of a kind and prefix (``path`` holds the prefix); ``note`` changes nothing and
 tells observers something (a node started, say)."""
+
+EntryRow = tuple[str, str, Any, str | None, float, float, int, Mapping[str, Any] | None]
+"""An ``Entry``'s fields as a plain tuple: kind, path, stored, source, created_at,
+updated_at, seq, meta (how the store keeps an entry)."""
+
+EventRow = tuple[int, str, str, str, Any, str | None, str, float, Mapping[str, Any] | None]
+"""An ``Event``'s fields as a plain tuple: seq, op, kind, path, value, source, reducer, time,
+meta (how the store keeps its log)."""
 
 
 def make_key(kind: str, path: str) -> str:

@@ -38,14 +38,14 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-import immutables
-
 from weft.errors import MergeConflictError, ReducerError, StoreError
+from weft.store._entries import Recent, Settled, lookup
 from weft.store._index import SortedKeys
-from weft.store.events import Entry, Event
+from weft.store.events import EntryRow, Event, EventRow
 
-_Mark = tuple[immutables.Map[str, Entry], SortedKeys, int, int]
-"""What a commit rolls back to: (data, index, seq, length of the own log)."""
+_Mark = tuple[Recent, Settled, int, SortedKeys, int, int]
+"""What a commit rolls back to: (recent, settled, settle_at, index, seq, length of the own
+log)."""
 
 
 class Delta:
@@ -54,7 +54,15 @@ class Delta:
     merged into a store of the view's family with ``store.merge([delta])``. Made by
     ``Store.delta``."""
 
-    __slots__ = ("_base", "_merged", "_reducer_of", "_root", "replaces", "writes")
+    __slots__ = (
+        "_base",
+        "_base_settled",
+        "_merged",
+        "_reducer_of",
+        "_root",
+        "replaces",
+        "writes",
+    )
 
     def __init__(
         self,
@@ -63,7 +71,7 @@ class Delta:
         replaces: frozenset[str],
         reducer_of: Callable[[str, str], str],
     ) -> None:
-        self._base = view._data
+        self._base, self._base_settled = view._recent, view._settled
         self._root = view._root
         self._merged: list[Merging] | None = None
         self._reducer_of = reducer_of
@@ -89,24 +97,30 @@ class Merging:
 
     __slots__ = (
         "_base",
-        "_data",
+        "_base_settled",
         "_fork_seq",
         "_index",
         "_lock",
         "_merged",
         "_own",
         "_parent",
+        "_recent",
         "_root",
         "_seq",
+        "_settle_at",
+        "_settled",
         "name",
     )
 
     name: str | None
     _lock: threading.RLock
-    _data: immutables.Map[str, Entry]
+    _recent: Recent
+    _settled: Settled
+    _settle_at: int
     _index: SortedKeys
-    _base: immutables.Map[str, Entry]
-    _own: list[Event]
+    _base: Recent
+    _base_settled: Settled
+    _own: list[EventRow]
     _seq: int
     _fork_seq: int
     _merged: list[Merging] | None
@@ -114,24 +128,37 @@ class Merging:
     _root: Any
 
     def _mark(self) -> _Mark:
-        return (self._data, self._index, self._seq, len(self._own))
+        return (
+            self._recent,
+            self._settled,
+            self._settle_at,
+            self._index,
+            self._seq,
+            len(self._own),
+        )
 
     def _rollback(self, mark: _Mark) -> None:
-        self._data, self._index, self._seq, length = mark
+        recent, self._settled, self._settle_at, self._index, self._seq, length = mark
+        self._recent = recent  # after settled: see Store._settle
         del self._own[length:]
 
-    def _publish(self, events: Sequence[Event], mark: _Mark) -> None:
+    def _settle(self) -> None:
         raise NotImplementedError
 
-    def _replay(self, event: Event, *, keep_seq: bool = True) -> Event:
+    def _publish(self, rows: Sequence[EventRow], mark: _Mark) -> None:
+        raise NotImplementedError
+
+    def _replay(self, event: Event | EventRow, *, keep_seq: bool = True) -> EventRow:
         raise NotImplementedError
 
     def _stage_batch(
         self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
-    ) -> list[Event]:
+    ) -> list[EventRow]:
         raise NotImplementedError
 
-    def _apply_batch(self, items: Sequence[tuple[str, str, Any, str | None, bool]]) -> list[Event]:
+    def _apply_batch(
+        self, items: Sequence[tuple[str, str, Any, str | None, bool]]
+    ) -> list[EventRow]:
         """Apply the writes of consecutive deltas in one step (``Store._stage_batch``)."""
         try:
             return self._stage_batch(items, time.time())
@@ -148,7 +175,7 @@ class Merging:
         self._check_family(given)
         with self._lock:
             mark = self._mark()
-            events: list[Event] = []
+            events: list[EventRow] = []
             batch: list[tuple[str, str, Any, str | None, bool]] = []  # deltas, applied together
             try:
                 for position, change in enumerate(given):
@@ -174,18 +201,25 @@ class Merging:
                         batch = []
                     assert isinstance(change, Merging)
                     with change._lock:
-                        if self._data is change._base and self._seq == change._fork_seq:
-                            self._data, self._index = change._data, change._index
+                        if (
+                            self._recent is change._base
+                            and self._settled is change._base_settled
+                            and self._seq == change._fork_seq
+                        ):
+                            if change._settled is not self._settled:  # the fork settled
+                                self._settled = change._settled  # first: see Store._settle
+                                self._settle_at = change._settle_at
+                            self._recent, self._index = change._recent, change._index
                             self._seq = change._seq
                             self._own.extend(change._own)
                             events.extend(change._own)
                             continue
                         self._check_conflicts(change, position)
-                        for event in change._own:
+                        for row in change._own:
                             try:
-                                events.append(self._replay(event, keep_seq=False))
+                                events.append(self._replay(row, keep_seq=False))
                             except ReducerError as exc:
-                                raise _refused(exc, event.source or change.name) from (
+                                raise _refused(exc, row[5] or change.name) from (  # [5]: source
                                     exc.__cause__
                                 )
                 if batch:
@@ -194,6 +228,8 @@ class Merging:
                 self._rollback(mark)
                 raise
             self._publish(events, mark)
+            if len(self._recent) > self._settle_at:  # grown by fast-forwards
+                self._settle()
             for change in given:
                 if change._merged is None:
                     change._merged = [self]
@@ -240,7 +276,8 @@ class Merging:
     def _check_conflicts(self, change: Merging | Delta, position: int) -> None:
         """Refuse the merge if a field ``change`` replaces changed since it saw it."""
         checked: set[str] = set()
-        data, base = self._data, change._base
+        recent, settled = self._recent, self._settled
+        base, base_settled = change._base, change._base_settled
         if change.__class__ is Delta:
             assert isinstance(change, Delta)
             replaced = change.replaces
@@ -250,10 +287,10 @@ class Merging:
             name = None
         else:
             assert isinstance(change, Merging)
-            writes = (
-                (e.kind, e.path, None, e.source, e.op == "delete" or e.reducer == "replace")
-                for e in change._own
-                if e.op == "write" or e.op == "delete"
+            writes = (  # rows: seq, op, kind, path, value, source, reducer, ...
+                (row[2], row[3], None, row[5], row[1] == "delete" or row[6] == "replace")
+                for row in change._own
+                if row[1] == "write" or row[1] == "delete"
             )
             name = change.name
         for kind, path, _value, source, whole in writes:
@@ -263,11 +300,11 @@ class Merging:
             if key in checked:
                 continue
             checked.add(key)
-            now, saw = data.get(key), base.get(key)
+            now, saw = lookup(recent, settled, key), lookup(base, base_settled, key)
             if _same(now, saw):
                 continue
             writer = source or name or f"change #{position + 1} (unnamed)"
-            other = "a delete" if now is None else repr(now.source or "an unnamed writer")
+            other = "a delete" if now is None else repr(now[3] or "an unnamed writer")  # source
             raise MergeConflictError(
                 f"{key} was written by two parallel branches, {other} and {writer!r}, and it "
                 f"keeps only the last write; declare a reducer for it (e.g. store.declare("
@@ -285,13 +322,11 @@ def _refused(exc: ReducerError, writer: str | None) -> ReducerError:
     return ReducerError(f"{text}{by}, while merging: nothing of the merge was written")
 
 
-def _same(now: Entry | None, saw: Entry | None) -> bool:
+def _same(now: EntryRow | None, saw: EntryRow | None) -> bool:
     """Whether ``now`` is the very write ``saw`` was (a replayed write keeps its value
-    object, source and time)."""
+    object, source and time: the rows' fields 2, 3 and 5)."""
     if now is saw:
         return True
     if now is None or saw is None:
         return False
-    return (
-        now.stored is saw.stored and now.source == saw.source and now.updated_at == saw.updated_at
-    )
+    return now[2] is saw[2] and now[3] == saw[3] and now[5] == saw[5]

@@ -13,9 +13,10 @@ event in order (``subscribe(fn)``) or the commit as one batch (``subscribe(fn,
 batches=True)``). A journal that refuses the commit (it raises) undoes it: the store is left
 as it was and the error reaches the code that wrote.
 
-Forks. A fork shares the parent's persistent map and index, so it costs O(1) however large
-the store is; its writes stay its own until it is merged. ``merge`` and its conflict rule are
-in ``weft.store.merge``.
+Forks. A fork shares the parent's entries and index, so it costs O(1) however large the
+store is; its writes stay its own until it is merged. ``merge`` and its conflict rule are in
+``weft.store.merge``. How the entries are kept (rows in two tiers, for forks and for the
+garbage collector) is in ``weft.store._entries``.
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from typing import Any, Final, Protocol
 import immutables
 
 from weft.errors import InvalidKeyError, MissingEntryError, ReducerError, StoreError
+from weft.store import _entries
 from weft.store import reducers as _reducers
+from weft.store._entries import GONE
 from weft.store._index import SortedKeys
 from weft.store._log import AppendLog, read
-from weft.store.events import KINDS, Entry, Event, Op, make_key
+from weft.store.events import KINDS, Entry, EntryRow, Event, EventRow, Op, make_key
 from weft.store.merge import Delta, Merging, _Mark
 from weft.store.values import _AS_IS, MISSING, TypeRegistry, freeze, registry
 
@@ -76,10 +79,11 @@ class _Declared:
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
 _NOTHING: Final[frozenset[str]] = frozenset()
+_seq_of: Final = operator.itemgetter(0)
+"""An event row's seq."""
 _build: Final = tuple.__new__
-"""Builds an ``Entry`` or ``Event`` from a full tuple of its fields, skipping the named
-tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``; one of
-each is made per write)."""
+"""Builds an ``Entry`` or ``Event`` from its row (``weft.store.events``), skipping the named
+tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``)."""
 
 
 class Store(Merging):
@@ -116,18 +120,20 @@ class Store(Merging):
     ) -> None:
         self.name = name
         self._types = types
-        self._data: immutables.Map[str, Entry] = immutables.Map()
+        self._recent: _entries.Recent = immutables.Map()
+        self._settled: _entries.Settled = {}
+        self._settle_at = _entries.SETTLE_MIN
         self._index = SortedKeys()
         self._declared: dict[str, _Declared] = {}
         self._lock = threading.RLock()
         self._subscribers: list[Subscriber] = []
         self._batch_subscribers: list[BatchSubscriber] = []
         self._journal: Journal | None = None
-        self._own: list[Event] = []
+        self._own: list[EventRow] = []
         self._seq = 0
         self._parent: Store | None = None
         self._root: Store = self
-        self._base = self._data
+        self._base, self._base_settled = self._recent, self._settled
         self._fork_seq = 0
         self._merged = None
         self._history_from = 0
@@ -219,10 +225,11 @@ class Store(Merging):
         frozen_meta = freeze(meta, where=f"{key} meta", types=self._types) if meta else None
         with self._lock:
             mark = self._mark()
-            entry, event = self._stage_write(
+            row, event = self._stage_write(
                 key, kind, path, update, source or self.name, frozen_meta, declared, time.time()
             )
             self._publish((event,), mark)
+            entry: Entry = _build(Entry, row)
             return entry
 
     def write_many(
@@ -293,16 +300,17 @@ class Store(Merging):
 
     def _stage_batch(
         self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
-    ) -> list[Event]:
+    ) -> list[EventRow]:
         """Apply ``(kind, path, value, source, whole)`` updates (values frozen, keys checked)
         in order, as ``write`` would one by one, but with one map change: appends to one
         field are gathered into one ``AppendLog`` step. Raises before changing anything
-        if a reducer refuses an update. Call under the lock; returns the events."""
+        if a reducer refuses an update. Call under the lock; returns the events' rows."""
         declared_of = self._declared.get
-        data, seq, first = self._data, self._seq, self._seq
+        recent, settled = self._recent, self._settled
+        seq = first = self._seq
         # key -> [entry before, value so far, kind, path, last source, last seq, appends]
         staged: dict[str, list[Any]] = {}
-        events: list[Event] = []
+        events: list[EventRow] = []
         for kind, path, value, source, whole in items:
             key = f"{kind}:{path}"
             declared = declared_of(key, _REPLACE)
@@ -311,8 +319,8 @@ class Store(Merging):
             reducer = declared.name
             slot = staged.get(key)
             if slot is None:
-                old = data.get(key)
-                slot = [old, MISSING if old is None else old.stored, kind, path, None, 0, None]
+                old = _entries.lookup(recent, settled, key)
+                slot = [old, MISSING if old is None else old[2], kind, path, None, 0, None]
                 staged[key] = slot
             pending = slot[6]
             if (
@@ -339,24 +347,22 @@ class Store(Merging):
             seq += 1
             slot[4] = source
             slot[5] = seq
-            events.append(
-                _build(Event, (seq, "write", kind, path, value, source, reducer, at, None))
-            )
+            events.append((seq, "write", kind, path, value, source, reducer, at, None))
         index = self._index
-        with data.mutate() as changed:
+        with recent.mutate() as changed:
             for key, (old, stored, kind, path, source, last, pending) in staged.items():
                 if pending is not None:
                     stored = _grown(stored, pending)
                 if old is None:
                     index = index.add(key)
-                    changed[key] = Entry(kind, path, stored, source, at, at, last, None)
-                else:
-                    changed[key] = Entry(
-                        kind, path, stored, source, old.created_at, at, last, old.meta
-                    )
-            self._data = changed.finish()
+                    changed[key] = (kind, path, stored, source, at, at, last, None)
+                else:  # old[4], old[7]: created_at, meta
+                    changed[key] = (kind, path, stored, source, old[4], at, last, old[7])
+            self._recent = changed.finish()
         self._index, self._seq = index, seq
         self._own.extend(events)
+        if len(self._recent) > self._settle_at:
+            self._settle()
         return events
 
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
@@ -384,30 +390,33 @@ class Store(Merging):
                 self._publish((event,), mark)
                 return 1
             # a replace write with no journal: nothing can fail once it is staged
-            data = self._data
-            old = data.get(key)
+            recent, index = self._recent, self._index
+            found = recent.get(key)  # _entries.lookup, inlined
+            old = self._settled.get(key) if found is None else found or None
             seq = self._seq + 1
             at = time.time()
-            event = _build(Event, (seq, "write", kind, path, value, source, "replace", at, None))
+            event = (seq, "write", kind, path, value, source, "replace", at, None)
+            row: EntryRow
             if old is None:
-                self._index = self._index.add(key)
-                entry = _build(Entry, (kind, path, value, source, at, at, seq, None))
-            else:
-                entry = _build(
-                    Entry, (kind, path, value, source, old.created_at, at, seq, old.meta)
-                )
-            self._data = data.set(key, entry)
+                self._index = index.add(key)
+                row = (kind, path, value, source, at, at, seq, None)
+            else:  # old[4], old[7]: created_at, meta
+                row = (kind, path, value, source, old[4], at, seq, old[7])
+            self._recent = recent.set(key, row)
             self._seq = seq
             self._own.append(event)
             if self._subscribers or self._batch_subscribers:
-                self._publish((event,), (data, self._index, seq - 1, len(self._own) - 1))
+                before = (recent, self._settled, self._settle_at, index, seq - 1)
+                self._publish((event,), (*before, len(self._own) - 1))
+            if len(self._recent) > self._settle_at:
+                self._settle()
         return 1
 
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
         """Remove one key; returns whether it held anything. Subscribers hear of it."""
         key = _checked_key(kind, path)
         with self._lock:
-            if key not in self._data:
+            if _entries.lookup(self._recent, self._settled, key) is None:
                 return False
             mark = self._mark()
             event = self._stage_delete(key, kind, path, source or self.name, time.time())
@@ -432,8 +441,9 @@ class Store(Merging):
         update = freeze(value, where=f"note {key}", types=self._types)
         with self._lock:
             mark = self._mark()
-            event = self._log("note", kind, path, update, source or self.name, "replace", None)
-            self._publish((event,), mark)
+            row = self._log("note", kind, path, update, source or self.name, "replace", None)
+            self._publish((row,), mark)
+            event: Event = _build(Event, row)
             return event
 
     def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
@@ -445,7 +455,7 @@ class Store(Merging):
         at = time.time()
         with self._lock:
             seq = self._seq
-            events: list[Event] = []
+            events: list[EventRow] = []
             for item in notes:  # nothing is kept until every note is good
                 try:
                     path, value, source = item
@@ -457,11 +467,7 @@ class Store(Merging):
                 if value.__class__ not in _AS_IS:
                     value = freeze(value, where=f"note {key}", types=types)
                 seq += 1
-                events.append(
-                    _build(
-                        Event, (seq, "note", kind, path, value, source or name, "replace", at, None)
-                    )
-                )
+                events.append((seq, "note", kind, path, value, source or name, "replace", at, None))
             if not events:
                 return 0
             mark = self._mark()
@@ -523,19 +529,6 @@ class Store(Merging):
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((k, path, value, by, False))
         return Delta(self, tuple(items), frozenset(replaces), self.reducer_of)
-        for item in writes:
-            try:
-                k, path, value, by = item
-            except (TypeError, ValueError):
-                raise StoreError(
-                    f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
-                ) from None
-            key = _checked_key(k, path)
-            if value.__class__ not in _AS_IS:
-                merging = declared.get(key, _REPLACE).fn is _reducers.merge
-                value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((k, path, value, by, False))
-        return Delta(self, items, self.reducer_of)
 
     def apply(self, events: Iterable[Event]) -> int:
         """Apply events from another log (a fork's, a record's) through this store's
@@ -543,7 +536,7 @@ class Store(Merging):
         Returns how many were applied. Nothing is applied if one of them fails."""
         with self._lock:
             mark = self._mark()
-            staged: list[Event] = []
+            staged: list[EventRow] = []
             try:
                 for event in events:
                     staged.append(self._replay(event, keep_seq=False))
@@ -558,16 +551,26 @@ class Store(Merging):
 
     def get(self, kind: str, path: str) -> Entry | None:
         """The entry at ``kind:path``, or None."""
-        return self._data.get(make_key(kind, path))
+        key = f"{kind}:{path}"
+        row = self._recent.get(key)  # _entries.lookup, inlined as in value()
+        if row is None:
+            row = self._settled.get(key)
+        if not row:  # None, or GONE
+            return None
+        entry: Entry = _build(Entry, row)
+        return entry
 
     def has(self, kind: str, path: str) -> bool:
-        return make_key(kind, path) in self._data
+        return _entries.lookup(self._recent, self._settled, f"{kind}:{path}") is not None
 
     def value(self, kind: str, path: str, default: Any = MISSING) -> Any:
         """The value at ``kind:path``; without a default, a missing key is an error."""
-        entry = self._data.get(f"{kind}:{path}")
-        if entry is not None:
-            stored = entry[2]
+        key = f"{kind}:{path}"
+        row = self._recent.get(key)  # _entries.lookup, inlined: the hot read
+        if row is None:
+            row = self._settled.get(key)
+        if row:  # not None, nor GONE
+            stored = row[2]
             return stored.materialize() if stored.__class__ is AppendLog else stored
         if default is not MISSING:
             return default
@@ -578,11 +581,14 @@ class Store(Merging):
     ) -> list[Entry]:
         """Entries in key order, filtered by kind(s) and by a prefix of the ``kind:path`` key."""
         with self._lock:
-            data, index = self._data, self._index
+            recent, settled, index = self._recent, self._settled, self._index
         kinds = {kind} if isinstance(kind, str) else set(kind) if kind is not None else None
         keys = index.with_prefix(key_prefix) if key_prefix else iter(index)
-        out = [data[key] for key in keys]
-        return out if kinds is None else [e for e in out if e.kind in kinds]
+        # a key the index lists is held: by recent (never GONE then), else by settled
+        rows = [recent.get(key) or settled[key] for key in keys]
+        if kinds is not None:
+            rows = [row for row in rows if row[0] in kinds]  # row[0]: the kind
+        return list(map(_build, itertools.repeat(Entry, len(rows)), rows))
 
     def keys(self) -> Iterator[str]:
         """Every ``kind:path`` key, in order."""
@@ -590,14 +596,20 @@ class Store(Merging):
 
     def to_dict(self, *, kind: str | None = None) -> dict[str, Any]:
         """``{key: value}`` of every entry (of one kind if given), in key order."""
-        prefix = f"{kind}:" if kind is not None else ""
-        return {e.key: e.value for e in self.entries(key_prefix=prefix)}
+        with self._lock:
+            recent, settled, index = self._recent, self._settled, self._index
+        keys = index.with_prefix(f"{kind}:") if kind is not None else iter(index)
+        # as in entries; [2]: what the key stores
+        return {key: read((recent.get(key) or settled[key])[2]) for key in keys}
 
     def __len__(self) -> int:
-        return len(self._data)
+        with self._lock:
+            return _entries.count(self._recent, self._settled)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._data
+        return (
+            isinstance(key, str) and _entries.lookup(self._recent, self._settled, key) is not None
+        )
 
     # -------------------------------------------------------------- event log
 
@@ -609,7 +621,12 @@ class Store(Merging):
     def events(self, since: int = 0) -> list[Event]:
         """Events with ``seq > since``, oldest first, including those inherited from the
         stores this one was forked from (up to the moment of each fork)."""
-        parts: list[list[Event]] = []
+        rows = self._rows(since)
+        return list(map(_build, itertools.repeat(Event, len(rows)), rows))
+
+    def _rows(self, since: int) -> list[EventRow]:
+        """``events(since)`` as the store keeps them (rows)."""
+        parts: list[list[EventRow]] = []
         store: Store | None = self
         upto: int | None = None
         while store is not None:
@@ -639,10 +656,10 @@ class Store(Merging):
             past = Store(types=self._types, name=self.name)
             past._declared.update(self._declared)
             with past._lock:
-                for event in self.events():
-                    if event.seq > seq:
+                for row in self._rows(0):
+                    if row[0] > seq:  # its seq
                         break
-                    past._replay(event)
+                    past._replay(row)
         else:
             journal = self._root._journal
             found = journal.state_at(seq) if journal is not None else None
@@ -654,7 +671,9 @@ class Store(Merging):
                 )
             past = found
         fork = self.fork(name=self.name)
-        fork._data = fork._base = past._data
+        fork._recent = fork._base = past._recent
+        fork._settled = fork._base_settled = past._settled
+        fork._settle_at = _entries.settle_at(past._recent, past._settled)
         fork._index = past._index
         fork._seq = fork._fork_seq = seq
         return fork
@@ -733,7 +752,12 @@ class Store(Merging):
         with self._lock:
             child.name = name
             child._types = self._types
-            child._data = child._base = self._data
+            child._recent = child._base = self._recent
+            child._settled = child._base_settled = self._settled
+            # _entries.settle_at, inlined (max() alone is a tenth of a fork): the fork
+            # settles only once it wrote its own share
+            room, least = len(self._settled) >> 3, _entries.SETTLE_MIN
+            child._settle_at = len(self._recent) + (room if room > least else least)
             # both sides then sort the keys written before the fork once, not once each
             child._index = self._index = self._index.fork()
             child._declared = self._declared
@@ -768,14 +792,17 @@ class Store(Merging):
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
-        return f"<Store{label} entries={len(self._data)} seq={self._seq}>"
+        return f"<Store{label} entries={len(self)} seq={self._seq}>"
 
     # ---------------------------------------------------------------- commits
 
-    def _publish(self, events: Sequence[Event], mark: _Mark) -> None:
+    def _publish(self, rows: Sequence[EventRow], mark: _Mark) -> None:
         """The end of every commit: the journal keeps it (or refuses it: undone), then the
         subscribers hear of it."""
         journal = self._journal
+        if journal is None and not self._subscribers and not self._batch_subscribers:
+            return
+        events: list[Event] = list(map(_build, itertools.repeat(Event, len(rows)), rows))
         if journal is not None:
             declared = self._declared
             kept = [
@@ -811,27 +838,31 @@ class Store(Merging):
         declared: _Declared,
         at: float,
         seq: int | None = None,
-    ) -> tuple[Entry, Event]:
-        old = self._data.get(key)
-        new = self._reduce(key, MISSING if old is None else old.stored, update, declared)
-        event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
-        entry: Entry = _build(  # Entry(...) without the named tuple's Python-level __new__
-            Entry,
-            (
-                kind,
-                path,
-                new,
-                source,
-                at if old is None else old.created_at,
-                at,
-                event.seq,
-                meta if meta is not None or old is None else old.meta,
-            ),
-        )
+    ) -> tuple[EntryRow, EventRow]:
+        """Write ``update`` through ``declared``; returns the new entry's and event's rows."""
+        recent = self._recent
+        old = _entries.lookup(recent, self._settled, key)
         if old is None:
+            new = self._reduce(key, MISSING, update, declared)
+            event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
+            row = (kind, path, new, source, at, at, self._seq, meta)
             self._index = self._index.add(key)
-        self._data = self._data.set(key, entry)
-        return entry, event
+        else:  # old[2], old[4], old[7]: stored, created_at, meta
+            new = self._reduce(key, old[2], update, declared)
+            event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
+            row = (kind, path, new, source, old[4], at, self._seq, old[7] if meta is None else meta)
+        self._recent = recent.set(key, row)
+        if len(self._recent) > self._settle_at:
+            self._settle()
+        return row, event
+
+    def _settle(self) -> None:
+        """Fold the recent entries into a new settled dict (see ``weft.store._entries``).
+        Settled first: a reader without the lock reads recent, then settled, so it sees
+        every entry in one or the other."""
+        self._settled = _entries.settle(self._recent, self._settled)
+        self._recent = immutables.Map()
+        self._settle_at = _entries.settle_at(self._recent, self._settled)
 
     def _reducer_name(self, key: str) -> str:
         return self._declared.get(key, _REPLACE).name
@@ -856,8 +887,13 @@ class Store(Merging):
 
     def _stage_delete(
         self, key: str, kind: str, path: str, source: str | None, at: float, seq: int | None = None
-    ) -> Event:
-        self._data = self._data.delete(key)
+    ) -> EventRow:
+        if key in self._settled:
+            self._recent = self._recent.set(key, GONE)
+            if len(self._recent) > self._settle_at:
+                self._settle()
+        else:
+            self._recent = self._recent.delete(key)
         self._index = self._index.remove(key)
         return self._log("delete", kind, path, None, source, "replace", None, at, seq)
 
@@ -868,15 +904,21 @@ class Store(Merging):
         source: str | None,
         at: float,
         seq: int | None = None,
-    ) -> tuple[int, Event]:
+    ) -> tuple[int, EventRow]:
         prefix = key_prefix or (f"{kind}:" if kind is not None else "")
         keys = self._index.with_prefix(prefix) if prefix else iter(self._index)
         doomed = [key for key in keys if kind is None or key.startswith(f"{kind}:")]
         if doomed:
-            with self._data.mutate() as data:
+            settled = self._settled
+            with self._recent.mutate() as recent:
                 for key in doomed:
-                    del data[key]
-                self._data = data.finish()
+                    if key in settled:
+                        recent[key] = GONE
+                    else:
+                        del recent[key]
+                self._recent = recent.finish()
+            if len(self._recent) > self._settle_at:
+                self._settle()
             index = self._index
             for key in doomed:
                 index = index.remove(key)
@@ -895,82 +937,52 @@ class Store(Merging):
         meta: Mapping[str, Any] | None,
         at: float | None = None,
         seq: int | None = None,
-    ) -> Event:
+    ) -> EventRow:
+        """Log an event of this store's own; returns its row."""
         self._seq = self._seq + 1 if seq is None else seq
-        event: Event = _build(  # as Entry in _stage_write
-            Event,
-            (
-                self._seq,
-                op,
-                kind,
-                path,
-                value,
-                source,
-                reducer,
-                time.time() if at is None else at,
-                meta,
-            ),
+        row = (
+            self._seq,
+            op,
+            kind,
+            path,
+            value,
+            source,
+            reducer,
+            time.time() if at is None else at,
+            meta,
         )
-        self._own.append(event)
-        return event
+        self._own.append(row)
+        return row
 
-    def _replay(self, event: Event, *, keep_seq: bool = True) -> Event:
-        """Stage ``event`` (from a log) as this store's own; returns the event logged."""
-        seq = event.seq if keep_seq else None
+    def _replay(self, event: Event | EventRow, *, keep_seq: bool = True) -> EventRow:
+        """Stage ``event`` (from a log: an ``Event`` or a row) as this store's own; returns
+        the row logged."""
+        try:
+            number, op, kind, path, value, source, reducer, at, meta = event
+        except (TypeError, ValueError):
+            raise StoreError(
+                f"expected an event (weft.store.Event, as events() returns them), got {event!r}"
+            ) from None
+        seq = number if keep_seq else None
         if seq is not None and seq <= self._seq:
             raise StoreError(
                 f"event {seq} comes after event {self._seq}; replay events oldest first, "
                 "as events() returns them"
             )
-        op = event.op
         if op == "write":
-            key = _checked_key(event.kind, event.path)
-            declared = self._declared_for_replay(key, event.reducer)
-            return self._stage_write(
-                key,
-                event.kind,
-                event.path,
-                event.value,
-                event.source,
-                event.meta,
-                declared,
-                event.time,
-                seq,
-            )[1]
+            key = _checked_key(kind, path)
+            declared = self._declared_for_replay(key, reducer)
+            return self._stage_write(key, kind, path, value, source, meta, declared, at, seq)[1]
         if op == "delete":
-            key = make_key(event.kind, event.path)
-            if key in self._data:
-                return self._stage_delete(
-                    key, event.kind, event.path, event.source, event.time, seq
-                )
-            return self._log(
-                "delete",
-                event.kind,
-                event.path,
-                None,
-                event.source,
-                "replace",
-                None,
-                event.time,
-                seq,
-            )
+            key = make_key(kind, path)
+            if _entries.lookup(self._recent, self._settled, key) is not None:
+                return self._stage_delete(key, kind, path, source, at, seq)
+            return self._log("delete", kind, path, None, source, "replace", None, at, seq)
         if op == "clear":
-            return self._stage_clear(event.kind or None, event.path, event.source, event.time, seq)[
-                1
-            ]
+            return self._stage_clear(kind or None, path, source, at, seq)[1]
         if op == "note":
-            return self._log(
-                "note",
-                event.kind,
-                event.path,
-                event.value,
-                event.source,
-                event.reducer,
-                event.meta,
-                event.time,
-                seq,
-            )
-        raise StoreError(f"event {event.seq} has an unknown op {op!r}")
+            return self._log("note", kind, path, value, source, reducer, meta, at, seq)
+        raise StoreError(f"event {number} has an unknown op {op!r}")
 
     def _declared_for_replay(self, key: str, reducer: str) -> _Declared:
         if reducer == "replace":
@@ -1045,10 +1057,6 @@ def _grown(stored: Any, items: list[Any]) -> AppendLog:
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise InvalidKeyError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
-
-
-def _seq_of(event: Event) -> int:
-    return event.seq
 
 
 def _checked_key(kind: str, path: str) -> str:
