@@ -201,9 +201,9 @@ def check_weft(folder: Path) -> Written:
     others = count() - before - nodes - states
     reader.close()
     return Written(
-        rows=f"{nodes / CHAIN:.2f} step records per node, each holding the node's delta, "
-        f"committed as the node finishes; {states / CHAIN:.2f} state events per node, "
-        f"committed together when the run ends; {others} run records",
+        rows=f"{states / CHAIN:.2f} state events and {nodes / CHAIN:.2f} step records per "
+        f"node, committed together (one transaction) as the node finishes; {others} run "
+        "records",
         checked=all(b > a for a, b in itertools.pairwise(seen)),
     )
 
@@ -322,7 +322,7 @@ def w3(folder: Path, rounds: int) -> str:
 
     does = {
         "floor": "one `INSERT` of a small row, then `COMMIT`",
-        "weft": "its step record, holding the delta (the state events follow in one transaction at the end)",
+        "weft": "its state write and its step record, one transaction",
         "Burr": "its state row (`SQLitePersister.save`, a commit per step)",
         "LangGraph": "a checkpoint and its writes (`SqliteSaver`, `durability='sync'`)",
     }
