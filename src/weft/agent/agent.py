@@ -175,8 +175,7 @@ class Agent:
     @property
     def states(self) -> AgentStates:
         """Every iteration's state item, oldest first (a branch's inherited ones first)."""
-        entry = self._store.get("state", self.states_path)
-        stored = _EMPTY if entry is None else entry.value
+        stored = self._store.value("state", self.states_path, _EMPTY)
         source, items = self._cache
         if stored is not source:
             if len(stored) >= len(items):

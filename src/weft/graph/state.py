@@ -41,8 +41,7 @@ class StateView:
         return self._value("state", path)
 
     def get(self, path: str, default: Any = None) -> Any:
-        entry = self._store.get("state", path)
-        return default if entry is None else entry.value
+        return self._value("state", path, default)
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and bool(path) and self._store.has("state", path)

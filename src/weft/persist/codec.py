@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -82,25 +83,31 @@ class _Records:
         if name is None:
             raise TypeError(cls.__name__)
         self.tags += 1
+        names, defaults, read = _fields(cls)
         record: dict[str, Any] = {"__weft__": name}
-        for field, default in _fields(cls):
-            item = getattr(value, field)
+        for field, default, item in zip(names, defaults, read(value), strict=True):
             if item is not default:
                 record[field] = item
         return record
 
 
-_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, ...], tuple[Any, ...], Callable[[Any], tuple[Any, ...]]]] = {}
 
 
-def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
-    """A record type's fields and defaults (a field without one: a sentinel no value is)."""
+def _fields(
+    cls: type,
+) -> tuple[tuple[str, ...], tuple[Any, ...], Callable[[Any], tuple[Any, ...]]]:
+    """A record type's field names, their defaults (a field without one: a sentinel no
+    value is) and a reader of all its values at once."""
     found = _FIELDS.get(cls)
     if found is None:
-        found = _FIELDS[cls] = tuple(
-            (f.name, object() if f.default is dataclasses.MISSING else f.default)
-            for f in dataclasses.fields(cls)
+        fields = dataclasses.fields(cls)
+        names = tuple(f.name for f in fields)
+        defaults = tuple(
+            object() if f.default is dataclasses.MISSING else f.default for f in fields
         )
+        assert len(names) > 1, "attrgetter of one name gives the value, not a 1-tuple"
+        found = _FIELDS[cls] = (names, defaults, operator.attrgetter(*names))
     return found
 
 

@@ -275,9 +275,11 @@ class Merging:
 
     def _check_conflicts(self, change: Merging | Delta, position: int) -> None:
         """Refuse the merge if a field ``change`` replaces changed since it saw it."""
-        checked: set[str] = set()
         recent, settled = self._recent, self._settled
         base, base_settled = change._base, change._base_settled
+        if recent is base and settled is base_settled:
+            return  # nothing was written here since the change saw it
+        checked: set[str] = set()
         if change.__class__ is Delta:
             assert isinstance(change, Delta)
             replaced = change.replaces

@@ -45,9 +45,12 @@ RunStatus = Literal["running", "completed"]
 NoteEvent = Literal["started", "finished", "failed", "skipped"]
 
 
+_SCALARS: Final = frozenset({str, int, float, bool})
+
+
 def _frozen(record: Any, name: str, where: str) -> None:
     value = getattr(record, name)
-    if value is not None and value.__class__ not in (str, int, float, bool):
+    if value is not None and value.__class__ not in _SCALARS:
         object.__setattr__(record, name, freeze(value, where=where))
 
 
@@ -100,7 +103,9 @@ class StepRecord:
     duration_ms: float | None = None
 
     def __post_init__(self) -> None:
-        _frozen(self, "result", f"the result of a {self.kind}")
+        result = self.result
+        if result is not None and result.__class__ not in _SCALARS:  # the hot path: inlined
+            object.__setattr__(self, "result", freeze(result, where=f"the result of a {self.kind}"))
         changes = self.changes
         if changes is not None and not (
             isinstance(changes, tuple) and all(e.__class__ is Event for e in changes)
