@@ -142,48 +142,31 @@ def layer_name(module: str, layers: Mapping[str, int]) -> str:
     return f"layer {layers[parts[1]]} {parts[1]}"
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """A breach: ``key`` names it stably (no line numbers), ``message`` says it all."""
-
-    key: str
-    message: str
-
-
 def layer_violations(
     imports: list[Import], modules: Mapping[str, Path], layers: Mapping[str, int]
-) -> list[Problem]:
+) -> list[str]:
     """Rule (a), plus what would make it meaningless: modules in no layer, imports of nothing."""
-    problems: list[Problem] = []
+    problems: list[str] = []
     for module in modules:
         if layer_of(module, layers) is None:
             problems.append(
-                Problem(
-                    f"{module} is in no layer",
-                    f'{module} is in no layer: add its folder to DESIGN.md "Layers" and to '
-                    f"LAYERS in tests/test_layers.py, or move it into an existing layer",
-                )
+                f'{module} is in no layer: add its folder to DESIGN.md "Layers" and to '
+                f"LAYERS in tests/test_layers.py, or move it into an existing layer"
             )
     for each in imports:
         if each.imported not in modules:
             problems.append(
-                Problem(
-                    f"{each.importer} imports {each.imported}",
-                    f"{each.importer}, line {each.line}, imports {each.imported}, which is no "
-                    f"module of the package: fix the name",
-                )
+                f"{each.importer}, line {each.line}, imports {each.imported}, which is no "
+                f"module of the package: fix the name"
             )
             continue
         here, there = layer_of(each.importer, layers), layer_of(each.imported, layers)
         if here is not None and there is not None and there > here:
             problems.append(
-                Problem(
-                    f"{each.importer} imports {each.imported}",
-                    f"{each.importer} ({layer_name(each.importer, layers)}), line {each.line}, "
-                    f"imports {each.imported} ({layer_name(each.imported, layers)}), a layer "
-                    f"below its own: a layer imports only from the layers above it (DESIGN.md "
-                    f'"Layers"); move what it needs up, or have the caller pass it in',
-                )
+                f"{each.importer} ({layer_name(each.importer, layers)}), line {each.line}, "
+                f"imports {each.imported} ({layer_name(each.imported, layers)}), a layer "
+                f"below its own: a layer imports only from the layers above it (DESIGN.md "
+                f'"Layers"); move what it needs up, or have the caller pass it in'
             )
     return problems
 
@@ -255,21 +238,21 @@ def shortest_cycle(group: list[str], imports: list[Import]) -> list[Import]:
     return chain
 
 
-def cycle_problems(imports: list[Import]) -> list[Problem]:
+def cycle_problems(imports: list[Import]) -> list[str]:
     """Rule (b): each tangle, with one of its cycles in import order and lines."""
-    problems: list[Problem] = []
+    problems: list[str] = []
     for group in tangles(imports):
         chain = shortest_cycle(group, imports)
         steps = " -> ".join(f"{each.importer} (line {each.line})" for each in chain)
         message = f"import cycle: {steps} -> {chain[0].importer}"
         if len(group) > len(chain):
             message += f"; all {len(group)} modules of this tangle: {', '.join(group)}"
-        problems.append(Problem(f"import cycle among {', '.join(group)}", message))
+        problems.append(message)
     return problems
 
 
-def check(root: Path, layers: Mapping[str, int] = LAYERS) -> list[Problem]:
-    """Every breach of both rules in the package at ``root``."""
+def messages(root: Path, layers: Mapping[str, int] = LAYERS) -> list[str]:
+    """Every breach of both rules in the package at ``root``, one message each."""
     modules = find_modules(root)
     imports = [
         each for module, path in modules.items() for each in find_imports(module, path, modules)
@@ -278,29 +261,9 @@ def check(root: Path, layers: Mapping[str, int] = LAYERS) -> list[Problem]:
     return layer_violations(imports, modules, layers) + cycle_problems(known)
 
 
-def messages(root: Path) -> list[str]:
-    return [problem.message for problem in check(root)]
-
-
-# Breaches src/weft still has, by key, each waiting for its fix. The test fails on any breach
-# not listed here and on any listed one that is gone, so this list only ever shrinks.
-KNOWN: frozenset[str] = frozenset(
-    {
-        # context, resume and branching name `Agent` in annotations (under TYPE_CHECKING) and
-        # agent imports them: a Protocol of what they use of an agent, defined beside
-        # IterationContext, would cut all three back-references.
-        "import cycle among weft.agent.agent, weft.agent.branching, weft.agent.context, "
-        "weft.agent.resume",
-    }
-)
-
-
 def test_src_weft_keeps_the_layer_order_and_has_no_import_cycle() -> None:
-    problems = check(SOURCE)
-    new = [problem.message for problem in problems if problem.key not in KNOWN]
-    assert not new, "\n".join(["", *new])
-    gone = KNOWN - {problem.key for problem in problems}
-    assert not gone, f"fixed, so remove from KNOWN in tests/test_layers.py: {sorted(gone)}"
+    problems = messages(SOURCE)
+    assert not problems, "\n".join(["", *problems])
 
 
 def test_the_checker_sees_the_real_tree() -> None:

@@ -45,18 +45,21 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from time import time
 from typing import Any, Final
 
 from weft._sync import run_sync
 from weft.agent.actors import ActorSpec, ActorTable
+from weft.agent.branching import run_action_groups
 from weft.agent.context import (
     AgentInputs,
     IterationContext,
     NextActions,
     Summarizer,
     default_summarizer,
+    next_iteration,
 )
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompting import action_results_xml, attachments_string, value_string
@@ -206,10 +209,6 @@ class Agent:
         clone._set_paths()
         return clone
 
-    def _next_iteration(self) -> int:
-        current = self._store.value("state", self.current_path, None)
-        return 0 if current is None else int(current["iteration"]) + 1
-
     # ------------------------------------------------------------ the loop
 
     def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult:
@@ -242,26 +241,38 @@ class Agent:
         where it stopped, finished iterations not run again (``weft.agent.resume``).
         """
         run = None if run_id is None else check_run_id(run_id, AgentBuildError)
-        return await self._arun(
-            user_input,
-            user_profile=user_profile,
-            context=context,
-            attachments=(*attachments, *self.make_attachments(previous_agent_results)),
-            feedback=action_results,
-            run=run,
-        )
+        given = (*attachments, *self.make_attachments(previous_agent_results))
+        with self._exclusive():
+            records = None if run is None else AgentRun.begin(self, run)
+            result = await self._loop(
+                user_input, user_profile, context, given, action_results, records
+            )
+            if records is not None:
+                records.complete(result)
+            return result
 
-    async def _arun(
+    async def arun_unit(
         self,
-        user_input: Any,
+        step: IterationContext,
+        unit: str,
+        user_input: Any = None,
         *,
-        user_profile: Any,
-        context: Any,
-        attachments: tuple[AgentAttachment, ...],
-        feedback: Any,
-        run: str | AgentRun | None,
+        action_results: Any = None,
+        previous_agent_results: Any = None,
     ) -> AgentResult:
-        """``arun`` with the run given as its id, or as the records of a branch's loop."""
+        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver: a
+        copy of an agent on a fork), with the step's user profile, context and attachments;
+        in a run with a run id it is recorded under that unit (``weft.agent.resume``)."""
+        given = (*step.attachments, *self.make_attachments(previous_agent_results))
+        run = None if step.calls is None else AgentRun.inner(self, step.calls, unit)
+        with self._exclusive():
+            return await self._loop(
+                user_input, step.user_profile, step.context, given, action_results, run
+            )
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One loop of this agent at a time: its iterations are numbered in its store."""
         if self._running:
             raise AgentError(
                 f"agent {self.name!r} is already running; one agent runs one loop at a time "
@@ -270,18 +281,7 @@ class Agent:
             )
         self._running = True
         try:
-            records = AgentRun.begin(self, run) if isinstance(run, str) else run
-            result = await self._loop(
-                freeze(user_input, where=f"user_input of agent {self.name!r}"),
-                user_profile,
-                context,
-                attachments,
-                feedback,
-                records,
-            )
-            if records is not None:
-                records.complete(result)
-            return result
+            yield
         finally:
             self._running = False
 
@@ -294,6 +294,7 @@ class Agent:
         feedback: Any,
         run: AgentRun | None,
     ) -> AgentResult:
+        user_input = freeze(user_input, where=f"user_input of agent {self.name!r}")
         run_states: list[AgentStateItem] = []
         response: AgentResponse | None = None
         stop: StopReason = "max_iterations"
@@ -301,7 +302,7 @@ class Agent:
             reply = None
             started = 0.0
             if run is None:
-                iteration = self._next_iteration()
+                iteration = next_iteration(self)
             else:
                 iteration = run.first + i
                 finished = run.finished(iteration)
@@ -422,8 +423,6 @@ class Agent:
     async def _work(self, work: NextActions, step: IterationContext) -> Any:
         """Run the iteration's work: action groups through a built WorkGraph, or a callable
         (the polymorphic dispatch of seed 002)."""
-        from weft.agent.branching import run_action_groups
-
         try:
             if isinstance(work, tuple):
                 return await run_action_groups(work, step)

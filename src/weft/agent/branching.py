@@ -42,14 +42,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from weft.agent.actors import run_actor, run_sync_actor
-from weft.agent.resume import AgentRun, fork_of, once_extras
+from weft.agent.actors import failed, finish, run_actor, run_sync_actor
+from weft.agent.context import IterationContext, LoopAgent
+from weft.agent.resume import fork_of, once_extras
 from weft.agent.types import (
     ActionGroups,
     AgentAction,
     AgentResult,
+    AgentStateItem,
     AgentStates,
     action_record,
     from_plain_record,
@@ -58,10 +60,6 @@ from weft.agent.types import (
 )
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.store import FrozenList, StepRecord, Store, freeze
-
-if TYPE_CHECKING:
-    from weft.agent.agent import Agent
-    from weft.agent.context import IterationContext
 
 _FIRST = ResultPassDownMode.ResultAsFirstArg
 
@@ -83,7 +81,7 @@ class Flow:
 @dataclass(frozen=True, slots=True)
 class _Started:
     flow: Flow
-    agent: Agent
+    agent: LoopAgent
     action: AgentAction
     base: int = 0
     """The branch fork's sequence number when it was made (its writes come after)."""
@@ -94,7 +92,7 @@ class _Started:
 @dataclass(frozen=True, slots=True)
 class _Ended:
     flow: Flow
-    agent: Agent
+    agent: LoopAgent
     result: AgentResult
     record: StepRecord | None = None
     """The branch's record, in a run with a run id."""
@@ -165,7 +163,7 @@ def _only_result(result: Any, *_args: Any, **_kwargs: Any) -> tuple[tuple[Any], 
 
 
 def _offered(
-    agent: Agent, action: AgentAction, flow: Flow, step: IterationContext, unit: str
+    agent: LoopAgent, action: AgentAction, flow: Flow, step: IterationContext, unit: str
 ) -> dict[str, Any]:
     offered = {
         "target": action.target,
@@ -233,7 +231,7 @@ def _branch_start(
     log = step.log
     record = None if log is None else log.get(unit)
 
-    def branch(store: Store) -> Agent:
+    def branch(store: Store) -> LoopAgent:
         return parent.copy(name=name, store=store, clear_states=parent.branching_agent_start_as_new)
 
     if log is not None and record is not None:
@@ -248,7 +246,7 @@ def _branch_start(
 
         return restore
 
-    def done(flow: Flow, copy: Agent, executed: AgentAction, base: int) -> _Started:
+    def done(flow: Flow, copy: LoopAgent, executed: AgentAction, base: int) -> _Started:
         copy.record_action(parent.name, step.iteration, g, k, executed)
         return _Started(flow, copy, executed, base)
 
@@ -288,15 +286,8 @@ def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started],
         restored = started.restored
         if restored is not None:
             return _Ended(started.flow, copy, _restored_result(copy, restored), restored)
-        log, calls = step.log, step.calls
-        result = await copy._arun(
-            None,
-            user_profile=step.user_profile,
-            context=step.context,
-            attachments=step.attachments,
-            feedback=started.action,
-            run=None if calls is None else AgentRun.inner(copy, calls, unit),
-        )
+        log = step.log
+        result = await copy.arun_unit(step, unit, action_results=started.action)
         if log is None:
             return _Ended(started.flow, copy, result)
         record = StepRecord(
@@ -315,14 +306,16 @@ def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started],
     return follow
 
 
-def _restored_result(agent: Agent, record: StepRecord) -> AgentResult:
-    """A finished branch's ``AgentResult``, from its record and its states in its store."""
-    items = agent.states[len(agent._inherited) :]
+def _restored_result(agent: LoopAgent, record: StepRecord) -> AgentResult:
+    """A finished branch's ``AgentResult``, from its record and its own states in its store
+    (not those it inherited)."""
+    stored = agent.store.value("state", agent.states_path, ())
+    items = AgentStates(map(AgentStateItem.from_dict, stored))
     return AgentResult(
         agent=agent.name,
         response=items[-1].response if items else None,
         action_results=from_plain_record(record.result["action_results"]),
-        states=AgentStates(items),
+        states=items,
         stop_reason=record.result["stop_reason"],
     )
 
@@ -362,8 +355,6 @@ def _summarized(record: StepRecord) -> Callable[[Flow], Flow]:
 
 async def _late(awaitable: Any, action: AgentAction, then: Callable[[AgentAction], Any]) -> Any:
     """A sync actor that returned an awaitable: finish it, then carry on."""
-    from weft.agent.actors import failed, finish
-
     try:
         value = await awaitable
     except Exception as exc:

@@ -1,17 +1,15 @@
-"""What one iteration works with: the reasoner's inputs, the context of its work, and the
-pieces of the loop that do not need the agent (the default summarizer)."""
+"""What one iteration works with: the reasoner's inputs, the context of its work, what that
+work uses of the agent (``LoopAgent``), and the pieces of the loop that need no more of it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from weft.agent.types import ActionGroups, AgentAttachment, AgentResult, AgentStates
-
-if TYPE_CHECKING:
-    from weft.agent.agent import Agent
-    from weft.store import RunLog
+from weft.agent.actors import ActorTable
+from weft.agent.types import ActionGroups, AgentAction, AgentAttachment, AgentResult, AgentStates
+from weft.store import RunLog, Store
 
 Summarizer = Callable[..., Any]
 """``summarizer(*branch_results: AgentResult) -> merged value`` (sync or async)."""
@@ -33,11 +31,34 @@ class AgentInputs:
     states: AgentStates
 
 
+class LoopAgent(Protocol):
+    """What the work of an iteration (its actions and branches, a plan's problems, the records
+    of a resumable run) uses of its agent: the modules of that work need not import ``Agent``."""
+
+    name: str
+    actors: ActorTable
+    summarizer: Summarizer
+    branching_agent_start_as_new: bool
+    states_path: str
+    actions_path: str
+    current_path: str
+
+    @property
+    def store(self) -> Store: ...
+    def copy(self, *, name: str, store: Store, clear_states: bool) -> LoopAgent: ...
+    def record_action(
+        self, chooser: str, iteration: int, group: int, index: int, action: AgentAction
+    ) -> None: ...
+    async def arun_unit(
+        self, step: IterationContext, unit: str, *, action_results: Any
+    ) -> AgentResult: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class IterationContext:
     """What the work of one iteration may use: passed to ``create_next_actions``."""
 
-    agent: Agent
+    agent: LoopAgent
     iteration: int
     action_results: Any
     attachments: tuple[AgentAttachment, ...]
@@ -55,3 +76,9 @@ class IterationContext:
 def default_summarizer(*branch_results: AgentResult) -> list[Any]:
     """Merge a parallel group: every branch's ``action_results``, in the actions' order."""
     return [result.action_results for result in branch_results]
+
+
+def next_iteration(agent: LoopAgent) -> int:
+    """The number of ``agent``'s next iteration, from its last ``current`` record."""
+    current = agent.store.value("state", agent.current_path, None)
+    return 0 if current is None else int(current["iteration"]) + 1

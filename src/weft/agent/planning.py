@@ -28,7 +28,7 @@ from weft.agent.agent import Agent
 from weft.agent.context import IterationContext, NextActions
 from weft.agent.parsing import ResponseProblem, parse_structured_response
 from weft.agent.prompt_agents import ACTION_FORMAT, PromptBasedActionAgent
-from weft.agent.resume import AgentRun, fork_of, once_extras
+from weft.agent.resume import fork_of, once_extras
 from weft.agent.types import AgentAction, AgentResponse, from_plain_record, to_plain_record
 from weft.errors import AgentBuildError
 from weft.graph import WorkGraph, WorkGraphNode
@@ -225,16 +225,11 @@ class ProblemPlan:
         if isinstance(solver, Agent):
             copy = solver.copy(name=name, store=fork, clear_states=True)
             try:
-                result = await copy._arun(
+                result = await copy.arun_unit(
+                    step,
+                    unit,
                     problem.args["request"],
-                    user_profile=step.user_profile,
-                    context=step.context,
-                    attachments=(
-                        *step.attachments,
-                        *copy.make_attachments(previous_agent_results),
-                    ),
-                    feedback=None,
-                    run=None if calls is None else AgentRun.inner(copy, calls, unit),
+                    previous_agent_results=previous_agent_results,
                 )
             except Exception as exc:
                 solved = failed(problem, exc)

@@ -61,14 +61,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from weft.agent.context import LoopAgent, next_iteration
+from weft.agent.types import AgentResult
 from weft.errors import AgentError
 from weft.store import RunLog, StepRecord, Store
-
-if TYPE_CHECKING:
-    from weft.agent.agent import Agent
-    from weft.agent.types import AgentResult
 
 ONCE: Final = frozenset({"call_once", "acall_once"})
 """The actor extras of keyed calls."""
@@ -83,17 +81,17 @@ class AgentRun:
 
     __slots__ = ("agent", "calls", "done", "first", "log", "resuming")
 
-    def __init__(self, agent: Agent, log: RunLog, calls: RunLog) -> None:
+    def __init__(self, agent: LoopAgent, log: RunLog, calls: RunLog) -> None:
         self.agent = agent
         self.log = log
         self.calls = calls
-        self.first = agent._next_iteration()
+        self.first = next_iteration(agent)
         self.resuming = False
         self.done: bool | None = None
         """Whether the run had ended (None: not a run of its own, but a branch's loop)."""
 
     @classmethod
-    def begin(cls, agent: Agent, run_id: str) -> AgentRun:
+    def begin(cls, agent: LoopAgent, run_id: str) -> AgentRun:
         """The run ``run_id`` of ``agent`` in its store: begun now, or found to resume."""
         log = RunLog(agent.store, run_id)
         fresh = log.run() is None
@@ -108,7 +106,7 @@ class AgentRun:
         return run
 
     @classmethod
-    def inner(cls, agent: Agent, calls: RunLog, unit: str) -> AgentRun:
+    def inner(cls, agent: LoopAgent, calls: RunLog, unit: str) -> AgentRun:
         """The loop of a branch or solver ``agent`` under ``unit`` (of the iteration whose
         keyed calls ``calls`` records): recorded in the agent's fork."""
         calls = calls.scope(unit)
@@ -126,7 +124,7 @@ class AgentRun:
             return None
         self.resuming = False
         reply = self.log.get(f"iter/{n}/reply")
-        at = self.agent._next_iteration()
+        at = next_iteration(self.agent)
         if at != n + (reply is not None):
             raise AgentError(
                 f"run {self.log.run_id!r} of agent {self.agent.name!r} stopped before "
