@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -200,11 +200,7 @@ class RunLog:
             self.store.write(KIND, self.run_id, record, source=f"weft.{kind}")
             return record
         if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
-            raise error(
-                f"run {self.run_id!r} was recorded for {_describe(known)}, not for this "
-                f"{kind} ({_units(units)}); resume a run with what started it, or use a new "
-                "run_id"
-            )
+            raise error(_not_this_run(self.run_id, known, kind, units))
         return known
 
     def check(
@@ -216,11 +212,7 @@ class RunLog:
         if known is None:
             return None
         if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
-            raise error(
-                f"run {self.run_id!r} was recorded for {_describe(known)}, not for this "
-                f"{kind} ({_units(units)}); resume a run with what started it, or use a new "
-                "run_id"
-            )
+            raise error(_not_this_run(self.run_id, known, kind, units))
         return known
 
     def completed(self, kind: str, units: tuple[str, ...], started_at: float) -> RunRecord:
@@ -353,12 +345,18 @@ def _check_key(key: object) -> None:
         raise StoreError(f"idempotency key {key!r}: expected a non-empty string")
 
 
-def _describe(known: Any) -> str:
+def _not_this_run(run_id: str, known: Any, kind: str, units: tuple[str, ...]) -> str:
     if isinstance(known, RunRecord):
-        return f"a {known.kind} ({_units(known.units)})"
-    if isinstance(known, Mapping):
-        return "an older record format"
-    return f"a {type(known).__name__}"
+        return (
+            f"run {run_id!r} was recorded for a {known.kind} ({_units(known.units)}), not for "
+            f"this {kind} ({_units(units)}); resume a run with what started it, or use a new "
+            "run_id"
+        )
+    return (
+        f"run {run_id!r} cannot be recorded: {KIND}:{run_id} holds a {type(known).__name__} "
+        "that is not a run record (the result of an executor's step of that id, say); use "
+        "another run_id"
+    )
 
 
 def _units(units: tuple[str, ...]) -> str:
