@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 from typing import Any
 
@@ -235,3 +236,41 @@ def test_state_node_gets_pass_down_arguments_after_the_view(mode: Mode) -> None:
     store = Store()
     mode.run(WorkGraph(start_nodes=[first]), store=store)
     assert store.value("state", "answer") == 42
+
+
+def woven(mode: Mode, write: Any) -> tuple[WorkGraph, dict[str, list[str]]]:
+    """Three layers of three nodes, each joining two of the layer before, wrapping around
+    (``c0`` waits for ``b0`` and ``b1``, which wait for ``a0, a1`` and ``a1, a2``): no
+    predecessor's view plus the missing ancestors is in graph order, so a join's view is
+    built from the run's start, or from one predecessor when the order cannot matter."""
+    seen: dict[str, list[str]] = {}
+
+    def node(view: StateView, name: str) -> dict[str, Any]:
+        seen[name] = sorted(k for k in view.to_dict() if k != "log") + list(view.get("log") or [])
+        return write(name)
+
+    layers = [
+        [state_node(mode, partial(node, name=f"{layer}{i}"), id=f"{layer}{i}") for i in range(3)]
+        for layer in "abc"
+    ]
+    for before, after in itertools.pairwise(layers):
+        for i, target in enumerate(after):
+            before[i].add_next(target)
+            before[(i + 1) % 3].add_next(target)
+    return WorkGraph(start_nodes=layers[0]), seen
+
+
+def test_a_join_sees_exactly_its_ancestors_writes(mode: Mode) -> None:
+    graph, seen = woven(mode, lambda name: {f"by_{name}": True})
+    mode.run(graph, store=Store())
+    assert seen["c0"] == ["by_a0", "by_a1", "by_a2", "by_b0", "by_b1"]  # never b2's
+    assert seen["c2"] == ["by_a0", "by_a1", "by_a2", "by_b0", "by_b2"]
+
+
+def test_a_join_sees_appends_of_its_ancestors_in_graph_order(mode: Mode) -> None:
+    graph, seen = woven(mode, lambda name: {"log": name})
+    store = Store(reducers={"state:log": reducers.append})
+    mode.run(graph, store=store)
+    assert seen["c0"] == ["a0", "a1", "a2", "b0", "b1"]
+    assert seen["c1"] == ["a0", "a1", "a2", "b1", "b2"]
+    assert store.value("state", "log") == ["a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1", "c2"]

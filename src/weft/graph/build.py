@@ -17,6 +17,7 @@ import inspect
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from types import FunctionType
 from typing import Any
 
 from weft.errors import GraphBuildError
@@ -280,6 +281,11 @@ def _takes_ctx(value: Any) -> bool:
     """Whether a node value declares a ``ctx`` parameter (it then gets the run context)."""
     if not callable(value):
         return False
+    plain = not hasattr(value, "__wrapped__") and not hasattr(value, "__signature__")
+    if value.__class__ is FunctionType and plain:
+        code = value.__code__  # a plain function: its code says it, no signature to build
+        named = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return "ctx" in named[code.co_posonlyargcount :]
     try:
         params = inspect.signature(value).parameters
     except (TypeError, ValueError):  # builtins and C callables

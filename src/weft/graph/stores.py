@@ -57,10 +57,15 @@ class Views:
 
     ``joins[j]`` is ``(base, extras)`` for a join that is not full: the predecessor whose
     view to start from (``-1``: the run's start) and the ancestors whose changes to merge
-    in, in canonical order. ``needed[i]``: a later view is built from node ``i``'s.
+    in, in canonical order. ``shortcuts[j]``, where it has fewer extras: the predecessor
+    with the fewest, whose extras do not all come after its own ancestors; it serves when
+    none of the fields the extras write was written on the way to that predecessor's view
+    (then the order they go in does not matter). ``needed[i]``: a later view is built from
+    node ``i``'s.
     """
 
     joins: dict[int, tuple[int, tuple[int, ...]]]
+    shortcuts: dict[int, tuple[int, tuple[int, ...]]]
     needed: tuple[bool, ...]
 
     @classmethod
@@ -72,6 +77,7 @@ class Views:
                 needed[ps[0]] = True
         joins = [j for j, ps in enumerate(preds) if not full[j] and len(ps) > 1]
         plans: dict[int, tuple[int, tuple[int, ...]]] = {}
+        shortcuts: dict[int, tuple[int, tuple[int, ...]]] = {}
         if joins:  # ancestor sets only when some join needs them
             ancestors: list[int] = []
             for ps in preds:
@@ -80,13 +86,18 @@ class Views:
                     bits |= ancestors[p] | (1 << p)
                 ancestors.append(bits)
             for j in joins:
-                base, extras = _base_and_extras(j, preds[j], ancestors)
-                plans[j] = (base, extras)
-                if base >= 0:
-                    needed[base] = True
-                for u in extras:
-                    needed[u] = True
-        return cls(plans, tuple(needed))
+                plans[j] = _base_and_extras(j, preds[j], ancestors)
+                fewest = min(
+                    (ancestors[j] & ~(ancestors[p] | (1 << p)), p) for p in dict.fromkeys(preds[j])
+                )
+                if fewest[0].bit_count() < len(plans[j][1]):
+                    shortcuts[j] = (fewest[1], _bits(fewest[0]))
+                for base, extras in (plans[j], shortcuts.get(j, (-1, ()))):
+                    if base >= 0:
+                        needed[base] = True
+                    for u in extras:
+                        needed[u] = True
+        return cls(plans, shortcuts, tuple(needed))
 
 
 def _base_and_extras(
@@ -204,6 +215,15 @@ class RunStores:
             return self.start
         if len(preds) == 1:
             return self._post(preds[0])
+        shortcut = self.views.shortcuts.get(i)
+        if shortcut is not None:
+            post = self._post(shortcut[0])
+            changes = [c for u in shortcut[1] if (c := self._changes_of(u)) is not None]
+            if post.untouched(self.start, changes):
+                view = post.fork()
+                if changes:
+                    view.merge(changes)
+                return view
         base, extras = self.views.joins[i]
         view = (self.start if base < 0 else self._post(base)).fork()
         changes = [c for u in extras if (c := self._changes_of(u)) is not None]

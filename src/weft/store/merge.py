@@ -180,7 +180,7 @@ class Merging:
             try:
                 for position, change in enumerate(given):
                     merged = change._merged
-                    if merged is not None and any(target is self for target in merged):
+                    if merged is not None and self in merged:  # identity: no __eq__
                         raise StoreError(
                             f"{change!r} was merged already into {self!r}; a change merges "
                             "once into a store"
@@ -235,6 +235,29 @@ class Merging:
                     change._merged = [self]
                 else:
                     change._merged.append(self)
+
+    def untouched(self, since: Merging, changes: Sequence[Merging | Delta]) -> bool:
+        """Whether every field that ``changes`` write holds here the very entry it holds in
+        ``since`` (a store this one was built from): then nothing written on the way from
+        ``since`` to here meets them, and merging them here comes to the same as merging
+        them in any order with what was written on the way. A change that clears is never
+        untouched."""
+        here = self._recent, self._settled
+        there = since._recent, since._settled
+        for change in changes:
+            if change.__class__ is Delta:
+                assert isinstance(change, Delta)
+                keys = [f"{w[0]}:{w[1]}" for w in change.writes]
+            else:
+                assert isinstance(change, Merging)
+                rows = change._own  # rows: seq, op, kind, path, ...
+                if any(row[1] == "clear" for row in rows):
+                    return False
+                keys = [f"{row[2]}:{row[3]}" for row in rows if row[1] != "note"]
+            for key in keys:
+                if not _same(lookup(*here, key), lookup(*there, key)):
+                    return False
+        return True
 
     def _check_family(self, changes: Sequence[Merging | Delta]) -> None:
         seen: set[int] = set()
