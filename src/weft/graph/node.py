@@ -130,7 +130,7 @@ class WorkGraphNode:
                 f"node {self.id!r}: add_next takes a WorkGraphNode, got {type(node).__name__}; "
                 "wrap the callable: add_next(WorkGraphNode(fn))"
             )
-        if any(n is node for n in self.next):
+        if node in self.next:  # identity: nodes compare by identity
             raise GraphBuildError(
                 f"node {self.id!r} already leads to {node.id!r}; an edge is added once (a "
                 "second edge would hand the same result over twice)"
