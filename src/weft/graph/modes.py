@@ -108,13 +108,6 @@ def mode_code(mode: object, *, node: str) -> int:
     )
 
 
-def split_flag(result: Any) -> tuple[WorkGraphStopFlags, Any]:
-    """``(flag, result)`` of what a node returned: ``Continue`` unless it returned a flag pair."""
-    if result.__class__ is tuple and len(result) == 2 and result[0].__class__ is WorkGraphStopFlags:
-        return result[0], result[1]
-    return WorkGraphStopFlags.Continue, result
-
-
 def pass_one(code: int, arg: Any, result: Any, base: Args) -> Args:
     """The arguments of a node with one contributing predecessor (the seed's rule)."""
     if code == NO:

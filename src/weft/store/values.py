@@ -14,7 +14,6 @@ import copy
 import dataclasses
 import enum
 import math
-from collections.abc import Iterable, Mapping
 from datetime import date, datetime
 from typing import Any, Final, NoReturn
 
@@ -129,16 +128,6 @@ class FrozenList(list[Any]):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
         return self
-
-
-def frozen_list(items: Iterable[Any]) -> FrozenList:
-    """Wrap items that are already frozen (reducers use it to skip a re-walk)."""
-    return FrozenList(items)
-
-
-def frozen_dict(items: Mapping[str, Any]) -> FrozenDict:
-    """Wrap a mapping whose values are already frozen."""
-    return FrozenDict(items)
 
 
 BUILTIN_TYPES: Final[dict[type, str]] = {}
@@ -324,8 +313,3 @@ def thaw(value: Any) -> Any:
     if type(value) in _SCALARS or type(value) is float:
         return value
     return copy.deepcopy(value)
-
-
-def is_frozen(value: Any) -> bool:
-    """Whether ``value`` can be stored as it is, without a copy."""
-    return type(value) in _SCALARS or type(value) in (float, FrozenDict, FrozenList)
