@@ -172,6 +172,8 @@ class Merging:
         given = list(forks)
         if not given:
             return
+        if len(given) == 1 and self._fast_forward(given[0]):
+            return
         self._check_family(given)
         with self._lock:
             mark = self._mark()
@@ -235,6 +237,35 @@ class Merging:
                     change._merged = [self]
                 else:
                     change._merged.append(self)
+
+    def _fast_forward(self, change: Merging | Delta) -> bool:
+        """The common commit: one fork of this very store, nothing written here since it
+        was made, merged once. Then this store takes the fork's content as it is, without
+        the family walk or a replay; returns False for anything else."""
+        if change.__class__ is Delta or change._parent is not self:  # type: ignore[union-attr]
+            return False
+        assert isinstance(change, Merging)
+        with self._lock, change._lock:
+            if (
+                change._merged is not None
+                or self._recent is not change._base
+                or self._settled is not change._base_settled
+                or self._seq != change._fork_seq
+            ):
+                return False
+            mark = self._mark()
+            if change._settled is not self._settled:  # the fork settled first: see Store._settle
+                self._settled = change._settled
+                self._settle_at = change._settle_at
+            self._recent, self._index = change._recent, change._index
+            self._seq = change._seq
+            own = change._own
+            self._own.extend(own)
+            self._publish(own, mark)  # a journal that refuses it undoes it
+            if len(self._recent) > self._settle_at:
+                self._settle()
+            change._merged = [self]
+        return True
 
     def untouched(self, since: Merging, changes: Sequence[Merging | Delta]) -> bool:
         """Whether every field that ``changes`` write holds here the very entry it holds in
