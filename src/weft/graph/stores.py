@@ -222,13 +222,13 @@ class RunStores:
             if post.untouched(self.start, changes):
                 view = post.fork()
                 if changes:
-                    view.merge(changes)
+                    view.merge(changes, check=False)
                 return view
         base, extras = self.views.joins[i]
         view = (self.start if base < 0 else self._post(base)).fork()
         changes = [c for u in extras if (c := self._changes_of(u)) is not None]
         if changes:
-            view.merge(changes)
+            view.merge(changes, check=False)
         return view
 
     def _changes_of(self, u: int) -> Delta | Store | None:
@@ -254,7 +254,7 @@ class RunStores:
             post = view.fork(name=self.schedule.keys[p])
             change = self.changes[p]
             if change is not None:
-                post.merge([change])
+                post.merge([change], check=False)
         self.posts[p] = post
         return post
 

@@ -165,16 +165,19 @@ class Merging:
         except ReducerError as exc:
             raise _refused(exc, None) from exc.__cause__
 
-    def merge(self, forks: Iterable[Merging | Delta]) -> None:
+    def merge(self, forks: Iterable[Merging | Delta], *, check: bool = True) -> None:
         """Fold forks and deltas into this store as one commit, in the order given (never
         the order they finished); see ``weft.store.merge`` for the rule on conflicting
-        writes. Nothing is merged if one of them conflicts."""
+        writes. Nothing is merged if one of them conflicts. ``check=False`` folds them
+        without that rule or the family checks, for a store that is only read (the
+        WorkGraph engine's views, whose writes meet the rule when they are committed)."""
         given = list(forks)
         if not given:
             return
         if len(given) == 1 and self._fast_forward(given[0]):
             return
-        self._check_family(given)
+        if check:
+            self._check_family(given)
         with self._lock:
             mark = self._mark()
             events: list[EventRow] = []
@@ -195,7 +198,8 @@ class Merging:
                             ):  # its conflict check must see the batch applied
                                 events.extend(self._apply_batch(batch))
                                 batch = []
-                            self._check_conflicts(change, position)
+                            if check:
+                                self._check_conflicts(change, position)
                         batch.extend(change.writes)
                         continue
                     if batch:
@@ -216,7 +220,8 @@ class Merging:
                             self._own.extend(change._own)
                             events.extend(change._own)
                             continue
-                        self._check_conflicts(change, position)
+                        if check:
+                            self._check_conflicts(change, position)
                         for row in change._own:
                             try:
                                 events.append(self._replay(row, keep_seq=False))
