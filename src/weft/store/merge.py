@@ -237,6 +237,8 @@ class Merging:
             self._publish(events, mark)
             if len(self._recent) > self._settle_at:  # grown by fast-forwards
                 self._settle()
+            if not check:  # a view: kept off the change, which may lead back here
+                return
             for change in given:
                 if change._merged is None:
                     change._merged = [self]
