@@ -217,19 +217,13 @@ class TaskBoard:
             return self._move(task, "task_claimed", agent, status="claimed", assignee=agent)
 
     def release(self, task_id: str, agent: str) -> BoardTask:
-        with self._lock:
-            task = self._owned(task_id, agent)
-            return self._move(task, "task_released", agent, status="open", assignee=None)
+        return self._settle(task_id, agent, "task_released", status="open", assignee=None)
 
     def complete(self, task_id: str, agent: str, result: Any) -> BoardTask:
-        with self._lock:
-            task = self._owned(task_id, agent)
-            return self._move(task, "task_completed", agent, status="completed", result=result)
+        return self._settle(task_id, agent, "task_completed", status="completed", result=result)
 
     def fail(self, task_id: str, agent: str, reason: str) -> BoardTask:
-        with self._lock:
-            task = self._owned(task_id, agent)
-            return self._move(task, "task_failed", agent, status="failed", error=reason)
+        return self._settle(task_id, agent, "task_failed", status="failed", error=reason)
 
     def on_event(self, fn: Callable[[BoardEvent], object]) -> Callable[[], None]:
         """Call ``fn(event)`` after every move on this board (in this store, by any view
@@ -258,15 +252,17 @@ class TaskBoard:
             raise ExecutorError(f"the board has no task {task_id!r}; its tasks: {known}")
         return task
 
-    def _owned(self, task_id: str, agent: str) -> BoardTask:
-        task = self._need(task_id)
-        if task.status != "claimed" or task.assignee != agent:
-            state = f"claimed by {task.assignee}" if task.status == "claimed" else task.status
-            raise ExecutorError(
-                f"task {task_id!r} is {state}; only the agent that claimed it can finish it "
-                "(claim it first with board_claim)"
-            )
-        return task
+    def _settle(self, task_id: str, agent: str, move: EventType, **changes: Any) -> BoardTask:
+        """A move only the agent that claimed the task may make."""
+        with self._lock:
+            task = self._need(task_id)
+            if task.status != "claimed" or task.assignee != agent:
+                state = f"claimed by {task.assignee}" if task.status == "claimed" else task.status
+                raise ExecutorError(
+                    f"task {task_id!r} is {state}; only the agent that claimed it can finish it "
+                    "(claim it first with board_claim)"
+                )
+            return self._move(task, move, agent, **changes)
 
     def _move(self, task: BoardTask, move: EventType, agent: str, **changes: Any) -> BoardTask:
         moved = replace(task, **changes)
