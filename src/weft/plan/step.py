@@ -232,7 +232,6 @@ class StepExecutor:
             title=step.label,
             description=description or None,
         )
-        wrote_task = False
         if self.finish_task and self.task_id is not None:
             title, task_description = self.task or (self.task_id, "")
             self.memory.set(
@@ -242,7 +241,6 @@ class StepExecutor:
                 title=title or self.task_id,
                 description=task_description or None,
             )
-            wrote_task = True
         return StepResult(
             step_id=step.id,
             ok=True,
@@ -251,7 +249,7 @@ class StepExecutor:
             iterations=iteration,
             usage=usage,
             messages=tuple(messages),
-            task_result=wrote_task,
+            task_result=self.finish_task,
         )
 
     def _failed(
