@@ -53,6 +53,15 @@ from __future__ import annotations
 class WeftError(Exception):
     """Base class of every error weft raises on purpose."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Unpickle (Ray, multiprocessing) without __init__, whose keyword fields may be
+        # required: the message and the fields come back as they were.
+        return (_new, (type(self), *self.args), self.__dict__)
+
+
+def _new(cls: type[WeftError], *args: object) -> WeftError:
+    return cls.__new__(cls, *args)
+
 
 class StoreError(WeftError):
     """The store refused an operation."""
@@ -98,11 +107,6 @@ class ReferenceSyntaxError(RefError, ValueError):
         self.text = text
         self.position = position
 
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        return (functools.partial(type(self), text=self.text, position=self.position), self.args)
-
 
 class UnresolvedReferenceError(RefError, LookupError):
     """A reference that names nothing in the store. ``reference`` is its text, ``deepest``
@@ -120,17 +124,6 @@ class UnresolvedReferenceError(RefError, LookupError):
         self.reference = reference
         self.deepest = deepest
         self.keys = keys
-
-    def __str__(self) -> str:  # LookupError would not quote it, but be explicit
-        return str(self.args[0]) if self.args else ""
-
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        rebuild = functools.partial(
-            type(self), reference=self.reference, deepest=self.deepest, keys=self.keys
-        )
-        return (rebuild, self.args)
 
 
 class OutputPathError(RefError):
@@ -180,14 +173,6 @@ class ProviderError(ModelError):
         self.attempts = attempts
         self.request_id = request_id
 
-    def __reduce__(self) -> tuple[object, ...]:
-        # Exceptions unpickle as cls(*args); carry the keyword fields too (Ray, multiprocessing).
-        import functools
-
-        names = ("provider", "model", "status", "provider_message", "error_type", "attempts")
-        fields = {name: getattr(self, name) for name in (*names, "request_id")}
-        return (functools.partial(type(self), **fields), self.args)
-
 
 class ScriptExhaustedError(ModelError):
     """A scripted model (a test double) was called more times than it had replies."""
@@ -230,14 +215,6 @@ class AgentResponseError(AgentError):
         self.problem = problem
         self.agent = agent
 
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        rebuild = functools.partial(
-            type(self), raw=self.raw, problem=self.problem, agent=self.agent
-        )
-        return (rebuild, self.args)
-
 
 class PlanError(WeftError):
     """Plans of tool calls (``weft.calls.Plan``) and the executors of ``weft.plan``."""
@@ -250,11 +227,6 @@ class PlanValidationError(PlanError, ValueError):
     def __init__(self, message: str, *, problems: tuple[object, ...] = ()) -> None:
         super().__init__(message)
         self.problems = problems
-
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        return (functools.partial(type(self), problems=self.problems), self.args)
 
 
 class PlanRunError(PlanError):
@@ -269,12 +241,6 @@ class PlanRunError(PlanError):
         self.call = call
         self.tool = tool
         self.index = index
-
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        rebuild = functools.partial(type(self), call=self.call, tool=self.tool, index=self.index)
-        return (rebuild, self.args)
 
 
 class ExecutorError(PlanError):
@@ -303,11 +269,6 @@ class ChannelOwnershipError(TurnError):
         self.writer = writer
         self.field = field
 
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        return (functools.partial(type(self), writer=self.writer, field=self.field), self.args)
-
 
 class StateVersionError(TurnError):
     """A thread saved by a schema version this runtime cannot load: a newer one, or an
@@ -321,14 +282,6 @@ class StateVersionError(TurnError):
         self.found = found
         self.current = current
 
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        rebuild = functools.partial(
-            type(self), thread_id=self.thread_id, found=self.found, current=self.current
-        )
-        return (rebuild, self.args)
-
 
 class MalformedStateError(TurnError):
     """A thread record that cannot be read. ``thread_id``, ``turn`` (the turn whose record
@@ -341,14 +294,6 @@ class MalformedStateError(TurnError):
         self.thread_id = thread_id
         self.turn = turn
         self.step = step
-
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        rebuild = functools.partial(
-            type(self), thread_id=self.thread_id, turn=self.turn, step=self.step
-        )
-        return (rebuild, self.args)
 
 
 class PersistError(WeftError):
@@ -367,14 +312,6 @@ class ConflictError(PersistError):
         self.thread_id = thread_id
         self.expected = expected
         self.actual = actual
-
-    def __reduce__(self) -> tuple[object, ...]:
-        import functools
-
-        rebuild = functools.partial(
-            type(self), thread_id=self.thread_id, expected=self.expected, actual=self.actual
-        )
-        return (rebuild, self.args)
 
 
 class CorruptRecordError(PersistError, ValueError):

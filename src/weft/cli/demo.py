@@ -37,7 +37,6 @@ from weft.llm import ScriptedReasoner
 from weft.memory import (
     AgentMemory,
     MemoryEvent,
-    MemoryTools,
     memory_keys,
     memory_tools,
     memory_tools_prompt_section,
@@ -57,10 +56,6 @@ class DemoRun:
     extras: dict[str, Any] = field(default_factory=dict)
     """What later scenes keep for the ones after them (the planner's run, say)."""
 
-    def agent_tools(self, agent: str) -> MemoryTools:
-        """The memory tools as one agent gets them: its writes are recorded as its own."""
-        return memory_tools(self.memory, source=agent)
-
 
 Scene = Callable[[DemoRun], None]
 
@@ -72,7 +67,7 @@ def call_tool(
 ) -> dict[str, Any]:
     """Run one tool call as a model would send it (JSON text), and print call and result."""
     run.console.print(f"[bold cyan]{escape(agent)}[/] calls [bold]{tool}[/] {escape(arguments)}")
-    result = run.agent_tools(agent).call(tool, arguments)
+    result = memory_tools(run.memory, source=agent).call(tool, arguments)
     style = "green" if result.get("ok") else "red"
     title = "result" if result.get("ok") else "refused"
     body = _JSON_COLOURS(Text(json.dumps(result, indent=2, ensure_ascii=False)))
@@ -92,18 +87,11 @@ def _live_feed(run: DemoRun, event: MemoryEvent) -> None:
 def scene_inputs(run: DemoRun) -> None:
     """The caller seeds the run's inputs under ``input:``."""
     run.console.print(Rule("1. The caller seeds the inputs"))
-    run.memory.set(
-        memory_keys.input("topic"),
-        "how agent frameworks pass state between steps",
-        source="caller",
-        title="Research topic",
-    )
-    run.memory.set(
-        memory_keys.input("audience"),
-        "engineers new to LLM agents",
-        source="caller",
-        title="Audience",
-    )
+    for name, value, title in (
+        ("topic", "how agent frameworks pass state between steps", "Research topic"),
+        ("audience", "engineers new to LLM agents", "Audience"),
+    ):
+        run.memory.set(memory_keys.input(name), value, source="caller", title=title)
 
 
 def scene_steps(run: DemoRun) -> None:
@@ -397,10 +385,7 @@ def run_demo(console: Console | None = None, *, scenes: list[Scene] | None = Non
     """Play the scenes on a fresh store; returns the run for callers that inspect it."""
     run = DemoRun(console=console or Console(), memory=AgentMemory(Store(name="demo")))
 
-    def live_feed(event: MemoryEvent) -> None:
-        _live_feed(run, event)
-
-    unsubscribe = run.memory.subscribe(live_feed)
+    unsubscribe = run.memory.subscribe(lambda event: _live_feed(run, event))
     try:
         for scene in SCENES if scenes is None else scenes:
             scene(run)

@@ -60,14 +60,6 @@ PLAN_JSON: Final[list[dict[str, Any]]] = [
 _JSON: Final = JSONHighlighter()
 
 
-def load_policy() -> dict[str, Any]:
-    return {"name": "q3-orders", "limit": 1000}
-
-
-def fetch_user_profile(userId: int) -> dict[str, Any]:
-    return dict(PROFILES[userId])
-
-
 def score_risk(orders: list[int], limit: int) -> ChosenPath:
     total = sum(orders)
     verdict = {"total": total, "limit": limit}
@@ -76,17 +68,17 @@ def score_risk(orders: list[int], limit: int) -> ChosenPath:
     )
 
 
-def notify(message: str) -> str:
-    return message
-
-
 def review_tools() -> list[Tool]:
     """The plan's tools, with their schemas and output examples (for the simulation)."""
     return [
-        Tool(name="loadPolicy", fn=load_policy, output_examples=({"name": "x", "limit": 1},)),
+        Tool(
+            name="loadPolicy",
+            fn=lambda: {"name": "q3-orders", "limit": 1000},
+            output_examples=({"name": "x", "limit": 1},),
+        ),
         Tool(
             name="fetchUserProfile",
-            fn=fetch_user_profile,
+            fn=lambda userId: dict(PROFILES[userId]),
             parameters={
                 "type": "object",
                 "properties": {"userId": {"type": "integer"}},
@@ -108,7 +100,7 @@ def review_tools() -> list[Tool]:
             },
             output_examples=({"total": 3, "limit": 1},),
         ),
-        Tool(name="notify", fn=notify, output_examples=("reviewed",)),
+        Tool(name="notify", fn=lambda message: message, output_examples=("reviewed",)),
     ]
 
 

@@ -6,29 +6,19 @@ result) or ``failed`` (with a reason); a claimed task can be released back to
 A refused move raises ``ExecutorError`` saying why (the team tools hand that text to
 the model) and writes nothing.
 
-Where they live. Both keep everything in the store they are given (the team's
-``AgentMemory.store``), as entries of kind ``state`` under the team's name (``team``
-by default):
+Both keep everything in the store they are given (the team's ``AgentMemory.store``) as
+``state`` entries under the team's name (``team`` by default): ``state:team/board/<id>``
+per task (``BoardTask.to_dict``, written whole on every move, the agent as ``source``,
+the move and agent in ``meta``); ``state:team/bus`` the messages (``append``),
+``state:team/members`` (``union``) and ``state:team/read/<member>`` a read cursor. So
+every move and message is an event in the store's log, a fork carries the board as it
+was, and a team on a durable store finds its board and messages after a restart.
+AgentMemory never sees ``state``, so models see the board only through the team tools
+(which show no results) and a ``memory_write`` cannot forge a move.
 
-- ``state:team/board/<task id>``: one entry per task, the plain dict of its fields
-  (``BoardTask.to_dict``), written whole on every move, with the agent as ``source``
-  and the move (``task_claimed`` ...) and its agent in the entry's ``meta``;
-- ``state:team/bus``: the messages, an ``append`` field of dicts with ``sender``,
-  ``to``, ``content`` and ``seq``; ``state:team/members``: the members (``union``);
-  ``state:team/read/<member>``: how many messages that member has read.
-
-So every move and message is an event in the store's log, a fork of the store carries
-the board and bus as they were and moves on its own, and a team whose store is durable
-(``weft.persist.DurableRun(...).store``, passed as ``AgentMemory(store)``) finds its
-board and messages again after a restart. The kind is ``state`` rather than a memory
-namespace on purpose: AgentMemory (and its tools) never sees ``state``, so models see
-the board only through the team tools, which show tasks without their results, and a
-``memory_write`` cannot forge a move.
-
-Every move is a ``BoardEvent`` that ``on_event`` subscribers hear, in order (a
-subscription to the store, translated); the ``TeamExecutor`` mirrors ``task_completed``
-into memory as ``task:<id>``. Moves and sends are atomic across threads and across
-every board and bus over the same store.
+``on_event`` subscribers hear every move as a ``BoardEvent``, in order (a store
+subscription, translated). Moves and sends are atomic across threads and across every
+board and bus over the same store.
 """
 
 from __future__ import annotations
@@ -36,7 +26,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Final, Literal, get_args
 
 from weft.errors import ExecutorError
@@ -109,34 +99,13 @@ class BoardTask:
 
     def to_dict(self) -> dict[str, Any]:
         """The plain dict its store entry holds."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "description": self.description,
-            "depends_on": list(self.depends_on),
-            "status": self.status,
-            "assignee": self.assignee,
-            "result": self.result,
-            "error": self.error,
-            "added_by": self.added_by,
-            "number": self.number,
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return data | {"depends_on": list(self.depends_on)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> BoardTask:
         """The task a store entry holds."""
-        return cls(
-            id=data["id"],
-            title=data["title"],
-            description=data.get("description", ""),
-            depends_on=tuple(data.get("depends_on", ())),
-            status=data.get("status", "open"),
-            assignee=data.get("assignee"),
-            result=data.get("result"),
-            error=data.get("error"),
-            added_by=data.get("added_by"),
-            number=data.get("number", 0),
-        )
+        return cls(**{**data, "depends_on": tuple(data.get("depends_on", ()))})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,7 +153,7 @@ class TaskBoard:
             BoardTask.from_dict(entry.value)
             for entry in self.store.entries(key_prefix=f"{STATE}:{self._prefix}")
         ]
-        tasks.sort(key=_place)
+        tasks.sort(key=lambda task: (task.number, task.id))
         return [t for t in tasks if status is None or t.status == status]
 
     @property
@@ -248,19 +217,13 @@ class TaskBoard:
             return self._move(task, "task_claimed", agent, status="claimed", assignee=agent)
 
     def release(self, task_id: str, agent: str) -> BoardTask:
-        with self._lock:
-            task = self._owned(task_id, agent)
-            return self._move(task, "task_released", agent, status="open", assignee=None)
+        return self._settle(task_id, agent, "task_released", status="open", assignee=None)
 
     def complete(self, task_id: str, agent: str, result: Any) -> BoardTask:
-        with self._lock:
-            task = self._owned(task_id, agent)
-            return self._move(task, "task_completed", agent, status="completed", result=result)
+        return self._settle(task_id, agent, "task_completed", status="completed", result=result)
 
     def fail(self, task_id: str, agent: str, reason: str) -> BoardTask:
-        with self._lock:
-            task = self._owned(task_id, agent)
-            return self._move(task, "task_failed", agent, status="failed", error=reason)
+        return self._settle(task_id, agent, "task_failed", status="failed", error=reason)
 
     def on_event(self, fn: Callable[[BoardEvent], object]) -> Callable[[], None]:
         """Call ``fn(event)`` after every move on this board (in this store, by any view
@@ -289,15 +252,17 @@ class TaskBoard:
             raise ExecutorError(f"the board has no task {task_id!r}; its tasks: {known}")
         return task
 
-    def _owned(self, task_id: str, agent: str) -> BoardTask:
-        task = self._need(task_id)
-        if task.status != "claimed" or task.assignee != agent:
-            state = f"claimed by {task.assignee}" if task.status == "claimed" else task.status
-            raise ExecutorError(
-                f"task {task_id!r} is {state}; only the agent that claimed it can finish it "
-                "(claim it first with board_claim)"
-            )
-        return task
+    def _settle(self, task_id: str, agent: str, move: EventType, **changes: Any) -> BoardTask:
+        """A move only the agent that claimed the task may make."""
+        with self._lock:
+            task = self._need(task_id)
+            if task.status != "claimed" or task.assignee != agent:
+                state = f"claimed by {task.assignee}" if task.status == "claimed" else task.status
+                raise ExecutorError(
+                    f"task {task_id!r} is {state}; only the agent that claimed it can finish it "
+                    "(claim it first with board_claim)"
+                )
+            return self._move(task, move, agent, **changes)
 
     def _move(self, task: BoardTask, move: EventType, agent: str, **changes: Any) -> BoardTask:
         moved = replace(task, **changes)
@@ -313,10 +278,6 @@ class TaskBoard:
             meta={"move": move, "agent": agent},
             replace=True,
         )
-
-
-def _place(task: BoardTask) -> tuple[int, str]:
-    return task.number, task.id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -371,8 +332,7 @@ class MessageBus:
                     "(or '*' for everyone)"
                 )
             message = TeamMessage(sender=sender, to=to, content=content, seq=self._count() + 1)
-            record = {"sender": sender, "to": to, "content": content, "seq": message.seq}
-            self.store.write(STATE, self._bus, record, source=sender)
+            self.store.write(STATE, self._bus, asdict(message), source=sender)
             return message
 
     def receive(self, agent: str) -> list[TeamMessage]:
@@ -386,10 +346,7 @@ class MessageBus:
     @property
     def history(self) -> tuple[TeamMessage, ...]:
         """Every message sent, oldest first."""
-        return tuple(
-            TeamMessage(sender=m["sender"], to=m["to"], content=m["content"], seq=m["seq"])
-            for m in self.store.value(STATE, self._bus, ())
-        )
+        return tuple(TeamMessage(**m) for m in self.store.value(STATE, self._bus, ()))
 
     def _count(self) -> int:
         entry = self.store.get(STATE, self._bus)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from weft._sync import run_sync
 from weft.agent import Agent, AgentResult
@@ -37,39 +37,32 @@ from weft.plan.types import TaskPlan
 Mode = Literal["loop", "plan", "team"]
 MODES: tuple[Mode, ...] = ("loop", "plan", "team")
 
-PLAN_SCHEMA: dict[str, Any] = {
+_TEXT: Final = {"type": "string"}
+_IDS: Final = {"type": "array", "items": _TEXT}
+_STEP: Final = {
     "type": "object",
     "properties": {
-        "title": {"type": "string"},
-        "tasks": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "title": {"type": "string"},
-                    "description": {"type": "string"},
-                    "depends_on": {"type": "array", "items": {"type": "string"}},
-                    "steps": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "id": {"type": "string"},
-                                "instructions": {"type": "string"},
-                                "depends_on": {"type": "array", "items": {"type": "string"}},
-                                "output_schema": {"type": "object"},
-                            },
-                            "required": ["id", "instructions"],
-                        },
-                    },
-                },
-                "required": ["id", "steps"],
-            },
-        },
+        "id": _TEXT,
+        "instructions": _TEXT,
+        "depends_on": _IDS,
+        "output_schema": {"type": "object"},
     },
+    "required": ["id", "instructions"],
+}
+_TASK: Final = {
+    "type": "object",
+    "properties": {
+        "id": _TEXT,
+        "title": _TEXT,
+        "description": _TEXT,
+        "depends_on": _IDS,
+        "steps": {"type": "array", "minItems": 1, "items": _STEP},
+    },
+    "required": ["id", "steps"],
+}
+PLAN_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"title": _TEXT, "tasks": {"type": "array", "minItems": 1, "items": _TASK}},
     "required": ["tasks"],
 }
 
@@ -131,13 +124,8 @@ class MultiModeAgent:
     async def aexecute(self) -> ModeResult:
         for key, value in self.inputs.items():
             self.memory.set(memory_keys.input(key), value, source="caller", title=key)
-        if self.mode == "loop":
-            result = await self._loop()
-        elif self.mode == "plan":
-            result = await self._plan()
-        else:
-            result = await self._team()
-        self.result = result
+        run = {"loop": self._loop, "plan": self._plan, "team": self._team}[self.mode]
+        self.result = result = await run()
         return result
 
     def get_results(self) -> Any:
@@ -148,12 +136,8 @@ class MultiModeAgent:
 
     async def _loop(self) -> ModeResult:
         tools = memory_tools(self.memory, source=self.name)
-        actor: dict[str, Any] = {}
-        for memory_tool in tools:
-            actor[memory_tool.name] = _memory_actor(memory_tool)
-        for tool in self.tools:
-            if tool.fn is not None:
-                actor[tool.name] = tool.fn
+        actor: dict[str, Any] = {tool.name: _memory_actor(tool) for tool in tools}
+        actor.update({tool.name: tool.fn for tool in self.tools if tool.fn is not None})
         model = self.model
 
         async def reasoner(prompt: str) -> Completion:  # any chat model, as a reasoner

@@ -10,10 +10,12 @@ upstream memory keys a step depends on, never their values.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any, Final
 
 from weft.memory import AgentMemory, memory_tools_prompt_section, upstream_memory_hint
+from weft.plan.types import Step
+from weft.store import MISSING
 
 FINISH_STEP: Final = "finish_step"
 
@@ -90,26 +92,23 @@ def planner_system_prompt(*, preamble: str | None = None) -> str:
 
 
 def step_user_message(
+    step: Step,
     *,
-    title: str,
-    instructions: str,
     upstream_keys: Iterable[str],
     memory: AgentMemory,
     task: tuple[str, str] | None = None,
-    item: Any = None,
-    has_item: bool = False,
-    output_schema: Mapping[str, Any] | None = None,
+    item: Any = MISSING,
 ) -> str:
     """The user message of a step: its instructions, its task, its work item (process
     mode), the schema its result must match, and the upstream keys (no values)."""
-    parts = [f"# Step: {title}\n{instructions.strip()}"]
+    parts = [f"# Step: {step.label}\n{step.instructions.strip()}"]
     if task is not None:
         name, description = task
         parts.append(f"# Task: {name}" + (f"\n{description.strip()}" if description else ""))
-    if has_item:
+    if item is not MISSING:
         parts.append("# Item to process\n" + _json(item))
-    if output_schema is not None:
-        parts.append("# The result must match this JSON Schema\n" + _json(output_schema))
+    if step.output_schema is not None:
+        parts.append("# The result must match this JSON Schema\n" + _json(step.output_schema))
     hint = upstream_memory_hint(upstream_keys, memory)
     if hint:
         parts.append(hint)

@@ -141,14 +141,11 @@ class StepExecutor:
     def user_message(self) -> str:
         """The first user message (instructions and upstream keys, never their values)."""
         return step_user_message(
-            title=self.step.label,
-            instructions=self.step.instructions,
+            self.step,
             upstream_keys=self.upstream_keys,
             memory=self.memory,
             task=self.task,
-            item=None if self.item is MISSING else self.item,
-            has_item=self.item is not MISSING,
-            output_schema=self.step.output_schema,
+            item=self.item,
         )
 
     def execute(self) -> StepResult:
@@ -162,7 +159,8 @@ class StepExecutor:
         spent = 0
         concluding = False
         for iteration in range(1, self.max_iterations + 1):
-            if not concluding and self._over_budget(spent):
+            budget = self.max_token_budget
+            if not concluding and budget is not None and spent >= CONCLUSION_SHARE * budget:
                 concluding = True
                 messages.append(ChatMessage.user(CONCLUSION_NOTE))
             offered = self.tools.specs(only=[FINISH_STEP] if concluding else None)
@@ -194,10 +192,6 @@ class StepExecutor:
             f"{self.max_iterations} model calls"
         )
         return self._failed(problem, self.max_iterations, usage, messages)
-
-    def _over_budget(self, spent: int) -> bool:
-        budget = self.max_token_budget
-        return budget is not None and spent >= CONCLUSION_SHARE * budget
 
     def _finish(
         self, call: ToolCall, iteration: int, usage: Usage | None, messages: list[ChatMessage]
@@ -232,7 +226,6 @@ class StepExecutor:
             title=step.label,
             description=description or None,
         )
-        wrote_task = False
         if self.finish_task and self.task_id is not None:
             title, task_description = self.task or (self.task_id, "")
             self.memory.set(
@@ -242,7 +235,6 @@ class StepExecutor:
                 title=title or self.task_id,
                 description=task_description or None,
             )
-            wrote_task = True
         return StepResult(
             step_id=step.id,
             ok=True,
@@ -251,7 +243,7 @@ class StepExecutor:
             iterations=iteration,
             usage=usage,
             messages=tuple(messages),
-            task_result=wrote_task,
+            task_result=self.finish_task,
         )
 
     def _failed(

@@ -12,11 +12,10 @@ tools (their writes recorded as the member's) and the caller's tools. The execut
 subscribes to the board: a ``task_completed`` event mirrors the task's result into
 memory as ``task:<id>``, so teammates read each other's results with ``memory_read``.
 
-The board and the message bus live on the memory's store (``weft.plan.board``): every
-move and message is an event in its log, and a team whose memory is on a durable store
-continues after a restart: run a new ``TeamExecutor`` on the reopened store and the
-board, the messages and what each member has read are there (tasks given again that
-the board already holds are left as they are; the members' conversations start anew).
+The board and bus live on the memory's store (``weft.plan.board``), so a team on a
+durable store continues after a restart: a new ``TeamExecutor`` on the reopened store
+finds them as they were (tasks given again are left as the board holds them; the
+members' conversations start anew).
 
 The run ends when every board task is completed or failed, after ``max_rounds``, or
 after a round in which no member called any tool (nothing can change any more: no
@@ -28,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -39,7 +38,7 @@ from weft.llm import ChatMessage, ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.prompts import team_system_prompt
-from weft.plan.tools import LocalTool, ToolBox
+from weft.plan.tools import Handler, LocalTool, ToolBox
 from weft.plan.types import Task
 
 _STRING: Final = {"type": "string", "minLength": 1}
@@ -140,20 +139,15 @@ class TeamExecutor:
         rounds = 0
         stop: StopReason = "max_rounds"
         try:
-            while rounds < self.max_rounds:
-                if self.board.finished:
-                    stop = "finished"
-                    break
+            while rounds < self.max_rounds and not self.board.finished:
                 rounds += 1
-                acted = await asyncio.gather(*(self._turn(m, rounds) for m in self.members))
-                if not any(acted):
-                    stop = "finished" if self.board.finished else "idle"
+                if not any(await asyncio.gather(*(self._turn(m, rounds) for m in self.members))):
+                    stop = "idle"
                     break
-            else:
-                if self.board.finished:
-                    stop = "finished"
         finally:
             unsubscribe()
+        if self.board.finished:
+            stop = "finished"
         return TeamReport(
             completed=tuple(t.id for t in self.board.list("completed")),
             failed={t.id: t.error or "" for t in self.board.list("failed")},
@@ -219,55 +213,43 @@ class TeamExecutor:
 
     def _briefing(self, name: str, round_number: int) -> str:
         board = [task.summary() for task in self.board.list()]
-        inbox = [{"from": m.sender, "content": m.content} for m in self.bus.receive(name)]
         parts = [
             f"# Objective\n{self.objective}",
             f"# Round {round_number}: the task board\n{json.dumps(board, ensure_ascii=False)}",
         ]
+        inbox = self._inbox(name)
         if inbox:
             parts.append(f"# New messages\n{json.dumps(inbox, ensure_ascii=False)}")
         return "\n\n".join(parts)
 
+    def _inbox(self, name: str) -> list[dict[str, str]]:
+        return [{"from": m.sender, "content": m.content} for m in self.bus.receive(name)]
+
     def _team_tools(self, agent: str) -> list[LocalTool]:
-        board, bus = self.board, self.bus
+        board = self.board
 
-        def listing(_: dict[str, Any]) -> dict[str, Any]:
-            return {"ok": True, "tasks": [t.summary() for t in board.list()]}
+        def moved(move: Callable[[dict[str, Any]], BoardTask]) -> Handler:
+            return lambda args: {"ok": True, "task": move(args).summary()}
 
-        def add(args: dict[str, Any]) -> dict[str, Any]:
-            task = board.add(
+        def add(args: dict[str, Any]) -> BoardTask:
+            return board.add(
                 args["id"],
                 args["title"],
                 args.get("description", ""),
                 depends_on=args.get("depends_on", ()),
                 agent=agent,
             )
-            return {"ok": True, "task": task.summary()}
-
-        def claim(args: dict[str, Any]) -> dict[str, Any]:
-            return {"ok": True, "task": board.claim(args["task_id"], agent).summary()}
-
-        def complete(args: dict[str, Any]) -> dict[str, Any]:
-            task = board.complete(args["task_id"], agent, args["result"])
-            return {"ok": True, "task": task.summary()}
-
-        def fail(args: dict[str, Any]) -> dict[str, Any]:
-            return {
-                "ok": True,
-                "task": board.fail(args["task_id"], agent, args["reason"]).summary(),
-            }
 
         def send(args: dict[str, Any]) -> dict[str, Any]:
-            message = bus.send(agent, args["to"], args["content"])
-            return {"ok": True, "seq": message.seq}
-
-        def read(_: dict[str, Any]) -> dict[str, Any]:
-            messages = [{"from": m.sender, "content": m.content} for m in bus.receive(agent)]
-            return {"ok": True, "messages": messages}
+            return {"ok": True, "seq": self.bus.send(agent, args["to"], args["content"]).seq}
 
         task_id = {"task_id": _STRING}
         return [
-            LocalTool(name="board_list", description="List the board's tasks.", handler=listing),
+            LocalTool(
+                name="board_list",
+                description="List the board's tasks.",
+                handler=lambda _: {"ok": True, "tasks": [t.summary() for t in board.list()]},
+            ),
             LocalTool(
                 name="board_add_task",
                 description="Add a task to the board for anyone to claim.",
@@ -280,25 +262,25 @@ class TeamExecutor:
                     },
                     ["id", "title"],
                 ),
-                handler=add,
+                handler=moved(add),
             ),
             LocalTool(
                 name="board_claim",
                 description="Claim an open task before working on it.",
                 parameters=_object(task_id, ["task_id"]),
-                handler=claim,
+                handler=moved(lambda args: board.claim(args["task_id"], agent)),
             ),
             LocalTool(
                 name="board_complete",
                 description="Complete a task you claimed, with its result (any JSON).",
                 parameters=_object({**task_id, "result": {}}, ["task_id", "result"]),
-                handler=complete,
+                handler=moved(lambda args: board.complete(args["task_id"], agent, args["result"])),
             ),
             LocalTool(
                 name="board_fail",
                 description="Give up a task you claimed, saying why.",
                 parameters=_object({**task_id, "reason": _STRING}, ["task_id", "reason"]),
-                handler=fail,
+                handler=moved(lambda args: board.fail(args["task_id"], agent, args["reason"])),
             ),
             LocalTool(
                 name="send_message",
@@ -307,7 +289,9 @@ class TeamExecutor:
                 handler=send,
             ),
             LocalTool(
-                name="read_messages", description="Fetch your unread messages.", handler=read
+                name="read_messages",
+                description="Fetch your unread messages.",
+                handler=lambda _: {"ok": True, "messages": self._inbox(agent)},
             ),
         ]
 

@@ -229,16 +229,11 @@ class TaskPlan:
 
 
 def _names(values: Iterable[str] | str) -> tuple[str, ...]:
-    if isinstance(values, str):
-        return (values,)
-    return tuple(values)
+    return (values,) if isinstance(values, str) else tuple(values)
 
 
 def _pick(data: Mapping[str, Any], *names: str) -> Any:
-    for name in names:
-        if data.get(name) is not None:
-            return data[name]
-    return None
+    return next((data[name] for name in names if data.get(name) is not None), None)
 
 
 def _text(data: Mapping[str, Any], name: str) -> str:
