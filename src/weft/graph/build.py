@@ -17,7 +17,8 @@ import inspect
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from types import FunctionType
+from functools import partial
+from types import FunctionType, MethodType
 from typing import Any
 
 from weft.errors import GraphBuildError
@@ -277,15 +278,35 @@ def _full(succs: Sequence[Sequence[int]]) -> tuple[bool, ...]:
     return tuple(out)
 
 
+def _named_params(value: Any) -> tuple[str, ...] | None:
+    """The parameters ``value`` takes by name, read from its code when it is a plain
+    function, a partial of one or a bound method (building a signature costs far more);
+    None for anything else."""
+    func, bound = value, 0
+    if value.__class__ is partial:
+        func, bound = value.func, len(value.args)
+    elif value.__class__ is MethodType:
+        func, bound = value.__func__, 1
+    if (
+        func.__class__ is not FunctionType
+        or hasattr(func, "__wrapped__")
+        or hasattr(func, "__signature__")
+        or hasattr(value, "__signature__")
+    ):
+        return None
+    code = func.__code__
+    count = code.co_argcount
+    names = code.co_varnames
+    return names[max(bound, code.co_posonlyargcount) : count + code.co_kwonlyargcount]
+
+
 def _takes_ctx(value: Any) -> bool:
     """Whether a node value declares a ``ctx`` parameter (it then gets the run context)."""
     if not callable(value):
         return False
-    plain = not hasattr(value, "__wrapped__") and not hasattr(value, "__signature__")
-    if value.__class__ is FunctionType and plain:
-        code = value.__code__  # a plain function: its code says it, no signature to build
-        named = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        return "ctx" in named[code.co_posonlyargcount :]
+    named = _named_params(value)
+    if named is not None:
+        return "ctx" in named
     try:
         params = inspect.signature(value).parameters
     except (TypeError, ValueError):  # builtins and C callables
