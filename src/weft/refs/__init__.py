@@ -5,12 +5,11 @@ and applied."""
 from weft.refs.outputs import ChosenPath, OutputPath, Target
 from weft.refs.parse import Expression, Reference
 from weft.refs.resolve import references_in, resolve
-from weft.refs.scopes import LayeredScope, MappingScope, Scope, StoreScope
+from weft.refs.scopes import MappingScope, Scope, StoreScope
 
 __all__ = [
     "ChosenPath",
     "Expression",
-    "LayeredScope",
     "MappingScope",
     "OutputPath",
     "Reference",
