@@ -24,11 +24,12 @@ from weft.calls.call import Call
 from weft.calls.tools import Tool
 from weft.errors import UnresolvedReferenceError
 from weft.graph.build import find_cycle
-from weft.refs.outputs import OutputPath, Target
+from weft.refs.outputs import OutputPath
 from weft.refs.parse import SIGIL, Expression, Reference
 from weft.refs.resolve import Compiled
 from weft.refs.resolve import read as read_ref
 from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
+from weft.refs.writes import Target
 from weft.store import Store
 
 GroupKey: TypeAlias = tuple[str | None, str, str]

@@ -29,11 +29,12 @@ from weft.calls.dataflow import CompiledPlan, Node
 from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
 from weft.errors import PlanRunError, WeftError
-from weft.refs.outputs import WriteOp, apply_writes, method_reducer, plan_writes, split_choice
+from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
 from weft.refs.schemas import schema_problems
-from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
+from weft.refs.scopes import MappingScope, Scope, StoreScope
+from weft.refs.writes import WriteOp, apply_writes, method_reducer, plan_writes
 from weft.store import MISSING, Store, freeze
 
 INSTANCE_KINDS: Final = ("state", "shared")
@@ -225,7 +226,7 @@ class Runtime:
             out[name] = view
         return out
 
-    def merge_instances(self) -> None:
+    def merge_instances(self, records: Mapping[int, Mapping[str, Any]]) -> None:
         """Write every instance's results into the global fields, instance by instance in
         the order given, through the fields' reducers (two instances setting one field is
         a ``MergeConflictError``, and then nothing is merged)."""
@@ -235,7 +236,7 @@ class Runtime:
             scope = StoreScope(fork)
             for position in self.compiled.order:
                 node = self.nodes[position]
-                record = self._records.get(position)
+                record = records.get(position)
                 if node.instance != name or node.output is None or record is None:
                     continue
                 alt = record.get("alt")
@@ -245,12 +246,6 @@ class Runtime:
                     apply_writes(ops, fork, node.id)
             forks.append(fork)
         self.store.merge(forks)
-
-    _records: dict[int, Mapping[str, Any]]
-
-    def keep_records(self, records: dict[int, Mapping[str, Any]]) -> None:
-        """The record of each finished call, by position (for ``merge_instances``)."""
-        self._records = records
 
     def output(self) -> Any:
         """The plan's ``output`` reference, or the result of its last call."""
@@ -293,6 +288,3 @@ def failure(node: Node, exc: BaseException) -> PlanRunError:
         tool=node.tool.name,
         index=node.index,
     )
-
-
-__all__ = ["ChainScope", "InstanceScope", "Runtime", "failure", "instance_path", "is_async_tool"]

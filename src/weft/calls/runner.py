@@ -92,8 +92,7 @@ async def arun_compiled(
                 if node.id in runtime.results
             }
     if merge_instances and compiled.instances and not completed_before:
-        runtime.keep_records(records)
-        runtime.merge_instances()
+        runtime.merge_instances(records)
     return runtime.result(run_id=run_id, simulated=False)
 
 
