@@ -33,7 +33,6 @@ from weft.llm.messages import (
     Usage,
     as_chat_messages,
     json_kind,
-    new_tool_call_id,
 )
 from weft.llm.protocols import ChatModelBase
 from weft.llm.tools import ToolLike, ToolSpec, as_tool_specs
@@ -449,15 +448,6 @@ def _describe(exc: Exception) -> str:
 
 def _truncate(text: str) -> str:
     return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "..."
-
-
-def tool_call(call_id: object, name: str, raw: object) -> ToolCall:
-    """A tool call as a provider sent it (a fresh id when the provider gave none)."""
-    return ToolCall.parse(
-        id=call_id if isinstance(call_id, str) and call_id else new_tool_call_id(),
-        name=name,
-        raw=raw,
-    )
 
 
 def count(value: object) -> int | None:

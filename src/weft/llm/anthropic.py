@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from weft.errors import ModelConfigError
-from weft.llm._http import HTTPChatModel, JsonReply, Sleep, count, tool_call
+from weft.llm._http import HTTPChatModel, JsonReply, Sleep, count
 from weft.llm.messages import AssistantMessage, ChatMessage, ToolCall, Usage
 from weft.llm.tools import ToolSpec
 
@@ -111,7 +111,8 @@ class AnthropicChatModel(HTTPChatModel):
                 name = block.get("name")
                 if not isinstance(name, str) or not name:
                     raise self._shape_error(reply, f"content[{index}] (tool_use) has no name")
-                calls.append(tool_call(block.get("id"), name, block.get("input", {})))
+                raw = block.get("input", {})
+                calls.append(ToolCall.parse(id=block.get("id"), name=name, raw=raw))
             # other blocks (thinking, server tools) stay in .raw
         text = "".join(texts) if texts else None
         usage = _usage(reply.body.get("usage"))

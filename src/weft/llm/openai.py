@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from weft.llm._http import HTTPChatModel, JsonReply, count, tool_call
+from weft.llm._http import HTTPChatModel, JsonReply, count
 from weft.llm.messages import AssistantMessage, ChatMessage, ToolCall, Usage
 from weft.llm.tools import ToolSpec
 
@@ -74,7 +74,9 @@ class OpenAIChatModel(HTTPChatModel):
                 raise self._shape_error(
                     reply, f"choices[0].message.tool_calls[{index}] has no function name"
                 )
-            calls.append(tool_call(raw_call.get("id"), name, function.get("arguments", "")))
+            calls.append(
+                ToolCall.parse(id=raw_call.get("id"), name=name, raw=function.get("arguments", ""))
+            )
         usage = _usage(reply.body.get("usage"))
         return self._message(reply, content, calls, usage, choice.get("finish_reason"))
 
