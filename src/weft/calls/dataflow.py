@@ -228,9 +228,9 @@ def _order(nodes: list[Node], problems: list[PlanProblem]) -> tuple[int, ...] | 
                 heapq.heappush(ready, succ)
     if len(order) == len(nodes):
         return tuple(order)
+    # a node left out waits on a cycle, so every node it reaches is left out too
     left = {node.position for node in nodes} - set(order)
     reported: set[frozenset[int]] = set()
-    succs = [[s for s in succs[p] if s in left] if p in left else [] for p in range(len(nodes))]
     for start in sorted(left):
         cycle = find_cycle(succs, [start])
         if cycle is None:

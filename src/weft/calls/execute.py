@@ -6,12 +6,6 @@ with the node's own fork of the run's store (``RunContext.store``), and
 ``weft.calls.simulate`` calls the same steps in canonical order, with the tools' output
 examples in place of the tools.
 
-A call reads through its node's view (the store as the run began plus what the calls it
-depends on wrote, never an unrelated call's writes) and writes its result to its output
-path in its node's fork, with ``source=`` the call's id. The engine commits the forks to the
-run's store in graph order, so a field that several unordered calls push to gets their
-items in that order, never in the order they finished.
-
 Instances. An instance's state lives in the run's store beside the global state, under the
 paths ``@<instance>/<field>`` (kinds ``state`` and ``shared``): an instance call reads its
 instance's field if the instance has it, and the global field otherwise; it writes its
