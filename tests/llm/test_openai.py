@@ -482,10 +482,10 @@ async def test_one_pooled_client_serves_calls_on_one_loop() -> None:
     fake = FakeProvider(ok(TEXT), ok(TEXT))
     async with model_for(fake) as model:
         await model.achat([ChatMessage.user("1")])
-        client = model._http._client
+        client = model._client
         await model.achat([ChatMessage.user("2")])
-        assert model._http._client is client is not None
-    assert model._http._client is None
+        assert model._client is client is not None
+    assert model._client is None
 
 
 def test_a_model_outlives_event_loops() -> None:

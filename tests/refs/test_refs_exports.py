@@ -19,7 +19,6 @@ def test_public_names_are_pinned() -> None:
     assert weft.refs.__all__ == [
         "ChosenPath",
         "Expression",
-        "LayeredScope",
         "MappingScope",
         "OutputPath",
         "Reference",

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from weft.errors import UnresolvedReferenceError
-from weft.refs import LayeredScope, StoreScope, resolve
+from weft.refs import StoreScope, resolve
 from weft.store import Store, register_type
 
 SCOPE = {
@@ -125,14 +125,3 @@ def test_store_scope_reads_entries() -> None:
     store.write("state", "currentUser", {"id": 7})
     assert resolve("†state.currentUser.id", StoreScope(store)) == 7
     assert resolve("†state.currentUser.id", store) == 7
-
-
-def test_layered_scope_prefers_own_writes_and_sees_later_parent_writes() -> None:
-    parent = Store()
-    parent.write("state", "a", "parent-a")
-    fork = parent.fork(name="instance:x")
-    scope = LayeredScope(fork, StoreScope(parent))
-    fork.write("state", "a", "own-a")
-    parent.write("state", "b", "written after the fork")
-    assert resolve("†state.a", scope) == "own-a"
-    assert resolve("†state.b", scope) == "written after the fork"

@@ -25,6 +25,16 @@ from weft.errors import PlanValidationError
 META_KEYS: Final = ("_tool", "_outputPath", "_instance", "_imports", "_id")
 
 
+def loads(data: Any, whose: str) -> Any:
+    """``data`` as it was, or the JSON value of its text (a clear error if it does not parse)."""
+    if not isinstance(data, str):
+        return data
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        raise PlanValidationError(f"{whose} JSON does not parse: {exc}") from None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Call:
     """One tool call of a plan, in the seed's JSON form (``Call.from_json``)."""
@@ -39,11 +49,7 @@ class Call:
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> Call:
         """A call from its JSON object (or its text)."""
-        if isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except ValueError as exc:
-                raise PlanValidationError(f"a call's JSON does not parse: {exc}") from None
+        data = loads(data, "a call's")
         if not isinstance(data, Mapping):
             raise PlanValidationError(
                 f"a call is a JSON object with a '_tool', not a {type(data).__name__}"

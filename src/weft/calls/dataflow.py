@@ -24,11 +24,12 @@ from weft.calls.call import Call
 from weft.calls.tools import Tool
 from weft.errors import UnresolvedReferenceError
 from weft.graph.build import find_cycle
-from weft.refs.outputs import OutputPath, Target
+from weft.refs.outputs import OutputPath
 from weft.refs.parse import SIGIL, Expression, Reference
 from weft.refs.resolve import Compiled
 from weft.refs.resolve import read as read_ref
 from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
+from weft.refs.writes import Target
 from weft.store import Store
 
 GroupKey: TypeAlias = tuple[str | None, str, str]
@@ -227,9 +228,9 @@ def _order(nodes: list[Node], problems: list[PlanProblem]) -> tuple[int, ...] | 
                 heapq.heappush(ready, succ)
     if len(order) == len(nodes):
         return tuple(order)
+    # a node left out waits on a cycle, so every node it reaches is left out too
     left = {node.position for node in nodes} - set(order)
     reported: set[frozenset[int]] = set()
-    succs = [[s for s in succs[p] if s in left] if p in left else [] for p in range(len(nodes))]
     for start in sorted(left):
         cycle = find_cycle(succs, [start])
         if cycle is None:

@@ -6,12 +6,6 @@ with the node's own fork of the run's store (``RunContext.store``), and
 ``weft.calls.simulate`` calls the same steps in canonical order, with the tools' output
 examples in place of the tools.
 
-A call reads through its node's view (the store as the run began plus what the calls it
-depends on wrote, never an unrelated call's writes) and writes its result to its output
-path in its node's fork, with ``source=`` the call's id. The engine commits the forks to the
-run's store in graph order, so a field that several unordered calls push to gets their
-items in that order, never in the order they finished.
-
 Instances. An instance's state lives in the run's store beside the global state, under the
 paths ``@<instance>/<field>`` (kinds ``state`` and ``shared``): an instance call reads its
 instance's field if the instance has it, and the global field otherwise; it writes its
@@ -29,11 +23,12 @@ from weft.calls.dataflow import CompiledPlan, Node
 from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
 from weft.errors import PlanRunError, WeftError
-from weft.refs.outputs import WriteOp, apply_writes, method_reducer, plan_writes, split_choice
+from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
 from weft.refs.schemas import schema_problems
-from weft.refs.scopes import ChainScope, MappingScope, Scope, StoreScope
+from weft.refs.scopes import MappingScope, Scope, StoreScope
+from weft.refs.writes import WriteOp, apply_writes, method_reducer, plan_writes
 from weft.store import MISSING, Store, freeze
 
 INSTANCE_KINDS: Final = ("state", "shared")
@@ -225,7 +220,7 @@ class Runtime:
             out[name] = view
         return out
 
-    def merge_instances(self) -> None:
+    def merge_instances(self, records: Mapping[int, Mapping[str, Any]]) -> None:
         """Write every instance's results into the global fields, instance by instance in
         the order given, through the fields' reducers (two instances setting one field is
         a ``MergeConflictError``, and then nothing is merged)."""
@@ -235,7 +230,7 @@ class Runtime:
             scope = StoreScope(fork)
             for position in self.compiled.order:
                 node = self.nodes[position]
-                record = self._records.get(position)
+                record = records.get(position)
                 if node.instance != name or node.output is None or record is None:
                     continue
                 alt = record.get("alt")
@@ -245,12 +240,6 @@ class Runtime:
                     apply_writes(ops, fork, node.id)
             forks.append(fork)
         self.store.merge(forks)
-
-    _records: dict[int, Mapping[str, Any]]
-
-    def keep_records(self, records: dict[int, Mapping[str, Any]]) -> None:
-        """The record of each finished call, by position (for ``merge_instances``)."""
-        self._records = records
 
     def output(self) -> Any:
         """The plan's ``output`` reference, or the result of its last call."""
@@ -293,6 +282,3 @@ def failure(node: Node, exc: BaseException) -> PlanRunError:
         tool=node.tool.name,
         index=node.index,
     )
-
-
-__all__ = ["ChainScope", "InstanceScope", "Runtime", "failure", "instance_path", "is_async_tool"]

@@ -9,10 +9,10 @@ own inputs as ``input:<name>``. A call's ``_instance`` routes it:
 - ``"*"``: the call runs once on every instance (a template);
 - absent: the call is *global*: it reads and writes the parent store.
 
-An instance's view is layered (``weft.refs.LayeredScope``): a field the instance
-wrote (or was given as input) is read from its fork, any other field from the parent as
-it is now, so targeted inputs override global ones and global results written after the
-fork are still seen. Instances never see each other, and their results are never merged
+An instance's view is layered (``weft.calls.execute.InstanceScope``): a field the
+instance wrote (or was given as input) is its own, any other field is the global one as
+it is now, so targeted inputs override global ones and global results written later are
+still seen. Instances never see each other, and their results are never merged
 into the parent unless the run asks for it (``merge_instances=True``: merged at the end,
 in instance order, through the fields' reducers; two instances replacing one field is a
 ``MergeConflictError``). A global call cannot read what only instance calls write.

@@ -22,12 +22,11 @@ no tool and changing no store (``weft.calls.simulate``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from weft._sync import run_sync
-from weft.calls.call import Call
+from weft.calls.call import Call, loads
 from weft.calls.dataflow import CompiledPlan
 from weft.calls.instancing import InstancesLike
 from weft.calls.result import PlanResult
@@ -70,11 +69,7 @@ class Plan(Sequence[Call]):
     @classmethod
     def from_json(cls, data: str | Sequence[Mapping[str, Any]], **options: Any) -> Plan:
         """A plan from its JSON list of calls (or the text of it)."""
-        if isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except ValueError as exc:
-                raise PlanValidationError(f"the plan's JSON does not parse: {exc}") from None
+        data = loads(data, "the plan's")
         if not isinstance(data, list):
             raise PlanValidationError("a plan is a JSON list of calls")
         return cls(data, **options)

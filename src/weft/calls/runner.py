@@ -60,12 +60,8 @@ async def arun_compiled(
     durable: DurableRun | None = None,
     max_concurrency: int | None = None,
 ) -> PlanResult:
-    """Run ``compiled`` (validated against ``store``, see ``run_store``) to the end:
-    instances keep their state under their own paths (``weft.calls.execute``), written
-    into the global fields at the end, in instance order, only with
-    ``merge_instances=True``; ``run_id`` records the run for resume; ``durable`` runs on a
-    ``DurableRun`` (its run id by default); ``max_concurrency`` bounds the calls in
-    flight."""
+    """Run ``compiled`` (validated against ``store``, see ``run_store``) to the end; the
+    options are ``Plan.arun``'s."""
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
         runtime = Runtime(compiled, store)
         graph, keys = _graph(compiled, runtime, max_concurrency)
@@ -92,8 +88,7 @@ async def arun_compiled(
                 if node.id in runtime.results
             }
     if merge_instances and compiled.instances and not completed_before:
-        runtime.keep_records(records)
-        runtime.merge_instances()
+        runtime.merge_instances(records)
     return runtime.result(run_id=run_id, simulated=False)
 
 

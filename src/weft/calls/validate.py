@@ -1,7 +1,6 @@
 """Validation: a plan compiled into its data-flow graph, with every problem found first.
 
-Each call is checked alone here, then the calls together (``weft.calls.dataflow``: who
-depends on whom, the canonical order, conflicts and sequenced groups).
+Each call is checked alone here, then the calls together (``weft.calls.dataflow``).
 
 Problems, all collected into one ``PlanValidationError`` (each names the call by index,
 id and tool, and says how to fix it): an unknown tool; an argument the tool's JSON Schema
@@ -12,11 +11,6 @@ unknown instance; a read of a path that no call writes and neither the store nor
 inputs provide; a cycle; and two calls with no order between them writing overlapping
 paths where either *sets* (replaces) it, since the result would depend on which finished
 last.
-
-Unordered calls that only *reduce* one field (``push``, ``concat``, ``merge``) are
-allowed; their writes are applied in the plan's canonical order (a topological order
-that follows the calls' order in the plan where the data flow leaves it free), never in
-the order they finished: those fields form *sequenced groups*.
 """
 
 from __future__ import annotations

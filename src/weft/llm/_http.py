@@ -1,4 +1,4 @@
-"""The HTTP plumbing the provider adapters share: one POST with timeouts, retries and clear errors.
+"""``HTTPChatModel``: what the provider adapters share, one POST with retries and clear errors.
 
 Retried: 429, 500, 502, 503, 504 and 529 (Anthropic's "overloaded"), and
 transport failures (refused connections, timeouts). The wait is exponential
@@ -17,15 +17,25 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
+import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
 
 from weft.errors import ModelConfigError, ProviderError
-from weft.llm.messages import json_kind
+from weft.llm.messages import (
+    AssistantMessage,
+    ChatMessage,
+    MessageLike,
+    ToolCall,
+    Usage,
+    as_chat_messages,
+    json_kind,
+)
 from weft.llm.protocols import ChatModelBase
+from weft.llm.tools import ToolLike, ToolSpec, as_tool_specs
 
 if TYPE_CHECKING:
     import httpx
@@ -86,33 +96,57 @@ def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> floa
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-class ProviderHTTP:
-    """POSTs JSON to one provider endpoint, on behalf of one adapter.
+class HTTPChatModel(ChatModelBase):
+    """A chat model over one provider's HTTP JSON API; a subclass gives the wire format.
 
-    Connections are pooled in one ``httpx.AsyncClient``, bound to the event
-    loop that first uses it (or the next one, once that loop has closed); a
-    call from another loop (including the private loop of a sync ``chat()``)
-    gets a client of its own for that call, so a pooled connection is never
-    used from a loop it does not belong to.
+    The subclass names its provider (class attributes) and writes ``_body`` (the
+    request for some messages and tools) and ``_parse`` (the answer of a 2xx body).
+    Connections are pooled in one ``httpx.AsyncClient``, bound to the event loop that
+    first uses it (or the next one, once that loop has closed); a call from another
+    loop (including the private loop of a sync ``chat()``) gets a client of its own for
+    that call, so a pooled connection is never used from a loop it does not belong to.
     """
+
+    provider: ClassVar[str]
+    api: ClassVar[str]
+    default_base_url: ClassVar[str]
+    env: ClassVar[str]
+    """The prefix of the environment variables ``<env>_BASE_URL`` and ``<env>_API_KEY``."""
+    endpoint: ClassVar[str]
+    no_key_help: ClassVar[str] = ""
+    _reserved_options: ClassVar[frozenset[str]] = frozenset(
+        {"model", "messages", "tools", "stream"}
+    )
 
     def __init__(
         self,
-        *,
-        provider: str,
-        api: str,
         model: str,
-        url: str,
-        headers: Mapping[str, str],
-        timeout: float,
-        max_retries: int,
-        transport: httpx.AsyncBaseTransport | None,
-        sleep: Sleep | None,
-        key_hint: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        transport: httpx.AsyncBaseTransport | None = None,
+        default_options: Mapping[str, Any] | None = None,
+        sleep: Sleep | None = None,
     ) -> None:
-        if not url.startswith(("http://", "https://")):
+        provider, env = self.provider, self.env
+        if not isinstance(model, str) or not model:
+            raise ModelConfigError(f"{provider}: model must be a non-empty name, not {model!r}")
+        self.model = model
+        url = base_url or os.environ.get(f"{env}_BASE_URL") or self.default_base_url
+        self.base_url = url.rstrip("/")
+        key = api_key if api_key is not None else os.environ.get(f"{env}_API_KEY")
+        if not key and self.base_url == self.default_base_url:
             raise ModelConfigError(
-                f"{provider}: base URL {url!r} is not an http(s) URL; pass base_url='https://...'"
+                f"{provider}: no API key for {self.default_base_url}; pass api_key= or set "
+                f"{env}_API_KEY{self.no_key_help}"
+            )
+        self.url = self.base_url + self.endpoint
+        if not self.url.startswith(("http://", "https://")):
+            raise ModelConfigError(
+                f"{provider}: base URL {self.url!r} is not an http(s) URL; pass "
+                "base_url='https://...'"
             )
         if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
             raise ModelConfigError(
@@ -120,34 +154,86 @@ class ProviderHTTP:
             )
         if not isinstance(timeout, int | float) or timeout <= 0:
             raise ModelConfigError(f"{provider}: timeout must be seconds > 0, not {timeout!r}")
-        self.provider = provider
-        self.api = api
-        self.model = model
-        self.url = url
         self.timeout = float(timeout)
         self.max_retries = max_retries
-        self._headers = dict(headers)
+        self.default_options: dict[str, Any] = dict(default_options or {})
+        self._options({})
+        self._headers = {"accept": "application/json", **self._auth_headers(key or None)}
         self._transport = transport
         self._sleep: Sleep = sleep or asyncio.sleep
-        self._key_hint = key_hint
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
-    async def post_json(self, body: Mapping[str, Any]) -> JsonReply:
-        """POST ``body``; the decoded JSON object of a 2xx answer, else a ProviderError."""
+    # ------------------------------------------------------------ the wire format
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _body(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse(self, reply: JsonReply) -> AssistantMessage:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------- the API
+
+    async def achat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> AssistantMessage:
+        """One request to the provider; its answer as an AssistantMessage."""
+        body = self.request_body(messages, tools=tools, **options)
         client = self._pooled_client()
         if client is not None:
-            return await self._post(client, body)
+            return self._parse(await self._post(client, body))
         async with self._new_client() as own:
-            return await self._post(own, body)
+            return self._parse(await self._post(own, body))
+
+    def request_body(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """The JSON body :meth:`achat` would send: for logging, caching or a test's eye."""
+        body = self._body(as_chat_messages(messages), as_tool_specs(tools))
+        body.update(self._options(options))
+        return body
 
     async def aclose(self) -> None:
-        """Close the pooled connections (a later call opens new ones)."""
+        """Close pooled connections (a later call opens new ones); ``async with model:``
+        does it on exit."""
         client, self._client, self._client_loop = self._client, None, None
         if client is not None:
             await client.aclose()
 
-    def shape_error(self, reply: JsonReply, what: str) -> ProviderError:
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:  # never shows the API key
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    # ------------------------------------------------- what the adapters share
+
+    def _options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        merged = {**self.default_options, **options}
+        clash = sorted(self._reserved_options & merged.keys())
+        if clash:
+            raise ModelConfigError(
+                f"{self.provider}: option(s) {clash} are set by weft itself; pass the "
+                "conversation as messages=, the tools as tools=, and the model to the constructor"
+                " (streaming is not supported yet)"
+            )
+        return merged
+
+    def _shape_error(self, reply: JsonReply, what: str) -> ProviderError:
         """The error for a 2xx body that is not what the API documents: says what was missing."""
         return ProviderError(
             f"{self._who()} answered {reply.status} with a body that is not a response of "
@@ -159,6 +245,34 @@ class ProviderHTTP:
             attempts=reply.attempts,
             request_id=reply.request_id,
         )
+
+    def _no_list(self, reply: JsonReply, key: str) -> ProviderError:
+        """The error for a body without its ``key`` list: the provider's error if it sent one."""
+        error = reply.body.get("error")
+        if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+            return self._shape_error(reply, f"an error came back: {error['message']}")
+        found = ", ".join(sorted(reply.body)) or "nothing"
+        return self._shape_error(reply, f'no "{key}" list (found: {found})')
+
+    def _message(
+        self,
+        reply: JsonReply,
+        content: str | None,
+        calls: list[ToolCall],
+        usage: Usage | None,
+        stop: object,
+    ) -> AssistantMessage:
+        model = reply.body.get("model")
+        return AssistantMessage(
+            content=content,
+            tool_calls=tuple(calls),
+            usage=usage,
+            stop_reason=stop if isinstance(stop, str) else None,
+            model=model if isinstance(model, str) and model else self.model,
+            raw=reply.body,
+        )
+
+    # ------------------------------------------------------------------ the HTTP
 
     def _pooled_client(self) -> httpx.AsyncClient | None:
         loop = asyncio.get_running_loop()
@@ -177,6 +291,7 @@ class ProviderHTTP:
         )
 
     async def _post(self, client: httpx.AsyncClient, body: Mapping[str, Any]) -> JsonReply:
+        """POST ``body``; the decoded JSON object of a 2xx answer, else a ProviderError."""
         import httpx
 
         attempts = self.max_retries + 1
@@ -186,33 +301,24 @@ class ProviderHTTP:
             except httpx.TransportError as exc:
                 if attempt == attempts:
                     raise self._transport_error(exc, attempt) from exc
-                delay = backoff_delay(attempt - 1)
-                logger.info(
-                    "%s: %s, retrying in %.2fs (attempt %d of %d)",
-                    self._who(),
-                    _describe(exc),
-                    delay,
-                    attempt,
-                    attempts,
-                )
-                await self._sleep(delay)
-                continue
-            if response.is_success:
-                return self._decode(response, attempt)
-            if response.status_code in RETRY_STATUSES and attempt < attempts:
+                what, delay = _describe(exc), backoff_delay(attempt - 1)
+            else:
+                if response.is_success:
+                    return self._decode(response, attempt)
+                if response.status_code not in RETRY_STATUSES or attempt == attempts:
+                    raise self._status_error(response, attempt)
                 asked = retry_after(response.headers)
+                what = f"answered {response.status_code}"
                 delay = backoff_delay(attempt - 1) if asked is None else min(asked, MAX_RETRY_AFTER)
-                logger.info(
-                    "%s answered %d, retrying in %.2fs (attempt %d of %d)",
-                    self._who(),
-                    response.status_code,
-                    delay,
-                    attempt,
-                    attempts,
-                )
-                await self._sleep(delay)
-                continue
-            raise self._status_error(response, attempt)
+            logger.info(
+                "%s: %s, retrying in %.2fs (attempt %d of %d)",
+                self._who(),
+                what,
+                delay,
+                attempt,
+                attempts,
+            )
+            await self._sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _decode(self, response: httpx.Response, attempt: int) -> JsonReply:
@@ -237,7 +343,7 @@ class ProviderHTTP:
             request_id=_request_id(response, body),
         )
         if not isinstance(body, dict):
-            raise self.shape_error(reply, f"expected a JSON object, got a JSON {json_kind(body)}")
+            raise self._shape_error(reply, f"expected a JSON object, got a JSON {json_kind(body)}")
         return reply
 
     def _status_error(self, response: httpx.Response, attempts: int) -> ProviderError:
@@ -277,7 +383,7 @@ class ProviderHTTP:
 
     def _hint(self, status: int) -> str:
         if status == 401:
-            return f"Check the API key ({self._key_hint})"
+            return f"Check the API key (api_key= or {self.env}_API_KEY)"
         if status == 403:
             return "The API key is not allowed to use this model or endpoint"
         if status == 404:
@@ -344,34 +450,6 @@ def _truncate(text: str) -> str:
     return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS] + "..."
 
 
-class HTTPChatModel(ChatModelBase):
-    """What the provider adapters share: the HTTP core, option checks, closing, a safe repr."""
-
-    model: str
-    base_url: str
-    _http: ProviderHTTP
-    _reserved_options: frozenset[str] = frozenset({"model", "messages", "tools", "stream"})
-
-    async def aclose(self) -> None:
-        """Close pooled connections; ``async with model:`` does it on exit."""
-        await self._http.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def _options(self, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> dict[str, Any]:
-        merged = {**defaults, **options}
-        clash = sorted(self._reserved_options & merged.keys())
-        if clash:
-            raise ModelConfigError(
-                f"{self._http.provider}: option(s) {clash} are set by weft itself; pass the "
-                "conversation as messages=, the tools as tools=, and the model to the constructor"
-                " (streaming is not supported yet)"
-            )
-        return merged
-
-    def __repr__(self) -> str:  # never shows the API key
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+def count(value: object) -> int | None:
+    """A token count of a provider's usage, if it is one."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -8,30 +8,18 @@ user turn, and ``max_tokens`` is required.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from weft.errors import ModelConfigError
-from weft.llm._http import HTTPChatModel, JsonReply, ProviderHTTP, Sleep
-from weft.llm.messages import (
-    AssistantMessage,
-    ChatMessage,
-    MessageLike,
-    ToolCall,
-    Usage,
-    as_chat_messages,
-    new_tool_call_id,
-)
-from weft.llm.tools import ToolLike, as_tool_specs
+from weft.llm._http import HTTPChatModel, JsonReply, Sleep, count
+from weft.llm.messages import AssistantMessage, ChatMessage, ToolCall, Usage
+from weft.llm.tools import ToolSpec
 
 if TYPE_CHECKING:
     import httpx
 
-DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
 ANTHROPIC_VERSION: Final = "2023-06-01"
-PROVIDER: Final = "anthropic"
-API: Final = "Anthropic Messages"
 
 
 class AnthropicChatModel(HTTPChatModel):
@@ -58,6 +46,11 @@ class AnthropicChatModel(HTTPChatModel):
         final = await model.achat(messages, tools=tools)
     """
 
+    provider = "anthropic"
+    api = "Anthropic Messages"
+    default_base_url = "https://api.anthropic.com"
+    env = "ANTHROPIC"
+    endpoint = "/v1/messages"
     _reserved_options = frozenset({"model", "messages", "tools", "stream", "system"})
 
     def __init__(
@@ -73,111 +66,57 @@ class AnthropicChatModel(HTTPChatModel):
         default_options: Mapping[str, Any] | None = None,
         sleep: Sleep | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise ModelConfigError(f"anthropic: model must be a non-empty name, not {model!r}")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise ModelConfigError(
                 f"anthropic: max_tokens must be a whole number >= 1, not {max_tokens!r}"
             )
-        self.model = model
         self.max_tokens = max_tokens
-        self.base_url = (
-            base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
-        ).rstrip("/")
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        if not key and self.base_url == DEFAULT_BASE_URL:
-            raise ModelConfigError(
-                f"anthropic: no API key for {DEFAULT_BASE_URL}; pass api_key= or set "
-                "ANTHROPIC_API_KEY"
-            )
-        headers = {"accept": "application/json", "anthropic-version": ANTHROPIC_VERSION}
-        if key:
-            headers["x-api-key"] = key
-        self.default_options: dict[str, Any] = dict(default_options or {})
-        self._http = ProviderHTTP(
-            provider=PROVIDER,
-            api=API,
-            model=model,
-            url=f"{self.base_url}/v1/messages",
-            headers=headers,
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,
+            default_options=default_options,
             sleep=sleep,
-            key_hint="api_key= or ANTHROPIC_API_KEY",
         )
-        self._options(self.default_options, {})
 
-    async def achat(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        tools: Sequence[ToolLike] | None = None,
-        **options: Any,
-    ) -> AssistantMessage:
-        """One Messages request; the answer as an AssistantMessage."""
-        body = self.request_body(messages, tools=tools, **options)
-        reply = await self._http.post_json(body)
-        return self._parse(reply)
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"anthropic-version": ANTHROPIC_VERSION, **({"x-api-key": key} if key else {})}
 
-    def request_body(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        tools: Sequence[ToolLike] | None = None,
-        **options: Any,
-    ) -> dict[str, Any]:
-        """The JSON body :meth:`achat` would send: for logging, caching or a test's eye."""
-        system, turns = _render(as_chat_messages(messages))
+    def _body(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> dict[str, Any]:
+        system, turns = _render(messages)
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         if system is not None:
             body["system"] = system
         body["messages"] = turns
-        specs = as_tool_specs(tools)
-        if specs:
-            body["tools"] = [spec.anthropic() for spec in specs]
-        body.update(self._options(self.default_options, options))
+        if tools:
+            body["tools"] = [spec.anthropic() for spec in tools]
         return body
 
     def _parse(self, reply: JsonReply) -> AssistantMessage:
-        body = reply.body
-        content = body.get("content")
+        content = reply.body.get("content")
         if not isinstance(content, list):
-            error = body.get("error")
-            if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-                raise self._http.shape_error(reply, f"an error came back: {error['message']}")
-            found = ", ".join(sorted(body)) or "nothing"
-            raise self._http.shape_error(reply, f'no "content" list (found: {found})')
+            raise self._no_list(reply, "content")
         texts: list[str] = []
         calls: list[ToolCall] = []
         for index, block in enumerate(content):
             kind = block.get("type") if isinstance(block, Mapping) else None
             if not isinstance(block, Mapping) or not isinstance(kind, str):
-                raise self._http.shape_error(reply, f"content[{index}] is not a typed block")
+                raise self._shape_error(reply, f"content[{index}] is not a typed block")
             if kind == "text" and isinstance(block.get("text"), str):
                 texts.append(block["text"])
             elif kind == "tool_use":
-                name, call_id = block.get("name"), block.get("id")
+                name = block.get("name")
                 if not isinstance(name, str) or not name:
-                    raise self._http.shape_error(reply, f"content[{index}] (tool_use) has no name")
-                calls.append(
-                    ToolCall.parse(
-                        id=call_id if isinstance(call_id, str) and call_id else new_tool_call_id(),
-                        name=name,
-                        raw=block.get("input", {}),
-                    )
-                )
+                    raise self._shape_error(reply, f"content[{index}] (tool_use) has no name")
+                raw = block.get("input", {})
+                calls.append(ToolCall.parse(id=block.get("id"), name=name, raw=raw))
             # other blocks (thinking, server tools) stay in .raw
-        stop = body.get("stop_reason")
-        model = body.get("model")
-        return AssistantMessage(
-            content="".join(texts) if texts else None,
-            tool_calls=tuple(calls),
-            usage=_usage(body.get("usage")),
-            stop_reason=stop if isinstance(stop, str) else None,
-            model=model if isinstance(model, str) and model else self.model,
-            raw=body,
-        )
+        text = "".join(texts) if texts else None
+        usage = _usage(reply.body.get("usage"))
+        return self._message(reply, text, calls, usage, reply.body.get("stop_reason"))
 
 
 def _render(messages: Sequence[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -233,8 +172,8 @@ def _usage(value: object) -> Usage | None:
     """Tokens read (including prompt-cache reads and writes) and written."""
     if not isinstance(value, Mapping):
         return None
-    counts = {name: _count(value.get(name)) for name in _INPUT_FIELDS}
-    output = _count(value.get("output_tokens"))
+    counts = {name: count(value.get(name)) for name in _INPUT_FIELDS}
+    output = count(value.get("output_tokens"))
     known = [count for count in counts.values() if count is not None]
     read = sum(known) if counts["input_tokens"] is not None else None
     total = read + output if read is not None and output is not None else None
@@ -242,7 +181,3 @@ def _usage(value: object) -> Usage | None:
 
 
 _INPUT_FIELDS: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -88,12 +88,14 @@ class ToolCall:
         )
 
     @classmethod
-    def parse(cls, *, id: str, name: str, raw: object) -> ToolCall:
+    def parse(cls, *, id: object, name: str, raw: object) -> ToolCall:
         """A call from a provider's arguments: JSON text, or an already decoded object.
 
         Never raises: text that is not a JSON object is kept in ``raw_arguments``
-        with ``arguments={}`` and a ``parse_error`` that says what was wrong.
+        with ``arguments={}`` and a ``parse_error`` that says what was wrong. An ``id``
+        that is not a non-empty string (the provider gave none) is replaced by a fresh one.
         """
+        id = id if isinstance(id, str) and id else new_tool_call_id()
         if isinstance(raw, Mapping):
             return cls(
                 id=id,

@@ -21,7 +21,6 @@ from weft.llm.messages import (
     ToolCall,
     Usage,
     as_chat_messages,
-    new_tool_call_id,
 )
 from weft.llm.protocols import ChatModelBase, as_completion
 from weft.llm.tools import ToolLike, ToolSpec, as_tool_specs
@@ -259,11 +258,7 @@ def _from_mapping(reply: Mapping[str, Any], index: int) -> AssistantMessage:
             if isinstance(arguments, Mapping):
                 calls.append(ToolCall.create(call["name"], arguments, id=call.get("id")))
             else:  # script a malformed call: the raw text as a model would send it
-                calls.append(
-                    ToolCall.parse(
-                        id=call.get("id") or new_tool_call_id(), name=call["name"], raw=arguments
-                    )
-                )
+                calls.append(ToolCall.parse(id=call.get("id"), name=call["name"], raw=arguments))
         else:
             raise ValueError(
                 f"scripted reply #{index + 1}: each tool call is a ToolCall or a dict "

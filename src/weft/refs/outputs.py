@@ -49,30 +49,8 @@ from weft.errors import OutputPathError, ReferenceSyntaxError
 from weft.refs.parse import SIGIL, _Scanner
 from weft.refs.schemas import schema_at, schema_problem
 from weft.refs.scopes import Scope, StoreScope
-from weft.refs.writes import (
-    METHODS,
-    WRITABLE_KINDS,
-    Method,
-    Target,
-    WriteOp,
-    apply_writes,
-    method_reducer,
-    plan_writes,
-)
+from weft.refs.writes import METHODS, WRITABLE_KINDS, Method, Target, apply_writes, plan_writes
 from weft.store import KINDS, Store
-
-__all__ = [
-    "METHODS",
-    "ChosenPath",
-    "Method",
-    "OutputPath",
-    "Target",
-    "WriteOp",
-    "apply_writes",
-    "method_reducer",
-    "plan_writes",
-    "split_choice",
-]
 
 
 @dataclass(frozen=True, slots=True)

@@ -275,22 +275,18 @@ class _Scanner:
 
     def sigil(self) -> bool:
         """Consume a sigil at the cursor; whether there was one."""
-        if self.text.startswith(SIGIL, self.pos):
-            self.pos += len(SIGIL)
-            return True
-        if self.text.startswith(ASCII_SIGIL, self.pos):
-            self.pos += len(ASCII_SIGIL)
-            return True
+        for sigil in (SIGIL, ASCII_SIGIL):
+            if self.text.startswith(sigil, self.pos):
+                self.pos += len(sigil)
+                return True
         return False
 
     def escaped_sigil(self) -> str | None:
         """Consume ``††`` or ``$$ref:`` and return the literal it stands for."""
-        if self.text.startswith(SIGIL + SIGIL, self.pos):
-            self.pos += 2 * len(SIGIL)
-            return SIGIL
-        if self.text.startswith("$" + ASCII_SIGIL, self.pos):
-            self.pos += 1 + len(ASCII_SIGIL)
-            return ASCII_SIGIL
+        for escape, sigil in ((SIGIL + SIGIL, SIGIL), ("$" + ASCII_SIGIL, ASCII_SIGIL)):
+            if self.text.startswith(escape, self.pos):
+                self.pos += len(escape)
+                return sigil
         return None
 
     def literal_until_sigil(self) -> str:
@@ -405,29 +401,28 @@ class _Scanner:
         quote = text[start + 1]
         i = start + 2
         out: list[str] = []
+        problem, at = "a quoted key is not closed (expected its quote and ']')", start
         while i < len(text):
             char = text[i]
             if char == "\\":
                 escaped = _ESCAPES.get(text[i + 1]) if i + 1 < len(text) else None
                 if escaped is None:
-                    if not strict:
-                        return None
-                    raise self.error("in a quoted key only \\\\, \\\" and \\' are escapes", i)
+                    problem, at = "in a quoted key only \\\\, \\\" and \\' are escapes", i
+                    break
                 out.append(escaped)
                 i += 2
-                continue
-            if char == quote:
-                if text.startswith("]", i + 1):
-                    self.pos = i + 2
-                    return "".join(out)
-                if not strict:
-                    return None
-                raise self.error("a quoted key ends with its quote and ']'", i + 1)
-            out.append(char)
-            i += 1
+            elif char != quote:
+                out.append(char)
+                i += 1
+            elif text.startswith("]", i + 1):
+                self.pos = i + 2
+                return "".join(out)
+            else:
+                problem, at = "a quoted key ends with its quote and ']'", i + 1
+                break
         if not strict:
             return None
-        raise self.error("a quoted key is not closed (expected its quote and ']')", start)
+        raise self.error(problem, at)
 
     def alternatives(self, item: Callable[[_Scanner], T]) -> list[list[T]]:
         """``item ("&&" item)* ("||" ...)*`` to the end of the text: the groups in order."""

@@ -21,33 +21,8 @@ from typing import Any, Final
 
 from weft.errors import ReferenceSyntaxError, UnresolvedReferenceError
 from weft.refs.parse import Expression, Reference, Step, parse_value_string
-from weft.refs.scopes import (
-    ChainScope,
-    LayeredScope,
-    MappingScope,
-    Scope,
-    ScopeLike,
-    StoreScope,
-    as_scope,
-)
+from weft.refs.scopes import MappingScope, Scope, ScopeLike, as_scope
 from weft.store import MISSING, FrozenDict, FrozenList, freeze
-
-__all__ = [
-    "ChainScope",
-    "Compiled",
-    "LayeredScope",
-    "MappingScope",
-    "Scope",
-    "ScopeLike",
-    "StoreScope",
-    "as_scope",
-    "compile_mapping",
-    "compile_value",
-    "read",
-    "read_expression",
-    "references_in",
-    "resolve",
-]
 
 _SHOWN_KEYS: Final = 20
 
@@ -286,18 +261,9 @@ def compile_value(value: Any) -> Compiled:
             return _Expr(meaning)
         return _Text(meaning)
     if isinstance(value, dict):
-        const: dict[str, Any] = {}
-        dynamic: list[tuple[str, Compiled]] = []
-        for key, item in value.items():
-            compiled = compile_value(item)
-            if isinstance(compiled, _Const):
-                const[key] = compiled.value
-            else:
-                const[key] = None  # a placeholder keeps the key's place in the order
-                dynamic.append((key, compiled))
-        if not dynamic:
-            return _Const(freeze(const, where="a call's arguments"))
-        return _Dict(freeze(const, where="a call's arguments"), dynamic)
+        compiled = _compile_dict(value, None)
+        assert compiled is not None  # without on_error, a syntax error raises
+        return compiled
     if isinstance(value, (list, tuple)):
         items = [compile_value(item) for item in value]
         if all(isinstance(item, _Const) for item in items):
@@ -311,6 +277,12 @@ def compile_mapping(
 ) -> Compiled | None:
     """``compile_value`` of a dict, each key on its own, so a syntax error names its key
     (``on_error(key, error)``); None if any key failed."""
+    return _compile_dict(value, on_error)
+
+
+def _compile_dict(
+    value: Mapping[str, Any], on_error: Callable[[str, ReferenceSyntaxError], None] | None
+) -> Compiled | None:
     const: dict[str, Any] = {}
     dynamic: list[tuple[str, Compiled]] = []
     ok = True
@@ -318,13 +290,15 @@ def compile_mapping(
         try:
             compiled = compile_value(item)
         except ReferenceSyntaxError as exc:
+            if on_error is None:
+                raise
             on_error(key, exc)
             ok = False
             continue
         if isinstance(compiled, _Const):
             const[key] = compiled.value
         else:
-            const[key] = None
+            const[key] = None  # a placeholder keeps the key's place in the order
             dynamic.append((key, compiled))
     if not ok:
         return None

@@ -6,7 +6,6 @@ a validator is built once per schema object and reused.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -137,11 +136,3 @@ def closed_choices(schema: Any) -> list[str] | None:
                 found.extend(choices)
             return found
     return None
-
-
-def short_json(value: Any, limit: int = 80) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -3,8 +3,8 @@
 A scope is anything with ``lookup(kind, field)`` (the value of the entry ``kind:field``,
 or ``MISSING``) and ``fields(kind)`` (the field names, for error messages and for a
 whole-kind reference). ``Store``, ``Mapping`` (``{"state": {...}, "input": {...}}``) and
-``Scope`` objects are accepted everywhere a scope is; ``LayeredScope`` is an instance's
-view (its own writes over the parent as it is now), ``ChainScope`` several scopes in turn.
+``Scope`` objects are accepted everywhere a scope is; ``ChainScope`` reads several scopes
+in turn.
 """
 
 from __future__ import annotations
@@ -45,40 +45,6 @@ class StoreScope:
 
     def __repr__(self) -> str:
         return f"StoreScope({self.store!r})"
-
-
-class LayeredScope:
-    """An instance's view: what its own fork wrote, over the parent scope as it is now.
-
-    A fork is a snapshot of its parent; reading it alone would miss what global calls
-    wrote to the parent after the fork was made. So a field the fork wrote itself (an
-    entry newer than ``base_seq``, the fork's starting point) is read from the fork, and
-    every other field from the parent: targeted values override global ones.
-    """
-
-    __slots__ = ("base_seq", "own", "parent")
-
-    def __init__(self, own: Store, parent: Scope, *, base_seq: int | None = None) -> None:
-        self.own = own
-        self.parent = parent
-        self.base_seq = own.last_seq if base_seq is None else base_seq
-
-    def lookup(self, kind: str, field: str) -> Any:
-        entry = self.own.get(kind, field)
-        if entry is not None and entry.seq > self.base_seq:
-            return entry.value
-        return self.parent.lookup(kind, field)
-
-    def fields(self, kind: str) -> list[str]:
-        own = [
-            entry.path
-            for entry in self.own.entries(key_prefix=f"{kind}:")
-            if entry.seq > self.base_seq
-        ]
-        return sorted({*self.parent.fields(kind), *own})
-
-    def __repr__(self) -> str:
-        return f"LayeredScope({self.own!r} over {self.parent!r})"
 
 
 class MappingScope:
