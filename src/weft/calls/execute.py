@@ -15,7 +15,7 @@ instance's fields only. The instance's own inputs are read before the global one
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -206,20 +206,6 @@ class Runtime:
 
     # ------------------------------------------------------------------ the end
 
-    def instance_stores(self) -> dict[str, Store]:
-        """Each instance's store as the run left it: the run's store with the instance's
-        own fields in place of the global ones."""
-        out: dict[str, Store] = {}
-        for name in self.compiled.instances:
-            view = self.store.fork(name=f"instance:{name}")
-            mine = instance_path(name, "")
-            for kind in INSTANCE_KINDS:
-                for entry in self.store.entries(kind=kind, key_prefix=f"{kind}:{mine}"):
-                    field = entry.path[len(mine) :]
-                    view.write(kind, field, entry.value, source=entry.source, replace=True)
-            out[name] = view
-        return out
-
     def merge_instances(self, records: Mapping[int, Mapping[str, Any]]) -> None:
         """Write every instance's results into the global fields, instance by instance in
         the order given, through the fields' reducers (two instances setting one field is
@@ -254,11 +240,41 @@ class Runtime:
         return PlanResult(
             results=dict(self.results),
             store=self.store,
-            instances=self.instance_stores(),
+            instances=InstanceStores(self.store.fork(), tuple(self.compiled.instances)),
             output=self.output(),
             run_id=run_id,
             simulated=simulated,
         )
+
+
+class InstanceStores(Mapping[str, Store]):
+    """Each instance's store as the run left it: the run's store with the instance's own
+    fields in place of the global ones, built when it is first asked for (``run`` is a
+    fork of the run's store taken as the run ended)."""
+
+    def __init__(self, run: Store, names: tuple[str, ...]) -> None:
+        self._run, self._names, self._built = run, names, dict[str, Store]()
+
+    def __getitem__(self, name: str) -> Store:
+        built = self._built.get(name)
+        if built is not None:
+            return built
+        if name not in self._names:
+            raise KeyError(name)
+        view = self._run.fork(name=f"instance:{name}")
+        mine = instance_path(name, "")
+        for kind in INSTANCE_KINDS:
+            for entry in self._run.entries(kind=kind, key_prefix=f"{kind}:{mine}"):
+                field = entry.path[len(mine) :]
+                view.write(kind, field, entry.value, source=entry.source, replace=True)
+        self._built[name] = view
+        return view
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
 def is_async_tool(fn: Any) -> bool:
