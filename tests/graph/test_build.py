@@ -296,3 +296,48 @@ def test_mermaid_draws_one_line_per_node_and_edge() -> None:
 def test_max_concurrency_must_be_positive() -> None:
     with pytest.raises(GraphBuildError, match="max_concurrency"):
         WorkGraph([[len]], max_concurrency=0)
+
+
+def test_a_ctx_parameter_is_found_as_a_signature_would_find_it() -> None:
+    import functools
+    import inspect
+
+    from weft.graph.build import _takes_ctx
+
+    def by_signature(value: Any) -> bool:
+        found = inspect.signature(value).parameters.get("ctx")
+        return found is not None and found.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
+
+    def plain(a: int, ctx: Any) -> None: ...
+    def keyword_only(a: int, *, ctx: Any) -> None: ...
+    def positional_only(ctx: Any, /, a: int) -> None: ...
+    def first(ctx: Any, a: int) -> None: ...
+    def none(a: int, **kwargs: Any) -> None: ...
+
+    class Holder:
+        def method(self, ctx: Any) -> None: ...
+        def other(self, a: int) -> None: ...
+
+    @functools.wraps(plain)
+    def wrapped(*args: Any, **kwargs: Any) -> None: ...
+
+    values = [
+        plain,
+        keyword_only,
+        positional_only,
+        first,
+        none,
+        functools.partial(first, 1),  # ctx taken by the partial's argument
+        functools.partial(plain, 1),
+        functools.partial(plain, ctx=2),
+        Holder().method,
+        Holder().other,
+        functools.partial(Holder().method),
+        functools.partial(functools.partial(plain), 1),
+        wrapped,
+    ]
+    for value in values:
+        assert _takes_ctx(value) == by_signature(value), value

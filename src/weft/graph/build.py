@@ -283,10 +283,13 @@ def _named_params(value: Any) -> tuple[str, ...] | None:
     function, a partial of one or a bound method (building a signature costs far more);
     None for anything else."""
     func, bound = value, 0
-    if value.__class__ is partial:
-        func, bound = value.func, len(value.args)
-    elif value.__class__ is MethodType:
-        func, bound = value.__func__, 1
+    while True:
+        if func.__class__ is partial:
+            func, bound = func.func, bound + len(func.args)
+        elif func.__class__ is MethodType:
+            func, bound = func.__func__, bound + 1
+        else:
+            break
     if (
         func.__class__ is not FunctionType
         or hasattr(func, "__wrapped__")
@@ -373,6 +376,8 @@ def _check_keywords(
 def _keyword_problem(node: WorkGraphNode, keyword: str) -> str | None:
     if not callable(node.value):
         return None
+    if not node.state and keyword in (_named_params(node.value) or ()):
+        return None  # the common case, read from the code
     try:
         signature = inspect.signature(node.value)
     except (TypeError, ValueError):  # builtins and C callables: cannot tell, so trust it
