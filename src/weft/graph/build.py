@@ -280,12 +280,14 @@ def _full(succs: Sequence[Sequence[int]]) -> tuple[bool, ...]:
 
 def _named_params(value: Any) -> tuple[str, ...] | None:
     """The parameters ``value`` takes by name, read from its code when it is a plain
-    function, a partial of one or a bound method (building a signature costs far more);
+    function, a bound method or a partial of either (a signature costs far more);
     None for anything else."""
-    func, bound = value, 0
+    func: Any = value
+    bound = 0
     while True:
         if func.__class__ is partial:
-            func, bound = func.func, bound + len(func.args)
+            bound += len(func.args)
+            func = func.func
         elif func.__class__ is MethodType:
             func, bound = func.__func__, bound + 1
         else:
