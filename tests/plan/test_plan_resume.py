@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crash_helpers import drop_schema, open_backend
 from plan_helpers import call, finish
 
+from crash_helpers import drop_schema, open_backend
 from weft.errors import ExecutorError
 from weft.llm import AssistantMessage, ChatMessage, ScriptedChatModel, ToolSpec
 from weft.memory import AgentMemory
@@ -123,7 +123,7 @@ def test_a_run_id_of_another_plan_is_an_executor_error() -> None:
     memory = AgentMemory()
     executor(ByStep(), memory).execute(run_id="plan-1")
     other = TaskPlan(tasks=[Task(id="Z", steps=[Step(id="z", instructions=".")])])
-    with pytest.raises(ExecutorError, match="run 'plan-1' was recorded for .*use a new run_id"):
+    with pytest.raises(ExecutorError, match=r"run 'plan-1' was recorded for .*use a new run_id"):
         ParallelTaskExecutor(other, model=ByStep().model, memory=memory).execute(run_id="plan-1")
     with pytest.raises(ExecutorError, match="without '/'"):
         executor(ByStep(), memory).execute(run_id="a/b")
