@@ -1,33 +1,22 @@
 """The executors' jobs (a task's steps, a plan's tasks, a process step's items) as a
-``WorkGraph``.
+``WorkGraph``: one node per job, an edge from each job it depends on, ``max_concurrency``.
 
-Each job is one node of a WorkGraph, with an edge from every job it depends on and the
-executor's ``max_concurrency``; the engine schedules them. The engine stops the whole
-run when a node raises, so a job's node never raises for an ordinary failure: it
-returns its ``JobOutcome``, and the engine hands the outcomes of a node's predecessors
-to it as the keyword ``upstream`` (fan-in: a list, in edge order). A job whose
-dependency failed or was blocked returns *blocked*, saying what it waited for, without
-running; so a failed job blocks every job that depends on it, directly or not, and
-every node still settles (no deadlock, no hang).
+A job's node never raises for an ordinary failure (that would stop the whole graph): it
+returns its ``JobOutcome``, which reaches the jobs after it as the keyword ``upstream``.
+A job whose dependency failed or was blocked is *blocked* without running, so every
+node settles (no deadlock, no hang). ``max_concurrency=1`` runs one job at a time, in the
+order given as far as the dependencies allow (extra edges that only order).
 
 Forks and records (the one run model, ``weft.store.RunLog``). With a ``store``, each job
-works on its own fork of it, merged back as the job settles: what the job wrote and, with
-a ``run_id``, its record (a ``StepRecord`` at ``<run id>/<job>``, its ``JobOutcome`` the
-result) are one commit, so a crash never leaves one without the other. Parallel jobs
-meet in the store's one merge and conflict rule (of two jobs replacing one field, the
-second fails, saying which). Running again with the run id does not run a job recorded as
-completed (the report lists it as *skipped*); a job that failed or was blocked is not
-recorded, so it runs again. ``sub_run_id`` names the run of a graph nested in a job (a
-task's steps, a process step's items), so that it resumes too. Without a run id nothing
-is recorded. The jobs commit themselves as they settle (the graph runs without the
-store), so a job that finished is on record however long the others take.
-
-``max_concurrency=1`` runs one job at a time, in the order given as far as the
-dependencies allow (the first job listed whose dependencies have finished goes next):
-the jobs are chained in that order by extra edges that only order, never block.
-
-Cycles are found by the graph's own check (``weft.graph.build.check_acyclic``), both
-when a plan is validated (``find_cycle``) and when its graph is built.
+works on its own fork, merged back as the job settles: its writes and, with a ``run_id``,
+its ``StepRecord`` (at ``<run id>/<job>``, its ``JobOutcome`` the result) are one commit,
+so a crash never leaves one without the other; parallel jobs meet in the store's one
+merge rule (of two replacing one field, the second fails, naming it). Running again with
+the run id skips every job on record (``skipped`` in the report); a failed or blocked
+job is not recorded, so it runs again. ``sub_run_id`` names the run of a graph nested in
+a job, so that it resumes too. Jobs commit as they settle, not in graph order, so a job
+that finished is on record however the others fare. Cycles are found by the graph's own
+check, when a plan is validated (``find_cycle``) and when its graph is built.
 """
 
 from __future__ import annotations
@@ -48,8 +37,7 @@ from weft.store.records import check_run_id
 logger: Final = logging.getLogger("weft.plan")
 
 Job = Callable[[str, Store | None], Awaitable[str | None]]
-"""Runs one job (on its fork of the store, if there is one); returns None when it
-completed, or why it failed."""
+"""Runs one job (on its fork, if any); returns None when it completed, or why it failed."""
 
 JobStatus = Literal["completed", "failed", "blocked"]
 UPSTREAM: Final = "upstream"

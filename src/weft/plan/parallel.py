@@ -13,14 +13,10 @@ It owns no private results: everything is in memory.
 - A failed task blocks every task that depends on it, directly or not; the report says
   which failed, why (its steps' failures) and what each blocked task waited for.
   Cycles and unknown dependencies are refused when the ``TaskPlan`` is built.
-- Resume, on the one run model: ``execute(run_id=...)`` records each task as it settles
-  and runs each task's steps with a run id of their own (``<run id>.<task id>``), every
-  step's writes committed with its record. Running again with the same id (in this
-  process, or in a new one on a ``DurableRun`` loaded from its backend) skips every
-  task, and every step, that completed (``report.skipped``) and runs what failed, was
-  blocked or never ran. The idempotent task write comes before its task's record: a task
-  killed between the two runs again, its steps all skipped, and writes nothing twice.
-  Without a run id nothing is recorded and everything runs.
+- Resume (``weft.plan.jobs``): ``execute(run_id=...)`` records each task, and each
+  task's steps in a run of their own (``<run id>.<task id>``). Running again with that id
+  (in a new process too, on a ``DurableRun``) skips every task and step on record
+  (``report.skipped``). The idempotent task write commits with its task's record.
 
 ``get_final_result()`` is ``task:<last task listed>``, ``get_task_result(id)`` one
 task's, ``get_all_results()`` every task result in memory.

@@ -2,26 +2,19 @@
 
 On start it seeds the caller's ``inputs`` as ``input:<name>``. The steps compile to a
 WorkGraph (``weft.plan.jobs``): a step runs as soon as the steps it depends on completed
-(``max_concurrency`` at once), on its own fork of the memory's store, and what it wrote
-reaches the memory in one commit with its record; a failed step blocks the steps after
-it, and the task fails. The finishing step (``Task.final_step``) writes ``task:<id>``,
-which marks the task done, so it runs after *every* other step of the task, whether it
-names them in ``depends_on`` or not, and never after one that failed.
-``upstream_memory_keys`` (``task:<id>`` of the tasks this one depends on, from a
-``ParallelTaskExecutor``) are named to every step as hints.
-
-Resume: ``execute(run_id=...)`` records every step as it settles (``weft.store.RunLog``);
-running again with that id skips each step that completed (the report lists it as
-skipped) and runs the rest. A step's writes and its record are one commit, so a crash
-never leaves one without the other. Without a run id nothing is recorded.
+(``max_concurrency`` at once), on its own fork of the memory's store, committed with its
+record; a failed step blocks the steps after it, and the task fails. The finishing step
+(``Task.final_step``) writes ``task:<id>``, which marks the task done, so it runs after
+*every* other step, and never after one that failed. ``upstream_memory_keys``
+(``task:<id>`` of the tasks this one depends on) are named to every step as hints.
+``execute(run_id=...)`` records each step; running again with that id skips the steps
+that completed (``report.skipped``). Without a run id nothing is recorded.
 
 Process mode: a step with ``process_from="discover"`` reads the list ``step:discover``
-holds, runs once per item (the item in its user message; each run writes
-``step:<id>[<i>]``), the items as the jobs of a WorkGraph nested in the step (on its fork,
-with the executor's ``max_concurrency``; with a run id, its own run, so a re-run runs only
-the items that did not complete), and writes the list of the items' results, in item
-order, to ``step:<id>``; an item that failed is ``{"error": ...}`` in that list, and the
-step fails if any item did.
+holds and runs once per item (the item in its user message; each writes
+``step:<id>[<i>]``), the items as the jobs of a nested graph (with a run id, a run of its
+own: a re-run runs only items that did not complete), and writes the items' results, in
+item order, to ``step:<id>``; a failed item is ``{"error": ...}`` there, and fails the step.
 """
 
 from __future__ import annotations
