@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from weft._sync import run_sync
 from weft.errors import ExecutorError
 from weft.plan.jobs import find_cycle, run_jobs
+from weft.store import Store
 
 
-async def ok_unless_named_bad(job: str) -> str | None:
+async def ok_unless_named_bad(job: str, store: Store | None = None) -> str | None:
     if job == "bad":
         return "it went wrong"
     if job == "bug":
@@ -42,14 +45,50 @@ def test_a_job_that_raises_fails_and_the_others_run() -> None:
     assert report.completed == ("other",)
 
 
-def test_done_jobs_are_skipped_and_count_as_completed() -> None:
+def test_a_run_id_records_each_job_and_a_rerun_skips_the_completed_ones() -> None:
     ran: list[str] = []
+    bad = {"b"}
 
-    async def run(job: str) -> None:
+    async def run(job: str, fork: Store | None) -> str | None:
         ran.append(job)
+        return "down" if job in bad else None
 
-    report = run_sync(run_jobs(["a", "b"], {"b": ["a"]}, run, what="the jobs", done={"a"}))
-    assert ran == ["b"] and report.skipped == ("a",) and report.completed == ("b",)
+    store = Store()
+    jobs = (["a", "b", "c"], {"c": ["b"]})
+    first = run_sync(run_jobs(*jobs, run, what="the jobs", store=store, run_id="r"))
+    assert (first.completed, list(first.blocked)) == (("a",), ["c"])
+    bad.clear()
+    again = run_sync(run_jobs(*jobs, run, what="the jobs", store=store, run_id="r"))
+    assert ran == ["a", "b", "b", "c"]  # the failed job ran again, then the one it blocked
+    assert again.skipped == ("a",) and again.completed == ("b", "c") and again.ok
+    with pytest.raises(ExecutorError, match=r"not for this job graph \(units \[x\]\)"):
+        run_sync(run_jobs(["x"], {}, run, what="the jobs", store=store, run_id="r"))
+
+
+def test_a_job_on_a_fork_commits_its_writes_with_its_record() -> None:
+    async def run(job: str, fork: Store | None) -> None:
+        assert fork is not None
+        fork.write("shared", job, f"by {job}")
+
+    store = Store()
+    commits: list[list[str]] = []
+    store.subscribe(lambda events: commits.append([e.path for e in events]), batches=True)
+    run_sync(run_jobs(["a", "b"], {}, run, what="the jobs", store=store, run_id="r"))
+    assert ["a", "r/a"] in commits and ["b", "r/b"] in commits  # each with its record
+    assert store.value("shared", "b") == "by b"
+    assert store.value("step", "r/a").result.status == "completed"
+
+
+def test_two_jobs_replacing_one_field_the_second_fails_and_names_it() -> None:
+    async def run(job: str, fork: Store | None) -> None:
+        assert fork is not None
+        fork.write("shared", "same", job, replace=True)
+        await asyncio.sleep(0.01)  # both are running on their forks
+
+    store = Store()
+    report = run_sync(run_jobs(["a", "b"], {}, run, what="the jobs", store=store))
+    assert len(report.completed) == 1 and len(report.failed) == 1
+    assert "MergeConflictError: shared:same" in next(iter(report.failed.values()))
 
 
 def test_a_cycle_is_an_executor_error_naming_the_jobs() -> None:

@@ -1,5 +1,6 @@
 """ParallelTaskExecutor: the seed-001 propagation flow, the DAG with its cap, failures
-that block, the idempotent task write, results, and resume after a crash."""
+that block, the idempotent task write, results, and resume with a run id after a crash
+(more in test_plan_resume)."""
 
 from __future__ import annotations
 
@@ -147,20 +148,20 @@ def test_the_idempotent_task_write_falls_back_to_the_last_step() -> None:
     assert dropped and memory.get_value("task:A") == "from the step"
 
 
-def test_resume_after_a_crash_skips_finished_tasks() -> None:
+def test_resume_with_the_run_id_after_a_crash_skips_finished_tasks() -> None:
     backend = InMemoryBackend()
     first = DurableRun.open(backend, "plan-1")
     crashed = ScriptedChatModel([finish(A_VALUE)])  # runs out during task B
     report = ParallelTaskExecutor(
         two_tasks(), model=crashed, memory=AgentMemory(first.store)
-    ).execute()
+    ).execute(run_id="plan-1")
     assert report.completed == ("A",) and "B" in report.failed
     first.close()
 
     again = DurableRun.open(backend, "plan-1")
     model = ScriptedChatModel([finish("report")])
     executor = ParallelTaskExecutor(two_tasks(), model=model, memory=AgentMemory(again.store))
-    report = executor.execute()
+    report = executor.execute(run_id="plan-1")
     assert report.skipped == ("A",) and report.completed == ("B",)
     assert len(model.calls) == 1
     assert executor.get_final_result() == "report"

@@ -1,41 +1,45 @@
-"""The executors' jobs (a task's steps, a plan's tasks) as a ``WorkGraph``.
+"""The executors' jobs (a task's steps, a plan's tasks, a process step's items) as a
+``WorkGraph``: one node per job, an edge from each job it depends on, ``max_concurrency``.
 
-Each job is one node of a WorkGraph, with an edge from every job it depends on and the
-executor's ``max_concurrency``; the engine schedules them. The engine stops the whole
-run when a node raises, so a job's node never raises for an ordinary failure: it
-returns its ``JobOutcome``, and the engine hands the outcomes of a node's predecessors
-to it as the keyword ``upstream`` (fan-in: a list, in edge order). A job whose
-dependency failed or was blocked returns *blocked*, saying what it waited for, without
-running; so a failed job blocks every job that depends on it, directly or not, and
-every node still settles (no deadlock, no hang). Jobs listed in ``done`` (finished
-before: a resumed run) are *skipped* and count as completed.
+A job's node never raises for an ordinary failure (that would stop the whole graph): it
+returns its ``JobOutcome``, which reaches the jobs after it as the keyword ``upstream``.
+A job whose dependency failed or was blocked is *blocked* without running, so every
+node settles (no deadlock, no hang). ``max_concurrency=1`` runs one job at a time, in the
+order given as far as the dependencies allow (extra edges that only order).
 
-``max_concurrency=1`` runs one job at a time, in the order given as far as the
-dependencies allow (the first job listed whose dependencies have finished goes next):
-the jobs are chained in that order by extra edges that only order, never block.
-
-Cycles are found by the graph's own check (``weft.graph.build.check_acyclic``), both
-when a plan is validated (``find_cycle``) and when its graph is built.
+Forks and records (the one run model, ``weft.store.RunLog``). With a ``store``, each job
+works on its own fork, merged back as the job settles: its writes and, with a ``run_id``,
+its ``StepRecord`` (at ``<run id>/<job>``, its ``JobOutcome`` the result) are one commit,
+so a crash never leaves one without the other; parallel jobs meet in the store's one
+merge rule (of two replacing one field, the second fails, naming it). Running again with
+the run id skips every job on record (``skipped`` in the report); a failed or blocked
+job is not recorded, so it runs again. ``sub_run_id`` names the run of a graph nested in
+a job, so that it resumes too. Jobs commit as they settle, not in graph order, so a job
+that finished is on record however the others fare. Cycles are found by the graph's own
+check, when a plan is validated (``find_cycle``) and when its graph is built.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import quote
 
 from weft.errors import ExecutorError, GraphBuildError, NodeError, WeftError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.graph.build import check_acyclic
 from weft.graph.build import find_cycle as graph_cycle
+from weft.store import RunLog, StepRecord, Store, register_type
+from weft.store.records import check_run_id
 
 logger: Final = logging.getLogger("weft.plan")
 
-Job = Callable[[str], Awaitable[str | None]]
-"""Runs one job; returns None when it completed, or why it failed."""
+Job = Callable[[str, Store | None], Awaitable[str | None]]
+"""Runs one job (on its fork, if any); returns None when it completed, or why it failed."""
 
-JobStatus = Literal["completed", "failed", "blocked", "skipped"]
+JobStatus = Literal["completed", "failed", "blocked"]
 UPSTREAM: Final = "upstream"
 """The keyword under which a job's node receives its predecessors' outcomes."""
 
@@ -43,7 +47,8 @@ UPSTREAM: Final = "upstream"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DagReport:
     """What became of each job: completed (in the order they completed), failed (with
-    why), blocked (with the failed job they waited for), skipped (done before)."""
+    why), blocked (with the failed job they waited for), skipped (recorded as completed
+    by an earlier run with the same run id)."""
 
     completed: tuple[str, ...] = ()
     failed: Mapping[str, str] = field(default_factory=dict)
@@ -52,7 +57,7 @@ class DagReport:
 
     @property
     def ok(self) -> bool:
-        """Whether every job completed (or was done before)."""
+        """Whether every job completed (now or in an earlier run)."""
         return not self.failed and not self.blocked
 
     def summary(self) -> str:
@@ -64,11 +69,19 @@ class DagReport:
 
 @dataclass(frozen=True, slots=True)
 class JobOutcome:
-    """What one job's node returns and passes down: the job, how it ended, and why."""
+    """What one job's node returns, passes down and records: the job, how it ended, why."""
 
     job: str
     status: JobStatus
     why: str = ""
+
+
+register_type(JobOutcome, "weft.JobOutcome")
+
+
+def sub_run_id(run_id: str | None, job: str) -> str | None:
+    """The run id of the graph nested in ``job`` of run ``run_id`` (None without one)."""
+    return None if run_id is None else f"{run_id}.{quote(job, safe='')}"
 
 
 async def run_jobs(
@@ -77,20 +90,27 @@ async def run_jobs(
     run: Job,
     *,
     what: str,
-    done: Collection[str] = (),
+    store: Store | None = None,
+    run_id: str | None = None,
+    kind: str = "step",
     max_concurrency: int | None = None,
 ) -> DagReport:
-    """Run ``jobs`` as a WorkGraph (see the module docstring) and report.
+    """Run ``jobs`` as a WorkGraph, each on a fork of ``store`` when given and recorded as
+    a ``kind`` under ``run_id`` when given (see the module docstring), and report.
 
     ``what`` names the jobs in errors ("the steps of task 'report'"). A graph that
-    cannot be built (a cycle, an unknown dependency, a bad ``max_concurrency``) is an
-    ``ExecutorError`` naming the jobs involved.
+    cannot be built (a cycle, an unknown dependency, a bad ``max_concurrency``), a bad
+    ``run_id`` or one recorded for other jobs is an ``ExecutorError`` naming them.
     """
+    log = None
+    if run_id is not None:
+        if store is None:
+            raise ExecutorError(f"{what}: run_id={run_id!r} needs the store to record into")
+        log = RunLog(store, check_run_id(run_id, ExecutorError))
     outcomes: list[JobOutcome] = []
-    skipped = frozenset(done)
     nodes = {
         job: WorkGraphNode(
-            _job_node(job, tuple(depends_on.get(job, ())), run, job in skipped, outcomes),
+            _job_node(job, tuple(depends_on.get(job, ())), run, outcomes, store, log, kind),
             UPSTREAM,
             id=job,
         )
@@ -107,21 +127,19 @@ async def run_jobs(
         )
     except GraphBuildError as exc:
         raise ExecutorError(f"{what} cannot run: {exc}") from exc
+    if log is not None:
+        log.begin("job graph", tuple(jobs), error=ExecutorError)
     await graph.arun()
-    by_status: dict[JobStatus, list[JobOutcome]] = {
-        "completed": [],
-        "failed": [],
-        "blocked": [],
-        "skipped": [],
-    }
-    for outcome in outcomes:
-        by_status[outcome.status].append(outcome)
-    return DagReport(
-        completed=tuple(o.job for o in by_status["completed"]),
-        failed={o.job: o.why for o in by_status["failed"]},
-        blocked={o.job: o.why for o in by_status["blocked"]},
-        skipped=tuple(job for job in jobs if job in skipped),
+    ran = {o.job for o in outcomes}
+    report = DagReport(
+        completed=tuple(o.job for o in outcomes if o.status == "completed"),
+        failed={o.job: o.why for o in outcomes if o.status == "failed"},
+        blocked={o.job: o.why for o in outcomes if o.status == "blocked"},
+        skipped=tuple(job for job in jobs if job not in ran),
     )
+    if log is not None and report.ok:
+        log.complete(None)
+    return report
 
 
 def find_cycle(depends_on: Mapping[str, Sequence[str]]) -> str | None:
@@ -142,24 +160,31 @@ def _job_node(
     job: str,
     deps: tuple[str, ...],
     run: Job,
-    skip: bool,
     outcomes: list[JobOutcome],
+    store: Store | None,
+    log: RunLog | None,
+    kind: str,
 ) -> Callable[..., Awaitable[JobOutcome]]:
     """The value of one job's node: it never raises for a failure of the job."""
 
     async def job_node(*, upstream: Any = None) -> JobOutcome:
-        if skip:
-            outcome = JobOutcome(job, "skipped")
-        elif (why := _blocked_by(deps, upstream)) is not None:
+        if log is not None and log.get(job) is not None:
+            return JobOutcome(job, "completed")  # on record: skipped
+        if (why := _blocked_by(deps, upstream)) is not None:
             outcome = JobOutcome(job, "blocked", why)
         else:
+            fork = None if store is None else store.fork(name=job)
             try:
-                problem = await run(job)
+                problem = await run(job, fork)
+                outcome = JobOutcome(job, "failed" if problem else "completed", problem or "")
+                if fork is not None and store is not None:
+                    if log is not None and problem is None:
+                        log.record(job, StepRecord(kind=kind, label=job, result=outcome), into=fork)
+                    store.merge([fork])  # its writes and its record: one commit
             except Exception as exc:  # a job's bug fails the job, never the other jobs
                 if not isinstance(exc, WeftError):
                     logger.exception("job %s raised", job)
-                problem = _described(exc)
-            outcome = JobOutcome(job, "completed" if problem is None else "failed", problem or "")
+                outcome = JobOutcome(job, "failed", _described(exc))
         outcomes.append(outcome)
         return outcome
 

@@ -13,8 +13,10 @@ It owns no private results: everything is in memory.
 - A failed task blocks every task that depends on it, directly or not; the report says
   which failed, why (its steps' failures) and what each blocked task waited for.
   Cycles and unknown dependencies are refused when the ``TaskPlan`` is built.
-- Resume: a task whose ``task:<id>`` is already in memory (say, memory loaded from a
-  durable store after a crash) is skipped, so running the plan again continues it.
+- Resume (``weft.plan.jobs``): ``execute(run_id=...)`` records each task, and each
+  task's steps in a run of their own (``<run id>.<task id>``). Running again with that id
+  (in a new process too, on a ``DurableRun``) skips every task and step on record
+  (``report.skipped``). The idempotent task write commits with its task's record.
 
 ``get_final_result()`` is ``task:<last task listed>``, ``get_task_result(id)`` one
 task's, ``get_all_results()`` every task result in memory.
@@ -30,16 +32,17 @@ from weft._sync import run_sync
 from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan.jobs import DagReport, run_jobs
+from weft.plan.jobs import DagReport, run_jobs, sub_run_id
 from weft.plan.task import TaskExecutor, TaskResult
 from weft.plan.types import TaskPlan
+from weft.store import Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanReport:
     """What a task plan's run did: the tasks' report (completed, failed with why,
-    blocked with what they waited for, skipped as done before) and each run task's
-    ``TaskResult``."""
+    blocked with what they waited for, skipped as on record from an earlier run with the
+    same run id) and each run task's ``TaskResult``."""
 
     report: DagReport
     tasks: Mapping[str, TaskResult] = field(default_factory=dict)
@@ -90,7 +93,6 @@ class ParallelTaskExecutor:
         max_concurrency: int | None = 4,
         max_iterations: int = 20,
         max_token_budget: int | None = None,
-        resume: bool = True,
     ) -> None:
         self.plan = plan
         self.model = model
@@ -101,34 +103,39 @@ class ParallelTaskExecutor:
         self.max_concurrency = max_concurrency
         self.max_iterations = max_iterations
         self.max_token_budget = max_token_budget
-        self.resume = resume
         self._results: dict[str, TaskResult] = {}
 
-    def execute(self) -> PlanReport:
+    def execute(self, *, run_id: str | None = None) -> PlanReport:
         """The blocking form of ``aexecute``."""
-        return run_sync(self.aexecute())
+        return run_sync(self.aexecute(run_id=run_id))
 
-    async def aexecute(self) -> PlanReport:
-        """Run every task not done yet; report what happened."""
+    async def aexecute(self, *, run_id: str | None = None) -> PlanReport:
+        """Run the tasks (those ``run_id`` recorded as completed are skipped); report."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         tasks = self.plan.tasks
-        done = (
-            [t.id for t in tasks if self.memory.has(memory_keys.task(t.id))] if self.resume else []
-        )
+
+        async def run_task(task_id: str, store: Store | None) -> str | None:
+            assert store is not None
+            return await self._run_task(task_id, AgentMemory(store), sub_run_id(run_id, task_id))
+
         report = await run_jobs(
             [t.id for t in tasks],
             {t.id: t.depends_on for t in tasks},
-            self._run_task,
+            run_task,
             what=f"the tasks of plan {self.plan.title!r}" if self.plan.title else "the tasks",
-            done=done,
+            store=self.memory.store,
+            run_id=run_id,
+            kind="task",
             max_concurrency=self.max_concurrency,
         )
         return PlanReport(
             report=report, tasks=dict(self._results), final_result=self.get_final_result()
         )
 
-    async def _run_task(self, task_id: str) -> str | None:
+    async def _run_task(self, task_id: str, fork: AgentMemory, run_id: str | None) -> str | None:
+        """Run one task (its steps on the memory, each on record as it settles); then the
+        idempotent task write, on the task's fork, which commits with its record."""
         task = self.plan.task(task_id)
         executor = TaskExecutor(
             task,
@@ -140,14 +147,14 @@ class ParallelTaskExecutor:
             max_iterations=self.max_iterations,
             max_token_budget=self.max_token_budget,
         )
-        result = await executor.aexecute()
+        result = await executor.aexecute(run_id=run_id)
         self._results[task_id] = result
         if not result.report.ok:
             return result.report.summary()
         key = memory_keys.task(task_id)
         if not self.memory.has(key):  # the idempotent task write
             last = memory_keys.step(task.final_step.id)
-            self.memory.set(
+            fork.set(
                 key,
                 self.memory.get_value(last),
                 source=task_id,

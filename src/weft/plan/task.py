@@ -2,19 +2,19 @@
 
 On start it seeds the caller's ``inputs`` as ``input:<name>``. The steps compile to a
 WorkGraph (``weft.plan.jobs``): a step runs as soon as the steps it depends on completed
-(``max_concurrency`` at once); a failed step blocks the steps after it, and the task
-fails. The finishing step (``Task.final_step``) writes ``task:<id>``, which marks the
-task done, so it runs after *every* other step of the task, whether it names them in
-``depends_on`` or not, and never after one that failed. ``upstream_memory_keys``
-(``task:<id>`` of the tasks this one depends on, from a ``ParallelTaskExecutor``) are
-named to every step as hints.
+(``max_concurrency`` at once), on its own fork of the memory's store, committed with its
+record; a failed step blocks the steps after it, and the task fails. The finishing step
+(``Task.final_step``) writes ``task:<id>``, which marks the task done, so it runs after
+*every* other step, and never after one that failed. ``upstream_memory_keys``
+(``task:<id>`` of the tasks this one depends on) are named to every step as hints.
+``execute(run_id=...)`` records each step; running again with that id skips the steps
+that completed (``report.skipped``). Without a run id nothing is recorded.
 
 Process mode: a step with ``process_from="discover"`` reads the list ``step:discover``
-holds, runs once per item (the item in its user message; each run writes
-``step:<id>[<i>]``), the items as the start nodes of a WorkGraph with the executor's
-``max_concurrency``, and writes the list of the items' results, in item order, to
-``step:<id>``; an item that failed is ``{"error": ...}`` in that list, and the step
-fails if any item did.
+holds and runs once per item (the item in its user message; each writes
+``step:<id>[<i>]``), the items as the jobs of a nested graph (with a run id, a run of its
+own: a re-run runs only items that did not complete), and writes the items' results, in
+item order, to ``step:<id>``; a failed item is ``{"error": ...}`` there, and fails the step.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Any
 
 from weft._sync import run_sync
 from weft.calls import Tool
-from weft.graph import WorkGraph, WorkGraphNode
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
-from weft.plan.jobs import DagReport, run_jobs
+from weft.plan.jobs import DagReport, run_jobs, sub_run_id
 from weft.plan.step import StepExecutor, StepResult
 from weft.plan.types import Step, Task
+from weft.store import MISSING, Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,20 +85,28 @@ class TaskExecutor:
         self.max_token_budget = max_token_budget
         self.results: dict[str, StepResult] = {}
 
-    def execute(self) -> TaskResult:
+    def execute(self, *, run_id: str | None = None) -> TaskResult:
         """The blocking form of ``aexecute``."""
-        return run_sync(self.aexecute())
+        return run_sync(self.aexecute(run_id=run_id))
 
-    async def aexecute(self) -> TaskResult:
-        """Seed the inputs, run the steps, and report."""
+    async def aexecute(self, *, run_id: str | None = None) -> TaskResult:
+        """Seed the inputs, run the steps (those ``run_id`` recorded as completed are
+        skipped), and report."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         task = self.task
+
+        async def run_step(step_id: str, store: Store | None) -> str | None:
+            assert store is not None
+            return await self._run_step(task.step(step_id), AgentMemory(store), run_id)
+
         report = await run_jobs(
             [step.id for step in task.steps],
             _waits_for(task),
-            self._run_step,
+            run_step,
             what=f"the steps of task {task.id!r}",
+            store=self.memory.store,
+            run_id=run_id,
             max_concurrency=self.max_concurrency,
         )
         key = memory_keys.task(task.id)
@@ -111,94 +119,98 @@ class TaskExecutor:
             report=report,
         )
 
-    async def _run_step(self, step_id: str) -> str | None:
-        step = self.task.step(step_id)
+    async def _run_step(self, step: Step, memory: AgentMemory, run_id: str | None) -> str | None:
+        """One step on ``memory`` (over the step's fork)."""
         finishing = step.id == self.task.final_step.id
         if step.process_from is not None:
-            return await self._process(step, finishing)
-        result = await self._executor(step, finishing=finishing).aexecute()
+            return await self._process(step, finishing, memory, sub_run_id(run_id, step.id))
+        result = await self._executor(step, memory, finishing=finishing).aexecute()
         self.results[step.id] = result
         return None if result.ok else result.error
 
-    def _executor(self, step: Step, *, finishing: bool, item: Any = None) -> StepExecutor:
-        options: dict[str, Any] = {} if item is None else {"item": item[0]}
+    def _executor(
+        self, step: Step, memory: AgentMemory, *, finishing: bool, item: Any = MISSING
+    ) -> StepExecutor:
         return StepExecutor(
             step,
             model=self.model,
-            memory=self.memory,
+            memory=memory,
             tools=self.tools,
             system_prompt=self.system_prompt,
             upstream_memory_keys=self.upstream_memory_keys,
             task_id=self.task.id,
             task=(self.task.label, self.task.description),
             finish_task=finishing,
+            item=item,
             max_iterations=self.max_iterations,
             max_token_budget=self.max_token_budget,
-            **options,
         )
 
-    async def _process(self, step: Step, finishing: bool) -> str | None:
-        """Process mode: one run per item of the discover step's list, results in order."""
+    async def _process(
+        self, step: Step, finishing: bool, memory: AgentMemory, run_id: str | None
+    ) -> str | None:
+        """Process mode: one job per item of the discover step's list, results in order."""
         assert step.process_from is not None
-        items = self.memory.get_value(memory_keys.step(step.process_from))
+        items = memory.get_value(memory_keys.step(step.process_from))
         if not isinstance(items, list):
             problem = (
                 f"step {step.id!r} processes the items of step {step.process_from!r}, whose "
                 f"result is not a list ({type(items).__name__}); make the discover step's "
                 "output_schema an array"
             )
-            self.memory.set(memory_keys.step(step.id), {"error": problem}, source=step.id)
+            memory.set(memory_keys.step(step.id), {"error": problem}, source=step.id)
             return problem
-        runs = await self._items(step, items)
-        for run in runs:
-            self.results[run.step_id] = run
-        self.memory.set(
-            memory_keys.step(step.id),
-            [run.result for run in runs],
-            source=step.id,
-            title=step.label,
-            description=f"{len(runs)} results, one per item of step:{step.process_from}",
-        )
-        failed = [run.step_id for run in runs if not run.ok]
-        if failed:
-            return f"{len(failed)} of {len(runs)} items failed: {', '.join(failed)}"
-        if finishing:
-            self.memory.set(
-                memory_keys.task(self.task.id),
-                [run.result for run in runs],
-                source=self.task.id,
-                title=self.task.label,
-                description=self.task.description or None,
-            )
-        return None
-
-    async def _items(self, step: Step, items: list[Any]) -> list[StepResult]:
-        """One run of ``step`` per item, as the start nodes of one WorkGraph (item order)."""
-        if not items:
-            return []
         others = tuple(d for d in step.depends_on if d != step.process_from)
-        runs: list[StepResult | None] = [None] * len(items)
-
-        def one(index: int, item: Any) -> WorkGraphNode:
-            sub = replace(
+        subs = {
+            f"{step.id}[{index}]": replace(
                 step,
                 id=f"{step.id}[{index}]",
                 title=f"{step.label} [item {index}]",
                 process_from=None,
                 depends_on=others,
             )
-            executor = self._executor(sub, finishing=False, item=(item,))
+            for index in range(len(items))
+        }
+        indexes = {sub_id: index for index, sub_id in enumerate(subs)}
 
-            async def run_item() -> None:
-                runs[index] = await executor.aexecute()
+        async def run_item(sub_id: str, store: Store | None) -> str | None:
+            assert store is not None
+            sub, item = subs[sub_id], items[indexes[sub_id]]
+            executor = self._executor(sub, AgentMemory(store), finishing=False, item=item)
+            result = await executor.aexecute()
+            self.results[sub_id] = result
+            return None if result.ok else result.error
 
-            return WorkGraphNode(run_item, id=sub.id)
-
-        nodes = [one(index, item) for index, item in enumerate(items)]
-        await WorkGraph(start_nodes=nodes, max_concurrency=self.max_concurrency).arun()
-        finished = [run for run in runs if run is not None]
-        assert len(finished) == len(items), "every item node ran"
-        return finished
+        report = DagReport()
+        if subs:
+            report = await run_jobs(
+                list(subs),
+                {},
+                run_item,
+                what=f"the items of step {step.id!r}",
+                store=self.memory.store,  # each item on record as it settles
+                run_id=run_id,
+                max_concurrency=self.max_concurrency,
+            )
+        results = [self.memory.get_value(memory_keys.step(sub_id)) for sub_id in subs]
+        memory.set(
+            memory_keys.step(step.id),
+            results,
+            source=step.id,
+            title=step.label,
+            description=f"{len(results)} results, one per item of step:{step.process_from}",
+        )
+        if failed := [sub_id for sub_id in subs if sub_id in report.failed]:
+            return f"{len(failed)} of {len(results)} items failed: {', '.join(failed)}"
+        if finishing:
+            memory.set(
+                memory_keys.task(self.task.id),
+                results,
+                source=self.task.id,
+                title=self.task.label,
+                description=self.task.description or None,
+            )
+        return None
 
 
 def _waits_for(task: Task) -> dict[str, tuple[str, ...]]:
