@@ -20,15 +20,10 @@ calls, for exactly-once effects in a run with a ``run_id``):
 
 ``call_once(key, fn, *args, **kwargs)`` calls ``fn`` unless this action already made a
 call with this key in this run, and returns the recorded result (``acall_once`` awaits an
-async ``fn``). A keyed call is scoped to its run and its action: the record is a
-``StepRecord(kind="call")`` at ``<run_id>/iter/<n>/action/<g>/calls/<key>`` (a branch's
-action: ``.../branch/<g>.<k>/calls/<key>``; see ``weft.agent.resume``), written to the run's
-store as soon as ``fn`` returns (``RunLog.once``), so a run resumed after a crash gets the
-result back instead of calling again. The same key in another action or another run is
-another call, and so is ``DurableRun.call_once(key)``, whose keys are the thread's. A crash
-after ``fn`` took effect but before the record was written calls it again: pass the key on
-to a service that accepts idempotency keys for exactly-once end to end. Without a
-``run_id``, ``fn`` is simply called.
+async ``fn``); the record is written as soon as ``fn`` returns, scoped to the run and the
+action (``weft.agent.resume``). A crash after ``fn`` took effect but before the record was
+written calls it again: pass the key on to a service that accepts idempotency keys for
+exactly-once end to end. Without a ``run_id``, ``fn`` is simply called.
 
 Signatures are read once, when the agent is built. An actor that raises, or returns a
 value the store cannot keep, does not crash the run: the action's result becomes

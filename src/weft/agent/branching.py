@@ -29,12 +29,9 @@ completion order) and calls ``summarizer(*branch_results)`` with the branches'
 ``AgentResult`` s in action order; the default returns the list of every branch's
 ``action_results``.
 
-**Resume.** In a run with a ``run_id`` (``weft.agent.resume``) each executed single action
-is recorded (``action/<g>``) with its ``agent/<name>/actions`` record, and each finished
-branch (``branch/<g>.<k>``) with its fork's writes, which reach the store with the group's
-merge: one commit with the merge's record (``group/<g>/merge``); the summarizer's value is
-recorded after it (``group/<g>``). Resumed, a recorded action or branch is not run again,
-a merged group is not merged again and a summarized group is not even built.
+**Resume.** In a run with a ``run_id``, a recorded action or branch is not run again,
+a merged group is not merged again and a summarized group is not even built (the records:
+``weft.agent.resume``).
 """
 
 from __future__ import annotations

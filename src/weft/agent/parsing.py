@@ -163,7 +163,9 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             "<Request>",
             "<ProblemID>",
         )
-        for number, problem in enumerate(_problems_of(top), start=1)
+        for number, problem in enumerate(
+            (top.find("Problems") or Element("")).find_all("Problem"), start=1
+        )
     )
     graph = top.child_text("ProblemGraph")
     response = _response(
@@ -177,11 +179,6 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
         status_name="<TaskStatus>",
     )
     return response, graph
-
-
-def _problems_of(top: Element) -> list[Element]:
-    problems = top.find("Problems")
-    return [] if problems is None else list(problems.find_all("Problem"))
 
 
 def _xml_action(element: Element, where: str) -> AgentAction:

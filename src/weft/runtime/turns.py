@@ -35,7 +35,6 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from time import perf_counter
-from types import TracebackType
 from typing import Any, Final, cast
 
 from weft._sync import run_sync
@@ -380,12 +379,7 @@ class TurnRuntime:
     def __enter__(self) -> TurnRuntime:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
