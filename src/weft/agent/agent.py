@@ -145,8 +145,6 @@ class Agent:
         self._store.declare("state", self.states_path, reducers.append)
         self._store.declare("state", self.actions_path, reducers.append)
 
-    # --------------------------------------------------------------- state
-
     @property
     def store(self) -> Store:
         """The store this agent's state lives in."""
@@ -190,8 +188,6 @@ class Agent:
         clone._running = False
         clone._set_paths()
         return clone
-
-    # ------------------------------------------------------------ the loop
 
     def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult:
         """The blocking form of :meth:`arun` (same arguments)."""
@@ -408,8 +404,6 @@ class Agent:
                 cause.add_note(f"raised inside the actions of agent {self.name!r}: {exc}")
                 raise cause from None
             raise
-
-    # ------------------------------------------------------------ the hooks
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
         """The prompt of one iteration. The base agent's is plain: the input, the previous

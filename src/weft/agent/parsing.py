@@ -121,9 +121,6 @@ def parse_structured_response(
     return response, graph
 
 
-# --------------------------------------------------------------------------- XML
-
-
 def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     try:
         root = _SCANNER.scan(text)
@@ -211,9 +208,6 @@ def _xml_action(element: Element, where: str) -> AgentAction:
     )
 
 
-# -------------------------------------------------------------------------- JSON
-
-
 def _from_json(text: str) -> tuple[AgentResponse, str | None]:
     data = _json_object(text, "the reply")
     raw_groups = data.get("next_actions") or []
@@ -299,9 +293,6 @@ def _opt_str(value: Any) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-# ------------------------------------------------------------------------ shared
 
 
 def _problem(

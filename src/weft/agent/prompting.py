@@ -103,9 +103,6 @@ class _Feed(dict[str, str]):
         return ""
 
 
-# ---------------------------------------------------------------- the placeholders
-
-
 def action_results_xml(action_results: Any) -> str:
     """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them.
 

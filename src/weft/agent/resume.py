@@ -175,9 +175,6 @@ def _iteration(unit: str) -> bool:
     return head == "iter" and rest.partition("/")[0].isdigit()
 
 
-# ------------------------------------------------------------------ keyed calls
-
-
 def once_extras(
     offered: dict[str, Any], wanted: frozenset[str], calls: RunLog | None, unit: str
 ) -> None:

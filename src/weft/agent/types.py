@@ -329,9 +329,6 @@ class AgentResult:
         }
 
 
-# ------------------------------------------------------------------ value helpers
-
-
 def plain_results(value: Any) -> Any:
     """Action results as plain data: an executed action becomes its ``result``, lists go
     item by item (one level per list; nothing is flattened), anything else stays."""

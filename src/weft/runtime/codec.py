@@ -1,37 +1,25 @@
 """The thread's records, and the versioned state codec: which schema version saved a thread,
 and migrations.
 
-A thread's records are the typed records of every run (``weft.store.records``), kept by the
-``RunLog`` of the run id ``weft.turns`` in the thread's store::
+A thread's records are typed run records (``weft.store.records``) under the run id
+``weft.turns``::
 
-    step:weft.turns          RunRecord(kind="turns")     the thread's turns, from its first
-    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version that saved it
+    step:weft.turns          RunRecord(kind="turns")     the thread's turns
+    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version
     step:weft.turns/turn     StepRecord(kind="turn")     result: the number of the last turn
 
-The first turn of a thread writes the first two as it starts (or the migration of an
-older one does; it rewrites the schema record). Every turn ends by writing its turn
-record (with ``began``, the thread's step before the turn, and its times): the last
-write of the turn's transaction, so it marks where each turn ends in the thread's log,
-which time travel by turn and naming the turn of a bad record read.
+The first turn writes the first two; every turn ends with its turn record, the last write
+of its transaction, which marks where each turn ends in the thread's log.
 
-Loading a thread reads the schema version:
+Loading a thread reads the schema version. An older one is migrated once:
+``migrations[v](state) -> state`` runs for each ``v`` up to the current version on the
+stored fields as a nested dict, and the difference is written back in one transaction. A
+missing migration, or a newer version, is a ``StateVersionError`` and nothing changes. A
+record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
+the step; earlier turns stay loadable (``thread_state(thread_id, turn=n)``).
 
-- the current version: the thread is used as it is;
-- an older version: ``migrations[v](state) -> state`` runs for ``v`` from the thread's
-  version up to the current one, in order, on the thread's stored fields as a nested
-  dict (``{"session_progress": {"turn_count": 3}, ...}``). The runtime writes the
-  difference back in one transaction (changed fields replaced, dropped fields deleted)
-  with the new version, so a thread migrates once. A step with no migration is a
-  ``StateVersionError`` naming both versions;
-- a newer version (a newer deployment wrote it): ``StateVersionError``, and nothing is
-  changed;
-- a record or event that cannot be read: ``MalformedStateError`` naming the thread, the
-  turn it belongs to and its step. Nothing is changed, and every earlier turn stays
-  loadable (``TurnRuntime.thread_state(thread_id, turn=n)``).
-
-A thread with stored fields but no record predates versioning: it is version 1. The
-log replays old writes with the reducer each was written with, so a migration may
-rename, add, drop and transform fields, but a field that changes its reducer needs a
+A thread with stored fields but no record predates versioning: it is version 1. Old writes
+replay with the reducer each was written with, so a field that changes its reducer needs a
 new name; a legacy field reduced by your own function is named in ``legacy_reducers``.
 """
 
@@ -62,7 +50,6 @@ SCHEMA: Final = "schema"
 TURN: Final = "turn"
 SCHEMA_PATH: Final = f"{RUN_ID}/{SCHEMA}"
 TURN_PATH: Final = f"{RUN_ID}/{TURN}"
-"""Where threads saved before typed records kept their dict record."""
 MIGRATE_SOURCE: Final = "weft.runtime/migrate"
 UNREADABLE: Final = (CorruptRecordError, CodecError)
 """What a backend raises for a stored record it cannot read."""
@@ -140,9 +127,6 @@ class StateCodec:
         return state
 
 
-# ------------------------------------------------------------------ the records
-
-
 def start_turn(tx: Store, version: int) -> None:
     """Open a turn in its transaction: a thread with no typed records yet (a new one, or
     one saved with the dict record) gets its run record and its schema record first."""
@@ -207,9 +191,6 @@ def _not_a_record(thread_id: str, step: int, value: Any) -> MalformedStateError:
     )
 
 
-# -------------------------------------------------------------------- migrating
-
-
 def migrate_store(
     tx: Store, schema: StateSchema, codec: StateCodec, found: int, thread_id: str
 ) -> None:
@@ -243,9 +224,6 @@ def migrate_store(
         if path not in new:
             tx.delete("state", path, source=MIGRATE_SOURCE)
     _record_schema(tx, codec.version)
-
-
-# -------------------------------------------------------------- reading the log
 
 
 _BAD: Final = -1

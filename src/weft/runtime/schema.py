@@ -1,22 +1,15 @@
 """Reading a state schema: a TypedDict or a pydantic model whose fields carry lifecycles.
 
-Every field is ``Annotated`` with one marker of ``weft.runtime.lifecycle``. A field whose
-type is itself a TypedDict or pydantic model with marked subfields is a *group*: each
-subfield lives at its own store path (``session_progress.turn_count``) with its own
-reducer, and views reassemble the nested dict. A group's own marker, when it has one, is
-the lifecycle of its unmarked subfields: ``Reducer(...)`` makes them persisted and last
-write wins key by key (a dict merge whose keys may carry their own reducers),
-``TurnScoped`` and ``Input`` pass on as they are; ``Loaded`` fills one field, so a group
-cannot be loaded. A field with no lifecycle at all is a ``SchemaError`` naming it: every
-field says which scope it lives in.
+A field whose type is itself a TypedDict or pydantic model with marked subfields is a
+*group*: each subfield lives at its own store path (``session_progress.turn_count``) with
+its own reducer, and views reassemble the nested dict. A group's own marker is the
+lifecycle of its unmarked subfields (``Reducer(...)``: persisted, last write wins key by
+key); a group cannot be ``Loaded``. A TypedDict with *no* marked subfields is an ordinary
+field holding a dict. Pydantic values are stored as their JSON dicts.
 
-A field typed by a TypedDict with *no* marked subfields is an ordinary field holding a
-dict (``crisis: Annotated[CrisisAssessment, TurnScoped]``). Values that are pydantic
-models are stored as their JSON dicts; the user's output model validates them back.
-
-Names are checked when the runtime is built: no dots (they separate a group's path), no
-leading ``__`` (the runtime's own records), and the schema must resolve with
-``typing.get_type_hints`` (define schemas at module level).
+Every field needs a lifecycle; names may not hold dots or start with ``__``; the schema
+must resolve with ``typing.get_type_hints`` (define it at module level). Each mistake is a
+``SchemaError`` naming the field when the runtime is built.
 """
 
 from __future__ import annotations
@@ -125,8 +118,6 @@ class StateSchema:
     def __repr__(self) -> str:
         return f"<StateSchema {self.name} fields={list(self.fields)}>"
 
-    # ------------------------------------------------------------------ queries
-
     def of(self, lifecycle: Lifecycle) -> tuple[Field, ...]:
         """The leaves of one lifecycle, in declaration order."""
         return tuple(f for f in self.leaves.values() if f.lifecycle == lifecycle)
@@ -160,8 +151,6 @@ class StateSchema:
             how = f" ({f.reducer_name})" if f.reducer is not _reducers.replace else ""
             lines.append(f"{f.path.ljust(width)}  {f.lifecycle}{how}")
         return "\n".join(lines)
-
-    # ------------------------------------------------------------- reads/writes
 
     def value(self, node: Field | Group, read: Any) -> Any:
         """The value a view shows for ``node``: ``read(field)`` (``MISSING`` when unset)
@@ -210,9 +199,6 @@ class StateSchema:
             writer=writer,
             field=str(key),
         )
-
-
-# ----------------------------------------------------------------- reading
 
 
 def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:

@@ -1,22 +1,14 @@
 """Threads: one lock per thread id, and the threads a runtime keeps open between turns.
 
-Locks. Two turns of one thread never interleave; turns of different threads run
-concurrently. Each thread id gets an ``asyncio.Lock`` per event loop (coroutines of one
-loop queue on it without blocking the loop) and one ``threading.Lock`` (so ``run_turn``
-called from several OS threads, each with its own loop, still takes turns). Entries are
-made on demand and removed when nobody holds or waits for them, so a runtime serving
-millions of threads keeps locks only for the turns in flight.
+Locks: two turns of one thread never interleave, turns of different threads run
+concurrently, from one event loop or several OS threads each with its own. A lock lives
+only while a turn of its thread runs or waits.
 
-Open threads. A thread's store stays in memory between its turns (a ``DurableRun`` on the
-checkpointer backend), so a turn costs O(its writes), not a reload of the thread. The
-newest ``capacity`` threads stay open; older ones are closed (never one in a turn) and
-reloaded from the backend on their next turn. Before each turn the thread's last step
-in the backend is compared with the open store's (one indexed read, ~10 us on SQLite):
-a thread another process moved on is read again, so several runtimes may share a
-database. Opening a thread declares its turn-scoped and loaded fields never persisted,
-checks its schema version and migrates an older one once (``weft.runtime.codec``); a
-record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
-the step.
+Open threads: the newest ``capacity`` threads stay in memory between turns (a
+``DurableRun`` each), so a turn costs O(its writes). Before each turn the thread's last
+step in the backend is compared with the open store's: a thread another process moved on
+is read again, so several runtimes may share a database. Opening a thread checks its
+schema version and migrates an older one once (``weft.runtime.codec``).
 """
 
 from __future__ import annotations
