@@ -362,5 +362,5 @@ class TurnRuntime:
     def __repr__(self) -> str:
         return (
             f"<TurnRuntime schema={self.schema.name} nodes={[n.label for n in self.nodes]} "
-            f"open_threads={len(self._threads.open_runs)}>"
+            f"open_threads={len(self._threads)}>"
         )
