@@ -75,7 +75,7 @@ class StateCodec:
     legacy_reducers: Mapping[str, ReducerFn] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not _count(self.version, 1):
+        if not _count(self.version):
             raise SchemaError(f"StateCodec(version={self.version!r}): a version is an int >= 1")
         for key, fn in self.migrations.items():
             if isinstance(key, bool) or not isinstance(key, int) or not 1 <= key < self.version:
@@ -88,19 +88,32 @@ class StateCodec:
                 raise SchemaError(f"StateCodec: migrations[{key}] is not a function")
 
     def read(self, store: Store, thread_id: str) -> ThreadRecord | None:
-        """The thread's record (None for a new thread), checked against this version."""
-        found = stored_record(store, thread_id)
-        if found is not None and found.version > self.version:
+        """The thread's record (None for a new thread), checked against this version;
+        ``MalformedStateError`` for a record that is not one."""
+        schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
+        if schema is not None:
+            version = _result(schema.value, SCHEMA)
+            if version is None:
+                raise _not_a_record(thread_id, schema.seq, schema.value)
+        elif turn is not None or next(iter(store.entries(kind="state", key_prefix="state:")), None):
+            version = 1  # stored fields from before versioning
+        else:
+            return None
+        turns = 0 if turn is None else _result(turn.value, TURN)
+        if turns is None:
+            assert turn is not None
+            raise _not_a_record(thread_id, turn.seq, turn.value)
+        if version > self.version:
             raise StateVersionError(
-                f"thread {thread_id!r} was saved by schema version {found.version}, and this "
+                f"thread {thread_id!r} was saved by schema version {version}, and this "
                 f"runtime's schema is version {self.version}: a newer deployment wrote it. "
                 "Run the newer code for this thread (or add the newer schema with a "
                 "migration); nothing was changed",
                 thread_id=thread_id,
-                found=found.version,
+                found=version,
                 current=self.version,
             )
-        return found
+        return ThreadRecord(version=version, turns=turns)
 
     def migrate(self, state: dict[str, Any], found: int, thread_id: str) -> dict[str, Any]:
         """``state`` taken from version ``found`` to the current one."""
@@ -150,35 +163,14 @@ def end_turn(tx: Store, turn: int, began: int, started_at: float) -> None:
     RunLog(tx, RUN_ID).record(TURN, record)
 
 
-def stored_record(store: Store, thread_id: str) -> ThreadRecord | None:
-    """What the thread's records say, unchecked; ``MalformedStateError`` for a record
-    that is not one."""
-    schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
-    if schema is not None:
-        version = _result(schema.value, SCHEMA, 1)
-        if version is None:
-            raise _not_a_record(thread_id, schema.seq, schema.value)
-    elif turn is not None or next(iter(store.entries(kind="state", key_prefix="state:")), None):
-        version = 1  # stored fields from before versioning
-    else:
-        return None
-    if turn is not None:
-        turns = _result(turn.value, TURN, 1)
-        if turns is None:
-            raise _not_a_record(thread_id, turn.seq, turn.value)
-    else:
-        turns = 0
-    return ThreadRecord(version=version, turns=turns)
-
-
-def _result(value: Any, kind: str, least: int) -> int | None:
-    if isinstance(value, StepRecord) and value.kind == kind and _count(value.result, least):
+def _result(value: Any, kind: str) -> int | None:
+    if isinstance(value, StepRecord) and value.kind == kind and _count(value.result):
         return value.result
     return None
 
 
-def _count(value: Any, least: int) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+def _count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _not_a_record(thread_id: str, step: int, value: Any) -> MalformedStateError:
@@ -237,38 +229,41 @@ def _ends(event: Event) -> int | None:
         return None
     path, value = event.path, event.value
     if path == TURN_PATH:
-        return _result(value, TURN, 1) or _BAD
+        return _result(value, TURN) or _BAD
     if path == SCHEMA_PATH:
-        return _BAD if _result(value, SCHEMA, 1) is None else 0
+        return _BAD if _result(value, SCHEMA) is None else 0
     return None
 
 
-class _Unreadable(Exception):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-
-def _walk(backend: Backend, thread_id: str) -> Iterator[Event]:
-    """The thread's stored events in step order, read in chunks; an event the backend
-    cannot decode raises ``_Unreadable`` with its step once the ones before it are out."""
+def _records(backend: Backend, thread_id: str) -> Iterator[tuple[int, int]]:
+    """``(step, _ends(event))`` of the thread's runtime records in step order, read in
+    chunks; an event the backend cannot decode is a ``_BAD`` record, and the last."""
     info = backend.thread(thread_id)
-    if info is None:
-        return
-    after, last = info.first_step, info.last_step
+    after, last = (0, 0) if info is None else (info.first_step, info.last_step)
     while after < last:
         upto = min(after + 512, last)
         try:
             chunk = [logged.event for logged in backend.history(thread_id, after=after, upto=upto)]
         except UNREADABLE:
+            chunk = []
             for step in range(after + 1, upto + 1):
                 try:
-                    one = backend.history(thread_id, after=step - 1, upto=step)
+                    chunk.extend(
+                        e.event for e in backend.history(thread_id, after=step - 1, upto=step)
+                    )
                 except UNREADABLE:
-                    raise _Unreadable(step) from None
-                yield from (logged.event for logged in one)
-            return
-        yield from chunk
+                    yield from _ended(chunk)
+                    yield step, _BAD
+                    return
+        yield from _ended(chunk)
         after = upto
+
+
+def _ended(events: list[Event]) -> Iterator[tuple[int, int]]:
+    for event in events:
+        ended = _ends(event)
+        if ended is not None:
+            yield event.seq, ended
 
 
 def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int]:
@@ -276,25 +271,14 @@ def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int
     backend cannot decode, or a runtime record that is not one. ``turn`` counts the
     turns completed before it, plus one (an error path: it reads the log)."""
     turns = 0
-    try:
-        for event in _walk(backend, thread_id):
-            ended = _ends(event)
-            if ended == _BAD:
-                return event.seq, turns + 1
-            if ended:
-                turns += 1
-    except _Unreadable as bad:
-        return bad.step, turns + 1
+    for step, ended in _records(backend, thread_id):
+        if ended == _BAD:
+            return step, turns + 1
+        turns += ended > 0
     return None, turns + 1
 
 
 def turn_step(backend: Backend, thread_id: str, turn: int) -> int | None:
     """The step at which turn ``turn`` of the thread ended (its record), or None. Reads
     the log up to that turn only, so a bad record after it does not matter."""
-    try:
-        for event in _walk(backend, thread_id):
-            if _ends(event) == turn:
-                return event.seq
-    except _Unreadable:
-        return None
-    return None
+    return next((step for step, ended in _records(backend, thread_id) if ended == turn), None)
