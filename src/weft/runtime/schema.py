@@ -172,8 +172,8 @@ class StateSchema:
         if node is None:
             raise self.unknown(key, writer)
         if isinstance(node, Field):
-            return [(node, _plain(value))]
-        value = _plain(value, exclude_unset=True)
+            return [(node, plain(value))]
+        value = plain(value, exclude_unset=True)
         if not isinstance(value, Mapping):
             raise ChannelOwnershipError(
                 f"{writer} wrote a {type(value).__name__} to {key!r}, a group of the schema "
@@ -323,7 +323,7 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
         default = pyd_default
     if default is not MISSING:
         try:
-            default = freeze(_plain(default), where=f"the default of {where}")
+            default = freeze(plain(default), where=f"the default of {where}")
         except Exception as exc:
             raise SchemaError(f"{where}: its default cannot be stored: {exc}") from exc
     if isinstance(marker, TurnScoped) and default is MISSING and reducer not in FOLDS_FROM_NOTHING:
@@ -345,25 +345,21 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
 _SCALARS: Final = (str, int, float, bool, type(None))
 
 
-def _plain(value: Any, *, exclude_unset: bool = False) -> Any:
-    """Pydantic models (at any depth of dicts and lists) as their JSON dicts."""
+def plain(value: Any, *, exclude_unset: bool = False) -> Any:
+    """Pydantic models (at any depth of dicts and lists) as their JSON dicts; anything
+    else as it is."""
     if isinstance(value, _SCALARS):
         return value
     dump = getattr(value, "model_dump", None)
     if dump is not None and hasattr(type(value), "model_fields"):
         return dump(mode="json", exclude_unset=exclude_unset)
     if isinstance(value, dict):
-        items = {k: _plain(v) for k, v in value.items()}
+        items = {k: plain(v) for k, v in value.items()}
         return value if all(items[k] is v for k, v in value.items()) else items
     if isinstance(value, list):
-        seq = [_plain(v) for v in value]
+        seq = [plain(v) for v in value]
         return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
     return value
-
-
-def plain(value: Any) -> Any:
-    """A pydantic model as its JSON dict (every field); anything else as it is."""
-    return _plain(value)
 
 
 def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:

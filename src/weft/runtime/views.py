@@ -123,7 +123,7 @@ class Contract:
             self.output_fields: tuple[str, ...] = tuple(dict.fromkeys(fields))
         elif isinstance(output, type):
             self.output_fields = tuple(_model_names(output, "output"))
-            if _members(output) is not None and not _is_typeddict_like(output):
+            if _members(output) is not None and not issubclass(output, dict):  # not a TypedDict
                 self.output_model = output
         else:
             self.output_fields = tuple(output)
@@ -204,7 +204,3 @@ def _model_names(model: type, role: str) -> list[str]:
             f"one of those (or a list of field names for the {role})"
         )
     return list(members)
-
-
-def _is_typeddict_like(cls: type) -> bool:
-    return issubclass(cls, dict)
