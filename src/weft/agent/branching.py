@@ -116,7 +116,8 @@ def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGrap
     for g, group in enumerate(groups):
         done = None if log is None or len(group) == 1 else log.get(f"group/{g}")
         if done is not None:  # summarized before the run was interrupted
-            new_tail = WorkGraphNode(_summarized(done), _FIRST, id="Summarizer")
+            outcome = from_plain_record(done.result)
+            new_tail = WorkGraphNode(lambda flow, o=outcome: flow.then(o), _FIRST, id="Summarizer")
             heads = [new_tail]
         elif len(group) == 1:
             new_tail = WorkGraphNode(
@@ -333,12 +334,6 @@ def _summarizer(step: IterationContext, g: int) -> Callable[..., Awaitable[Flow]
         return ended[0].flow.then(merged)
 
     return summarize
-
-
-def _summarized(record: StepRecord) -> Callable[[Flow], Flow]:
-    """A group whose summarizer's value was recorded: that value, nothing run again."""
-    outcome = from_plain_record(record.result)
-    return lambda flow: flow.then(outcome)
 
 
 async def _late(awaitable: Any, action: AgentAction, then: Callable[[AgentAction], Any]) -> Any:

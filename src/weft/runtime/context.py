@@ -27,10 +27,6 @@ if TYPE_CHECKING:
     from weft.memory import EmbeddingProvider
 
 
-def _logger() -> logging.Logger:
-    return logging.getLogger("weft.runtime")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowContext:
     """What a turn may use besides its state (see the module docstring).
@@ -46,7 +42,7 @@ class WorkflowContext:
     response_llm: Any = None
     memory_store: MemoryBackend | Backend | None = None
     embedding_provider: EmbeddingProvider | None = None
-    logger: logging.Logger = field(default_factory=_logger)
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("weft.runtime"))
     thread_id: str | None = None
     turn: int = 0
     owner: Owner | None = None

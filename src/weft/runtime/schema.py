@@ -216,11 +216,11 @@ def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:
             base, meta = _unwrap(hint)
             out[name] = (base, meta, MISSING)
         return out
-    fields = _pydantic_fields(cls)
-    if fields is None:
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(cls, type) or not issubclass(cls, pydantic.BaseModel):
         return None
     out = {}
-    for name, info in fields.items():
+    for name, info in getattr(cls, "model_fields").items():  # noqa: B009 (a pydantic class)
         base, meta = _unwrap(info.annotation)
         default = MISSING if info.is_required() else info.get_default(call_default_factory=True)
         out[name] = (base, (*meta, *info.metadata), default)
@@ -232,14 +232,6 @@ def _is_typeddict(cls: Any) -> bool:
         return True
     extensions = sys.modules.get("typing_extensions")
     return extensions is not None and bool(extensions.is_typeddict(cls))
-
-
-def _pydantic_fields(cls: Any) -> dict[str, Any] | None:
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is None or not isinstance(cls, type) or not issubclass(cls, pydantic.BaseModel):
-        return None
-    fields: dict[str, Any] = getattr(cls, "model_fields")  # noqa: B009 (a pydantic class)
-    return fields
 
 
 def _unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:

@@ -185,9 +185,9 @@ class TurnRuntime:
             with stages.stage("load"):
                 run, record = self._threads.open(tid)
             turn = (record.turns if record is not None else 0) + 1
-            context = replace(
-                self.context, thread_id=tid, turn=turn, owner=self._owner(initial.inputs, tid)
-            )
+            user = initial.inputs.get(self._user_field)
+            owner = Owner(user_id=user if isinstance(user, str) and user else None, session_id=tid)
+            context = replace(self.context, thread_id=tid, turn=turn, owner=owner)
             began = 0.0
             try:
                 with run.store.transaction() as tx:
@@ -307,10 +307,6 @@ class TurnRuntime:
             f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
             f"{self._thread_field!r} (got {thread_id!r})"
         )
-
-    def _owner(self, inputs: Mapping[str, Any], thread_id: str) -> Owner:
-        user = inputs.get(self._user_field)
-        return Owner(user_id=user if isinstance(user, str) and user else None, session_id=thread_id)
 
     def thread_state(self, thread_id: str, *, turn: int | None = None) -> dict[str, Any]:
         """The thread's stored (``Reducer``) fields as plain data: now, or as they were at
