@@ -1,39 +1,27 @@
 """Actors: the functions that carry out actions, found by action type, sync or async.
 
-An agent's ``actor`` is either a mapping ``{action type: function}`` or one function for
-every type:
+An agent's ``actor`` is a mapping ``{action type: function}``, whose functions are called
+``search(**action.args, **extras)``, or one function for every type, called
+``actor(action, **extras)``.
 
-- ``{"Search": search}`` calls ``search(**action.args, **extras)``;
-- a single ``actor`` is called as ``actor(action, **extras)``.
-
-``extras`` are what the run can offer, passed only to a function that declares a
-parameter of that very name (never through ``**kwargs``, and never over an argument
-of the same name that the reasoner gave): ``target`` (the action's target),
-``action`` (the ``AgentAction``), ``previous_action_results`` (the shared list of
-pattern 2: the values produced so far in this iteration, read-only), ``attachments``
-(the run's ``AgentAttachment`` s), ``store`` (the store the acting agent works on:
-a branch's own fork inside a parallel group), and ``call_once`` / ``acall_once`` (keyed
-calls, for exactly-once effects in a run with a ``run_id``):
+``extras`` are passed only to a function that declares a parameter of that very name
+(never through ``**kwargs``, never over an argument the reasoner gave): ``target``,
+``action``, ``previous_action_results`` (the shared list of pattern 2), ``attachments``,
+``store`` (the acting agent's store: a branch's own fork) and ``call_once`` /
+``acall_once``, keyed calls for exactly-once effects in a run with a ``run_id``::
 
     def charge(order, amount, call_once):
         return call_once("charge", payments.charge, order, amount)
 
 ``call_once(key, fn, *args, **kwargs)`` calls ``fn`` unless this action already made a
 call with this key in this run, and returns the recorded result (``acall_once`` awaits an
-async ``fn``). A keyed call is scoped to its run and its action: the record is a
-``StepRecord(kind="call")`` at ``<run_id>/iter/<n>/action/<g>/calls/<key>`` (a branch's
-action: ``.../branch/<g>.<k>/calls/<key>``; see ``weft.agent.resume``), written to the run's
-store as soon as ``fn`` returns (``RunLog.once``), so a run resumed after a crash gets the
-result back instead of calling again. The same key in another action or another run is
-another call, and so is ``DurableRun.call_once(key)``, whose keys are the thread's. A crash
-after ``fn`` took effect but before the record was written calls it again: pass the key on
-to a service that accepts idempotency keys for exactly-once end to end. Without a
-``run_id``, ``fn`` is simply called.
+async ``fn``). A crash after ``fn`` took effect but before the record was written calls it
+again: pass the key on to a service that accepts idempotency keys. Without a ``run_id``,
+``fn`` is simply called.
 
-Signatures are read once, when the agent is built. An actor that raises, or returns a
-value the store cannot keep, does not crash the run: the action's result becomes
-``{"error": "<Exception>: <message>", "type": <action type>}``, which the reasoner sees
-on the next iteration.
+An actor that raises, or returns a value the store cannot keep, does not crash the run:
+the action's result becomes ``{"error": "<Exception>: <message>", "type": <action type>}``,
+which the reasoner sees on the next iteration.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """``Agent``: the loop of seed 000/002, on one store.
 
-One iteration: build the reasoner input, ask the reasoner, parse its reply into an
-``AgentResponse`` (one corrective retry if it cannot be used), turn ``next_actions`` into
-work (a WorkGraph of action groups, or a callable such as the planning agent's graph),
-run it, and feed what it produced back into the next iteration. The loop ends when the
-reasoner says the task is ``Completed`` (after that iteration's actions ran), when it
-asks for no actions (it waits for the user), or after ``max_iterations``.
-
 Feedback (pattern 1). ``action_results`` is *replaced* each iteration, never
 accumulated: it is the outcome of the iteration's **last** action group, either the
 executed ``AgentAction`` of a single action or the summarizer's value for a parallel
@@ -27,18 +20,10 @@ Store layout. An agent named ``N`` writes, in kind ``state``:
                                          finished iteration: ``agent.states``
 ==============================  =======  =================================================
 
-and a note on ``agent/N/states`` for each corrective retry. Every write is an event, so a
-persisted log holds each iteration's state item, actions and results, and an
-interrupted iteration's plan (``current``) with the actions that did finish. A branch of
-a parallel group is an agent named ``N/<iteration>.<group>.<index>`` working on a fork
-of the store; its records reach this store when the group ends.
-
-Resume. A run given a ``run_id`` is recorded with the typed records of the one run model
-(``weft.store.RunLog``): the run, each iteration's reply, actions, branches and groups as
-they finish, and each finished iteration, every record committed with the writes it stands
-for. Running again with that ``run_id`` goes on from the first unfinished iteration, and
-nothing that was recorded runs again (``weft.agent.resume`` has the layout and says exactly
-what is and is not run again).
+and a note on ``agent/N/states`` for each corrective retry. A branch of a parallel group
+is an agent named ``N/<iteration>.<group>.<index>`` working on a fork of the store; its
+records reach this store when the group ends. A run given a ``run_id`` is also recorded
+with the typed records of the one run model, to resume (``weft.agent.resume``).
 """
 
 from __future__ import annotations
@@ -76,7 +61,6 @@ from weft.agent.types import (
     action_record,
 )
 from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
-from weft.graph import WorkGraph
 from weft.llm import areason
 from weft.store import FrozenList, Store, freeze, reducers
 from weft.store.records import check_run_id
@@ -134,10 +118,8 @@ class Agent:
                 f"name={name!r}; an agent name is letters, digits and _ . : - (segments "
                 "joined by '/'), as it becomes the store path agent/<name>/..."
             )
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int):
+        if type(max_iterations) is not int or max_iterations < 1:
             raise AgentBuildError(f"max_iterations={max_iterations!r}; expected an int >= 1")
-        if max_iterations < 1:
-            raise AgentBuildError(f"max_iterations={max_iterations}; expected an int >= 1")
         if summarizer is not None and not callable(summarizer):
             raise AgentBuildError(
                 f"summarizer={summarizer!r} is not callable; a summarizer is "
@@ -162,8 +144,6 @@ class Agent:
         self.current_path = f"{base}/current"
         self._store.declare("state", self.states_path, reducers.append)
         self._store.declare("state", self.actions_path, reducers.append)
-
-    # --------------------------------------------------------------- state
 
     @property
     def store(self) -> Store:
@@ -208,8 +188,6 @@ class Agent:
         clone._running = False
         clone._set_paths()
         return clone
-
-    # ------------------------------------------------------------ the loop
 
     def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult:
         """The blocking form of :meth:`arun` (same arguments)."""
@@ -299,85 +277,72 @@ class Agent:
         response: AgentResponse | None = None
         stop: StopReason = "max_iterations"
         for i in range(self.max_iterations):
-            reply = None
-            started = 0.0
-            if run is None:
-                iteration = next_iteration(self)
+            iteration = next_iteration(self) if run is None else run.first + i
+            finished = None if run is None else run.finished(iteration)
+            if finished is not None:  # restored: nothing of it runs again
+                item = AgentStateItem.from_dict(finished.result["state"])
+                ran = finished.result["ran"]
             else:
-                iteration = run.first + i
-                finished = run.finished(iteration)
-                if finished is not None:  # restored: nothing of it runs again
-                    item = AgentStateItem.from_dict(finished.result["state"])
-                    run_states.append(item)
-                    response = item.response
-                    if finished.result["ran"]:
-                        feedback = item.action_results
-                    user_input = None
-                    if response.task_status is _COMPLETED:
-                        stop = "completed"
-                        break
-                    if not finished.result["ran"]:
-                        stop = "no_actions"
-                        break
-                    continue
-                reply = run.interrupted(iteration)
                 started = time()
-            if reply is None:
-                inputs = AgentInputs(
+                reply = None if run is None else run.interrupted(iteration)
+                if reply is None:
+                    inputs = AgentInputs(
+                        iteration=iteration,
+                        user_input=user_input,
+                        user_profile=user_profile,
+                        context=context,
+                        action_results=feedback,
+                        attachments=attachments,
+                        states=self.states,
+                    )
+                    prompt = self.construct_reasoner_input(inputs)
+                    prompt, raw, response = await self._reason(prompt, iteration)
+                else:  # the interrupted iteration: its recorded reply, parsed again
+                    prompt, raw = reply
+                    response = self.parse_response(raw)
+                plan = freeze(response.to_dict(), where=f"response of agent {self.name!r}")
+                current = {"iteration": iteration, "response": plan}
+                if run is None:
+                    self._store.write("state", self.current_path, current, source=self.name)
+                elif reply is None:
+                    run.record_reply(iteration, prompt, raw, current)
+                log, calls = (None, None) if run is None else run.at(iteration)
+                step = IterationContext(
+                    agent=self,
                     iteration=iteration,
-                    user_input=user_input,
-                    user_profile=user_profile,
-                    context=context,
                     action_results=feedback,
                     attachments=attachments,
-                    states=self.states,
+                    user_profile=user_profile,
+                    context=context,
+                    log=log,
+                    calls=calls,
                 )
-                prompt = self.construct_reasoner_input(inputs)
-                prompt, raw, response = await self._reason(prompt, iteration)
-            else:  # the interrupted iteration: its recorded reply, parsed again
-                prompt, raw = reply
-                response = self.parse_response(raw)
-            plan = freeze(response.to_dict(), where=f"response of agent {self.name!r}")
-            current = {"iteration": iteration, "response": plan}
-            if run is None:
-                self._store.write("state", self.current_path, current, source=self.name)
-            elif reply is None:
-                run.record_reply(iteration, prompt, raw, current)
-            log, calls = (None, None) if run is None else run.at(iteration)
-            step = IterationContext(
-                agent=self,
-                iteration=iteration,
-                action_results=feedback,
-                attachments=attachments,
-                user_profile=user_profile,
-                context=context,
-                log=log,
-                calls=calls,
-            )
-            work = self.create_next_actions(response, step)
-            ran = bool(work)
-            results = await self._work(work, step) if ran else None
-            item = AgentStateItem(
-                iteration=iteration,
-                new_task=user_input is not None,
-                task_status=response.task_status,
-                task_status_description=response.task_status_description,
-                task_status_description_extended=response.task_status_description_extended,
-                user_input=user_input,
-                reasoner_input=prompt,
-                raw_response=raw,
-                response=response,
-                action_results=results,
-            )
-            if run is None:
-                self._store.write("state", self.states_path, item.to_dict(plan), source=self.name)
-            else:
-                record = freeze(item.to_dict(plan), where=f"state of agent {self.name!r}")
-                run.record_iteration(iteration, record, ran, started)
-            self._appended(item)
+                work = self.create_next_actions(response, step)
+                ran = bool(work)
+                item = AgentStateItem(
+                    iteration=iteration,
+                    new_task=user_input is not None,
+                    task_status=response.task_status,
+                    task_status_description=response.task_status_description,
+                    task_status_description_extended=response.task_status_description_extended,
+                    user_input=user_input,
+                    reasoner_input=prompt,
+                    raw_response=raw,
+                    response=response,
+                    action_results=await self._work(work, step) if ran else None,
+                )
+                if run is None:
+                    self._store.write(
+                        "state", self.states_path, item.to_dict(plan), source=self.name
+                    )
+                else:
+                    record = freeze(item.to_dict(plan), where=f"state of agent {self.name!r}")
+                    run.record_iteration(iteration, record, ran, started)
+                self._appended(item)
             run_states.append(item)
+            response = item.response
             if ran:
-                feedback = results
+                feedback = item.action_results
             user_input = None
             if response.task_status is _COMPLETED:
                 stop = "completed"
@@ -426,8 +391,6 @@ class Agent:
         try:
             if isinstance(work, tuple):
                 return await run_action_groups(work, step)
-            if isinstance(work, WorkGraph):
-                return await work.arun()
             method = getattr(work, "arun", None)
             if callable(method):
                 return await method()
@@ -441,8 +404,6 @@ class Agent:
                 cause.add_note(f"raised inside the actions of agent {self.name!r}: {exc}")
                 raise cause from None
             raise
-
-    # ------------------------------------------------------------ the hooks
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
         """The prompt of one iteration. The base agent's is plain: the input, the previous

@@ -7,34 +7,22 @@ branches in isolated agent copies (pattern 3).
       ├─► C ──► branch agent ──┼─► Summarizer ──► E
       └─► D ──► branch agent ──┘
 
-**The shared list.** What flows along the graph is an immutable ``Flow``: the
-*previous action results* so far and the last group's outcome. It starts as
-``[action_results]`` (the value the iteration was fed); each group adds exactly **one**
-item: a single action its result, a parallel group the summarizer's merged value *as one
-item*. Nothing is flattened: ``[[A1], [B1, B2], [C1]]`` gives C1
-``[initial, 'A1', ['B1', 'B2']]``, and an action whose result is a list adds that list as
-one item. Each step builds a new read-only list (``FrozenList``), so a value an actor
-was handed never changes afterwards, unlike the seed's shared mutable list. Actors see
-it through a ``previous_action_results`` parameter.
+**The shared list.** Actors see the *previous action results* through a
+``previous_action_results`` parameter: a read-only ``FrozenList`` that starts as
+``[action_results]`` (what the iteration was fed) and gains exactly **one** item per group,
+a single action's result or a parallel group's merged value. Nothing is flattened:
+``[[A1], [B1, B2], [C1]]`` gives C1 ``[initial, 'A1', ['B1', 'B2']]``.
 
-**Branches.** Each action of a group of several runs in its own copy of the agent,
-named ``<agent>/<iteration>.<group>.<index>``, working on ``store.fork()`` (O(1), no
-deep copy), with no states when ``branching_agent_start_as_new`` (else the parent's
-states, an immutable tuple). The copy runs the action, then continues its own loop fed
-with that action's result, until it completes (within the agent's ``max_iterations``;
-its ``AgentResult.action_results`` is the action's result if it asks for nothing more).
-Branches run concurrently and never see each other's writes. When all are done, the
-summarizer node merges the forks into the parent's store **in action order** (never
-completion order) and calls ``summarizer(*branch_results)`` with the branches'
-``AgentResult`` s in action order; the default returns the list of every branch's
-``action_results``.
+**Branches.** Each action of a group of several runs in its own copy of the agent, named
+``<agent>/<iteration>.<group>.<index>``, on ``store.fork()``, with no states when
+``branching_agent_start_as_new``. The copy runs the action, then its own loop fed with the
+action's result, until it completes. Branches run concurrently and never see each other's
+writes. The summarizer node merges the forks **in action order** and calls
+``summarizer(*branch_results)`` with the branches' ``AgentResult`` s in action order.
 
-**Resume.** In a run with a ``run_id`` (``weft.agent.resume``) each executed single action
-is recorded (``action/<g>``) with its ``agent/<name>/actions`` record, and each finished
-branch (``branch/<g>.<k>``) with its fork's writes, which reach the store with the group's
-merge: one commit with the merge's record (``group/<g>/merge``); the summarizer's value is
-recorded after it (``group/<g>``). Resumed, a recorded action or branch is not run again,
-a merged group is not merged again and a summarized group is not even built.
+**Resume.** In a run with a ``run_id``, a recorded action or branch is not run again,
+a merged group is not merged again and a summarized group is not even built (the records:
+``weft.agent.resume``).
 """
 
 from __future__ import annotations
@@ -128,7 +116,8 @@ def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGrap
     for g, group in enumerate(groups):
         done = None if log is None or len(group) == 1 else log.get(f"group/{g}")
         if done is not None:  # summarized before the run was interrupted
-            new_tail = WorkGraphNode(_summarized(done), _FIRST, id="Summarizer")
+            outcome = from_plain_record(done.result)
+            new_tail = WorkGraphNode(lambda flow, o=outcome: flow.then(o), _FIRST, id="Summarizer")
             heads = [new_tail]
         elif len(group) == 1:
             new_tail = WorkGraphNode(
@@ -345,12 +334,6 @@ def _summarizer(step: IterationContext, g: int) -> Callable[..., Awaitable[Flow]
         return ended[0].flow.then(merged)
 
     return summarize
-
-
-def _summarized(record: StepRecord) -> Callable[[Flow], Flow]:
-    """A group whose summarizer's value was recorded: that value, nothing run again."""
-    outcome = from_plain_record(record.result)
-    return lambda flow: flow.then(outcome)
 
 
 async def _late(awaitable: Any, action: AgentAction, then: Callable[[AgentAction], Any]) -> Any:

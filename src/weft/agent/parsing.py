@@ -121,9 +121,6 @@ def parse_structured_response(
     return response, graph
 
 
-# --------------------------------------------------------------------------- XML
-
-
 def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     try:
         root = _SCANNER.scan(text)
@@ -163,7 +160,9 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             "<Request>",
             "<ProblemID>",
         )
-        for number, problem in enumerate(_problems_of(top), start=1)
+        for number, problem in enumerate(
+            (top.find("Problems") or Element("")).find_all("Problem"), start=1
+        )
     )
     graph = top.child_text("ProblemGraph")
     response = _response(
@@ -177,11 +176,6 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
         status_name="<TaskStatus>",
     )
     return response, graph
-
-
-def _problems_of(top: Element) -> list[Element]:
-    problems = top.find("Problems")
-    return [] if problems is None else list(problems.find_all("Problem"))
 
 
 def _xml_action(element: Element, where: str) -> AgentAction:
@@ -212,9 +206,6 @@ def _xml_action(element: Element, where: str) -> AgentAction:
         reasoning=element.child_text("Reasoning") or None,
         id=element.child_text("ActionID") or None,
     )
-
-
-# -------------------------------------------------------------------------- JSON
 
 
 def _from_json(text: str) -> tuple[AgentResponse, str | None]:
@@ -302,9 +293,6 @@ def _opt_str(value: Any) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-# ------------------------------------------------------------------------ shared
 
 
 def _problem(

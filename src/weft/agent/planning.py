@@ -141,13 +141,8 @@ class ProblemPlan:
     forks merge into it when the plan ends, in the order the problems were given, and one
     record per problem is written there (``agent/<planner>/actions``).
 
-    In a run with a ``run_id`` each solved problem is recorded (``problem/<i>``, ``i`` its
-    position in ``<Problems>``) with its fork's writes as it finishes, and the merge with
-    the plan's output (``plan``), in one commit: a resumed iteration restores solved
-    problems instead of solving them again, and a merged plan is not run at all
-    (``weft.agent.resume``). A solver function can take the ``call_once`` extra of
-    ``weft.agent.actors`` (its keyed calls are recorded under the problem's unit); an
-    ``Agent`` solver's own loop is recorded under the problem's unit too.
+    In a run with a ``run_id``, a resumed iteration restores solved problems instead of
+    solving them again, and a merged plan is not run at all (``weft.agent.resume``).
     """
 
     def __init__(
@@ -299,15 +294,13 @@ class PromptBasedActionPlanningAgent(PromptBasedActionAgent):
 
     def __init__(self, reasoner: Any, *, solver: Any, **options: Any) -> None:
         super().__init__(reasoner, **options)
-        if solver is None:
+        if not callable(solver):
             raise AgentBuildError(
-                "a planning agent needs solver=: an Agent (copied per problem) or a function "
-                "solver(request, **extras) that solves one problem"
+                f"solver={solver!r}: a planning agent needs solver=, an Agent (copied per "
+                "problem) or a function solver(request, **extras) that solves one problem"
             )
         self.solver = solver
-        self.solver_table = (
-            None if isinstance(solver, Agent) else ActorTable({"Problem": _solver_fn(solver)})
-        )
+        self.solver_table = None if isinstance(solver, Agent) else ActorTable({"Problem": solver})
 
     def parse_response(self, raw: str) -> AgentResponse:
         """The structured reply; problems and their graph checked (see this module)."""
@@ -321,16 +314,7 @@ class PromptBasedActionPlanningAgent(PromptBasedActionAgent):
             )
         ids = [p.id for p in response.problems if p.id is not None]
         paths = parse_problem_graph(graph_text, ids)
-        return AgentResponse(
-            instant_response=response.instant_response,
-            instant_learnings=response.instant_learnings,
-            task_status=response.task_status,
-            task_status_description=response.task_status_description,
-            task_status_description_extended=response.task_status_description_extended,
-            next_actions=response.next_actions,
-            problems=response.problems,
-            problem_graph=paths,
-        )
+        return replace(response, problem_graph=paths)
 
     def create_next_actions(
         self, response: AgentResponse, context: IterationContext
@@ -339,12 +323,3 @@ class PromptBasedActionPlanningAgent(PromptBasedActionAgent):
         if response.problems and response.problem_graph is not None:
             return ProblemPlan(self, response.problems, response.problem_graph, context)
         return response.next_actions
-
-
-def _solver_fn(solver: Any) -> Any:
-    if not callable(solver):
-        raise AgentBuildError(
-            f"solver={solver!r} is neither an Agent nor callable; pass an Agent or a function "
-            "solver(request, **extras)"
-        )
-    return solver

@@ -1,27 +1,15 @@
 """Prompt templates and the seed's placeholders, and how each placeholder is rendered.
 
 A template is ``str.format`` text naming placeholders in braces (``{user_input}``); a
-literal brace is doubled (``{{``). The placeholders:
+literal brace is doubled (``{{``). The placeholders: ``user_input`` (with
+``use_conversational_user_input``, the whole conversation), ``conversation`` (``User:`` /
+``Agent:`` lines, pattern 5), ``user_profile``, ``context``, ``action_result`` (the last
+``action_results`` as ``<ActionResults>`` XML, pattern 1), ``action_memory`` (their
+``action_memory.memory``, pattern 6), ``attachments`` (pattern 4), ``current_state`` and
+``previous_states`` (the non-Pending states' descriptions).
 
-=====================  ==============================================================
-``user_input``         the current input; with ``use_conversational_user_input``, the
-                       whole conversation (as ``conversation``)
-``conversation``       ``User:`` / ``Agent:`` lines from the states, then the current
-                       input (pattern 5)
-``user_profile``       the ``user_profile`` given to the run (text, or JSON)
-``context``            the ``context`` given to the run (text, or JSON)
-``action_result``      the previous iteration's ``action_results`` as ``<ActionResults>``
-                       XML (pattern 1)
-``action_memory``      ``action_memory.memory`` of those results (pattern 6)
-``attachments``        the run's attachments, ``str(attachment)`` each, one per line
-                       (pattern 4)
-``current_state``      the latest non-Pending state's extended description (or short one)
-``previous_states``    the earlier non-Pending states' descriptions, oldest first
-=====================  ==============================================================
-
-A placeholder with nothing to show renders as the empty string. A template naming any
-other field, or using attribute or index access (``{user_input.x}``), is an
-``AgentBuildError`` when the agent is built, naming the placeholder and the known ones.
+A placeholder with nothing to show renders empty. Any other field, or attribute or index
+access (``{user_input.x}``), is an ``AgentBuildError`` when the agent is built.
 """
 
 from __future__ import annotations
@@ -101,9 +89,6 @@ class _Feed(dict[str, str]):
 
     def __missing__(self, key: str) -> str:
         return ""
-
-
-# ---------------------------------------------------------------- the placeholders
 
 
 def action_results_xml(action_results: Any) -> str:

@@ -24,36 +24,22 @@ typed records of ``weft.store.records`` (kind ``step``)::
     <unit>/calls/<key>              "call": a keyed call of the action (or solver) of a unit
                                     (``action/<g>``, ``branch/<g>.<k>``, ``problem/<i>``)
 
-``n`` is the agent's iteration number (``AgentStateItem.iteration``). A branch (and an
-``Agent`` solving a problem) runs its own loop with the same records under its unit
-(``job-1/iter/<n>/branch/<g>.<k>/iter/<m>``, ...), written to its fork: they reach the store
-with the branch's writes. Keyed calls are written to the run's store at once, wherever
-they are made.
+``n`` is the agent's iteration number. A branch (and an ``Agent`` solving a problem) runs
+its own loop with the same records under its unit, written to its fork: they reach the
+store with the branch's writes. Keyed calls are written to the run's store at once. Each
+record is one commit with the writes it stands for.
 
-Running again with the same ``run_id`` and arguments on that store (rebuilt from its events,
-or a ``DurableRun`` reloaded in a new process) goes on from the first unfinished iteration; a
-run that ended returns its result and calls nothing. A run id names one run of one agent:
-another agent is refused it (``RunLog.begin``), and so is a resume after the agent ran other
-iterations in that store meanwhile.
+Running again with the same ``run_id`` and arguments on that store (or a ``DurableRun``
+reloaded in a new process) goes on from the first unfinished iteration; a run that ended
+returns its result and calls nothing. A run id names one run of one agent: another agent
+is refused it, and so is a resume after the agent ran other iterations in that store.
 
-What runs again on resume, and what does not:
-
-- a finished iteration: nothing (no reasoner, no actor, no summarizer); its ``state`` writes
-  are in the store already.
-- the interrupted iteration: the reasoner is not asked again if its reply was recorded (the
-  same reply, so the same actions); a recorded single action is not run again; a recorded
-  branch is not run again (its writes are applied from its record until the group is
-  merged); a merged group is not merged again, a summarized one not summarized again; and
-  likewise a solved problem of a plan, and a merged plan. Unfinished actions, branches and
-  problems run again **whole** (a branch's own loop, reasoner included: its work lives on
-  a fork until it finishes), and so does work that ``create_next_actions`` returns as a
-  callable or WorkGraph of your own.
-- an actor's external effect: at least once, unless it goes through the ``call_once``
-  (``acall_once``) extra of ``weft.agent.actors``: a keyed call whose result was recorded is
-  not made again.
-
-Each record is one commit with the writes it stands for (one transaction on a
-``DurableRun``), so the store never holds one without the other.
+On resume, a finished iteration runs nothing again. In the interrupted one, a recorded
+reply is not asked for again, and a recorded action, branch, problem, merge or summary is
+not run again; unfinished actions, branches and problems run again **whole** (a branch's
+loop lives on a fork until it finishes), and so does work that ``create_next_actions``
+returns as a callable of your own. An actor's external effect happens at least once,
+unless it goes through ``call_once`` (``weft.agent.actors``).
 """
 
 from __future__ import annotations
@@ -173,9 +159,6 @@ class AgentRun:
 def _iteration(unit: str) -> bool:
     head, _, rest = unit.partition("/")
     return head == "iter" and rest.partition("/")[0].isdigit()
-
-
-# ------------------------------------------------------------------ keyed calls
 
 
 def once_extras(

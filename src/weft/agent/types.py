@@ -1,10 +1,8 @@
 """The agent's records: actions, responses, attachments, state items and the run result.
 
-All of them are frozen dataclasses holding frozen values (``weft.store.freeze``), so a
-record that one reader holds never changes under it (the aliasing defect of the seed's
-shared lists and shallow agent copies). Each has ``to_dict()`` / ``from_dict()``: the
-agent stores plain JSON dicts, so a store's event log persists them with no type
-registry, and reading them back gives equal records.
+All are frozen dataclasses holding frozen values (``weft.store.freeze``), so a record one
+reader holds never changes under it. Each has ``to_dict()`` / ``from_dict()``: the agent
+stores plain JSON dicts, and reading them back gives equal records.
 """
 
 from __future__ import annotations
@@ -327,9 +325,6 @@ class AgentResult:
             "instant_response": self.instant_response,
             "action_results": plain_results(self.action_results),
         }
-
-
-# ------------------------------------------------------------------ value helpers
 
 
 def plain_results(value: Any) -> Any:

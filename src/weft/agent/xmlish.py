@@ -1,15 +1,10 @@
 """A small tolerant reader for the XML-like replies of models: known tags only, no DTDs.
 
-A model's reply is foreign data, and rarely strict XML: an ``&`` or ``<`` in prose, a
-``<b>`` inside a text field, chatter before and after the element. So this reader does
-not parse XML in general. It looks only for the tags it is told (case-insensitive,
-attributes ignored), treats everything else as text, and never expands an entity beyond
-the five XML ones and numeric references: there are no DTDs, no external entities, no
-entity expansion to attack. A reply that declares a DTD or an entity is refused.
-
-Two kinds of known tags: *containers* hold other known tags (``<NextActions>``); *text*
-tags hold text, taken verbatim up to their closing tag, so a text field may contain
-anything except its own closing tag.
+A model's reply is rarely strict XML (an ``&`` in prose, a ``<b>`` inside a text field,
+chatter around the element), so this reader looks only for the tags it is told (any case,
+attributes ignored) and treats everything else as text. It expands only the five XML
+entities and numeric references, and refuses a reply that declares a DTD or an entity.
+*Containers* hold other known tags; *text* tags hold text verbatim up to their closing tag.
 """
 
 from __future__ import annotations

@@ -1,37 +1,25 @@
 """The thread's records, and the versioned state codec: which schema version saved a thread,
 and migrations.
 
-A thread's records are the typed records of every run (``weft.store.records``), kept by the
-``RunLog`` of the run id ``weft.turns`` in the thread's store::
+A thread's records are typed run records (``weft.store.records``) under the run id
+``weft.turns``::
 
-    step:weft.turns          RunRecord(kind="turns")     the thread's turns, from its first
-    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version that saved it
+    step:weft.turns          RunRecord(kind="turns")     the thread's turns
+    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version
     step:weft.turns/turn     StepRecord(kind="turn")     result: the number of the last turn
 
-The first turn of a thread writes the first two as it starts (or the migration of an
-older one does; it rewrites the schema record). Every turn ends by writing its turn
-record (with ``began``, the thread's step before the turn, and its times): the last
-write of the turn's transaction, so it marks where each turn ends in the thread's log,
-which time travel by turn and naming the turn of a bad record read.
+The first turn writes the first two; every turn ends with its turn record, the last write
+of its transaction, which marks where each turn ends in the thread's log.
 
-Loading a thread reads the schema version:
+Loading a thread reads the schema version. An older one is migrated once:
+``migrations[v](state) -> state`` runs for each ``v`` up to the current version on the
+stored fields as a nested dict, and the difference is written back in one transaction. A
+missing migration, or a newer version, is a ``StateVersionError`` and nothing changes. A
+record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
+the step; earlier turns stay loadable (``thread_state(thread_id, turn=n)``).
 
-- the current version: the thread is used as it is;
-- an older version: ``migrations[v](state) -> state`` runs for ``v`` from the thread's
-  version up to the current one, in order, on the thread's stored fields as a nested
-  dict (``{"session_progress": {"turn_count": 3}, ...}``). The runtime writes the
-  difference back in one transaction (changed fields replaced, dropped fields deleted)
-  with the new version, so a thread migrates once. A step with no migration is a
-  ``StateVersionError`` naming both versions;
-- a newer version (a newer deployment wrote it): ``StateVersionError``, and nothing is
-  changed;
-- a record or event that cannot be read: ``MalformedStateError`` naming the thread, the
-  turn it belongs to and its step. Nothing is changed, and every earlier turn stays
-  loadable (``TurnRuntime.thread_state(thread_id, turn=n)``).
-
-A thread with stored fields but no record predates versioning: it is version 1. The
-log replays old writes with the reducer each was written with, so a migration may
-rename, add, drop and transform fields, but a field that changes its reducer needs a
+A thread with stored fields but no record predates versioning: it is version 1. Old writes
+replay with the reducer each was written with, so a field that changes its reducer needs a
 new name; a legacy field reduced by your own function is named in ``legacy_reducers``.
 """
 
@@ -62,7 +50,6 @@ SCHEMA: Final = "schema"
 TURN: Final = "turn"
 SCHEMA_PATH: Final = f"{RUN_ID}/{SCHEMA}"
 TURN_PATH: Final = f"{RUN_ID}/{TURN}"
-"""Where threads saved before typed records kept their dict record."""
 MIGRATE_SOURCE: Final = "weft.runtime/migrate"
 UNREADABLE: Final = (CorruptRecordError, CodecError)
 """What a backend raises for a stored record it cannot read."""
@@ -88,7 +75,7 @@ class StateCodec:
     legacy_reducers: Mapping[str, ReducerFn] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not _count(self.version, 1):
+        if not _count(self.version):
             raise SchemaError(f"StateCodec(version={self.version!r}): a version is an int >= 1")
         for key, fn in self.migrations.items():
             if isinstance(key, bool) or not isinstance(key, int) or not 1 <= key < self.version:
@@ -101,19 +88,32 @@ class StateCodec:
                 raise SchemaError(f"StateCodec: migrations[{key}] is not a function")
 
     def read(self, store: Store, thread_id: str) -> ThreadRecord | None:
-        """The thread's record (None for a new thread), checked against this version."""
-        found = stored_record(store, thread_id)
-        if found is not None and found.version > self.version:
+        """The thread's record (None for a new thread), checked against this version;
+        ``MalformedStateError`` for a record that is not one."""
+        schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
+        if schema is not None:
+            version = _result(schema.value, SCHEMA)
+            if version is None:
+                raise _not_a_record(thread_id, schema.seq, schema.value)
+        elif turn is not None or next(iter(store.entries(kind="state", key_prefix="state:")), None):
+            version = 1  # stored fields from before versioning
+        else:
+            return None
+        turns = 0 if turn is None else _result(turn.value, TURN)
+        if turns is None:
+            assert turn is not None
+            raise _not_a_record(thread_id, turn.seq, turn.value)
+        if version > self.version:
             raise StateVersionError(
-                f"thread {thread_id!r} was saved by schema version {found.version}, and this "
+                f"thread {thread_id!r} was saved by schema version {version}, and this "
                 f"runtime's schema is version {self.version}: a newer deployment wrote it. "
                 "Run the newer code for this thread (or add the newer schema with a "
                 "migration); nothing was changed",
                 thread_id=thread_id,
-                found=found.version,
+                found=version,
                 current=self.version,
             )
-        return found
+        return ThreadRecord(version=version, turns=turns)
 
     def migrate(self, state: dict[str, Any], found: int, thread_id: str) -> dict[str, Any]:
         """``state`` taken from version ``found`` to the current one."""
@@ -140,9 +140,6 @@ class StateCodec:
         return state
 
 
-# ------------------------------------------------------------------ the records
-
-
 def start_turn(tx: Store, version: int) -> None:
     """Open a turn in its transaction: a thread with no typed records yet (a new one, or
     one saved with the dict record) gets its run record and its schema record first."""
@@ -166,35 +163,14 @@ def end_turn(tx: Store, turn: int, began: int, started_at: float) -> None:
     RunLog(tx, RUN_ID).record(TURN, record)
 
 
-def stored_record(store: Store, thread_id: str) -> ThreadRecord | None:
-    """What the thread's records say, unchecked; ``MalformedStateError`` for a record
-    that is not one."""
-    schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
-    if schema is not None:
-        version = _result(schema.value, SCHEMA, 1)
-        if version is None:
-            raise _not_a_record(thread_id, schema.seq, schema.value)
-    elif turn is not None or next(iter(store.entries(kind="state", key_prefix="state:")), None):
-        version = 1  # stored fields from before versioning
-    else:
-        return None
-    if turn is not None:
-        turns = _result(turn.value, TURN, 1)
-        if turns is None:
-            raise _not_a_record(thread_id, turn.seq, turn.value)
-    else:
-        turns = 0
-    return ThreadRecord(version=version, turns=turns)
-
-
-def _result(value: Any, kind: str, least: int) -> int | None:
-    if isinstance(value, StepRecord) and value.kind == kind and _count(value.result, least):
+def _result(value: Any, kind: str) -> int | None:
+    if isinstance(value, StepRecord) and value.kind == kind and _count(value.result):
         return value.result
     return None
 
 
-def _count(value: Any, least: int) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+def _count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _not_a_record(thread_id: str, step: int, value: Any) -> MalformedStateError:
@@ -205,9 +181,6 @@ def _not_a_record(thread_id: str, step: int, value: Any) -> MalformedStateError:
         thread_id=thread_id,
         step=step,
     )
-
-
-# -------------------------------------------------------------------- migrating
 
 
 def migrate_store(
@@ -245,9 +218,6 @@ def migrate_store(
     _record_schema(tx, codec.version)
 
 
-# -------------------------------------------------------------- reading the log
-
-
 _BAD: Final = -1
 
 
@@ -259,38 +229,41 @@ def _ends(event: Event) -> int | None:
         return None
     path, value = event.path, event.value
     if path == TURN_PATH:
-        return _result(value, TURN, 1) or _BAD
+        return _result(value, TURN) or _BAD
     if path == SCHEMA_PATH:
-        return _BAD if _result(value, SCHEMA, 1) is None else 0
+        return _BAD if _result(value, SCHEMA) is None else 0
     return None
 
 
-class _Unreadable(Exception):
-    def __init__(self, step: int) -> None:
-        self.step = step
-
-
-def _walk(backend: Backend, thread_id: str) -> Iterator[Event]:
-    """The thread's stored events in step order, read in chunks; an event the backend
-    cannot decode raises ``_Unreadable`` with its step once the ones before it are out."""
+def _records(backend: Backend, thread_id: str) -> Iterator[tuple[int, int]]:
+    """``(step, _ends(event))`` of the thread's runtime records in step order, read in
+    chunks; an event the backend cannot decode is a ``_BAD`` record, and the last."""
     info = backend.thread(thread_id)
-    if info is None:
-        return
-    after, last = info.first_step, info.last_step
+    after, last = (0, 0) if info is None else (info.first_step, info.last_step)
     while after < last:
         upto = min(after + 512, last)
         try:
             chunk = [logged.event for logged in backend.history(thread_id, after=after, upto=upto)]
         except UNREADABLE:
+            chunk = []
             for step in range(after + 1, upto + 1):
                 try:
-                    one = backend.history(thread_id, after=step - 1, upto=step)
+                    chunk.extend(
+                        e.event for e in backend.history(thread_id, after=step - 1, upto=step)
+                    )
                 except UNREADABLE:
-                    raise _Unreadable(step) from None
-                yield from (logged.event for logged in one)
-            return
-        yield from chunk
+                    yield from _ended(chunk)
+                    yield step, _BAD
+                    return
+        yield from _ended(chunk)
         after = upto
+
+
+def _ended(events: list[Event]) -> Iterator[tuple[int, int]]:
+    for event in events:
+        ended = _ends(event)
+        if ended is not None:
+            yield event.seq, ended
 
 
 def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int]:
@@ -298,25 +271,14 @@ def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int
     backend cannot decode, or a runtime record that is not one. ``turn`` counts the
     turns completed before it, plus one (an error path: it reads the log)."""
     turns = 0
-    try:
-        for event in _walk(backend, thread_id):
-            ended = _ends(event)
-            if ended == _BAD:
-                return event.seq, turns + 1
-            if ended:
-                turns += 1
-    except _Unreadable as bad:
-        return bad.step, turns + 1
+    for step, ended in _records(backend, thread_id):
+        if ended == _BAD:
+            return step, turns + 1
+        turns += ended > 0
     return None, turns + 1
 
 
 def turn_step(backend: Backend, thread_id: str, turn: int) -> int | None:
     """The step at which turn ``turn`` of the thread ended (its record), or None. Reads
     the log up to that turn only, so a bad record after it does not matter."""
-    try:
-        for event in _walk(backend, thread_id):
-            if _ends(event) == turn:
-                return event.seq
-    except _Unreadable:
-        return None
-    return None
+    return next((step for step, ended in _records(backend, thread_id) if ended == turn), None)

@@ -1,16 +1,10 @@
 """``WorkflowContext``: the runtime dependencies of a turn, injected into nodes and loaders.
 
-Model clients, the memory store and loggers are not state: they cannot be serialised,
-they must not be checkpointed, and a restarted runtime gets new ones. They live on a
-frozen dataclass that the runtime hands to every node (``node(state, context)``: it is the
-turn graph's typed context, ``RunContext.deps``) and loader (``loader(context, state)``),
-with attribute access only (no string keys).
-
-The runtime fills the per-turn fields (``thread_id``, ``turn``, ``owner``) with
-``dataclasses.replace`` at each turn start, and ``memory_store`` with the checkpointer
-backend when it is not given (one database for state and memory: the memory backend in
-the checkpointer's database, ``weft.memory.memory_backend``). Subclass it for your own
-dependencies (a crisis-log backend, say): a frozen dataclass subclass works as is.
+Model clients, the memory store and loggers are not state: they cannot be serialised and
+must not be checkpointed. They live on a frozen dataclass handed to every node
+(``node(state, context)``) and loader (``loader(context, state)``). The runtime fills
+``thread_id``, ``turn`` and ``owner`` at each turn start, and ``memory_store`` with the
+checkpointer backend when it is not given. Subclass it for your own dependencies.
 
 >>> from weft.memory import InMemoryMemoryBackend, Owner
 >>> context = WorkflowContext(memory_store=InMemoryMemoryBackend(), owner=Owner(user_id="ada"))
@@ -33,10 +27,6 @@ if TYPE_CHECKING:
     from weft.memory import EmbeddingProvider
 
 
-def _logger() -> logging.Logger:
-    return logging.getLogger("weft.runtime")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowContext:
     """What a turn may use besides its state (see the module docstring).
@@ -52,7 +42,7 @@ class WorkflowContext:
     response_llm: Any = None
     memory_store: MemoryBackend | Backend | None = None
     embedding_provider: EmbeddingProvider | None = None
-    logger: logging.Logger = field(default_factory=_logger)
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("weft.runtime"))
     thread_id: str | None = None
     turn: int = 0
     owner: Owner | None = None

@@ -1,24 +1,16 @@
 """Finalising a turn: the transcript entries and the runtime's diagnostics.
 
-After the graph, the runtime appends to each transcript field (``history``,
-``transcript``: ``Reducer`` list fields) one user entry and one assistant entry, in that
-order, exactly once per turn, however often a node retried::
+After the graph, the runtime appends to each transcript field one user entry and one
+assistant entry, exactly once per turn however often a node retried, so a failed turn
+leaves no half of a pair::
 
     {"role": "user", "content": <the user field>}
     {"role": "assistant", "content": <the assistant field>, <stamped fields>...}
 
-Nodes never write them (unless they declare so), so a node's retry cannot duplicate an
-entry, and a failed turn leaves no half of a pair. ``Transcript`` says which fields and
-where the words come from; by default the fields ``history`` and ``transcript`` that
-the schema has, the user's words from ``message`` and the reply from ``response_text``.
-
-Diagnostics. When the schema has a ``diagnostics`` dict field, the runtime merges into it
-at finalise ``turn`` (the turn's number), ``turn_total_ms`` (the turn's wall clock from
-taking the thread's lock to finalise, stamped outside the graph), ``stage_ms`` (load,
-loaders, graph), ``node_ms`` (each node's duration) and ``loaded`` (each loader's time
-and, for recall, its path). Nested dicts are replaced whole each turn, so no stale key
-of an earlier turn survives the merge; nodes add their own keys, and remove one with
-``{"diagnostics": {"key": DELETE}}`` (``weft.store.reducers.merge``).
+Diagnostics: into a ``diagnostics`` dict field the runtime merges ``turn``,
+``turn_total_ms``, ``stage_ms``, ``node_ms`` and ``loaded`` (each loader's time and, for
+recall, its path). Nested dicts are replaced whole each turn, so no stale key survives;
+nodes add their own keys, and remove one with ``{"diagnostics": {"key": DELETE}}``.
 """
 
 from __future__ import annotations

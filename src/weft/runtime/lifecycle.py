@@ -1,39 +1,17 @@
 """The four lifecycles of a state field (seed 004): which scope a field lives in.
 
-A state schema annotates each field with one marker (``Annotated[T, marker]``):
+A state schema annotates each field with one marker (``Annotated[T, marker]``): ``Input``
+(set by the caller for one turn, stored as kind ``input``), ``Reducer(fn)`` (accumulates
+across the thread's turns through ``fn``, one event per write), ``Loaded(loader)``
+(fetched each turn, never stored) or ``TurnScoped`` (fresh each turn, never stored).
+``Input`` and ``TurnScoped`` may be written bare or called for options. Every marker
+takes a ``default`` (or ``default_factory``): what views show while nothing was written.
 
-=================  =======  ================================  ==========================
-marker             scope    written by                        stored
-=================  =======  ================================  ==========================
-``Input``          turn     the caller, once, at turn start   kind ``input`` (an audit
-                                                              record; a later turn never
-                                                              reads it back)
-``Reducer(fn)``    thread   nodes and the runtime, through    kind ``state``: one event
-                            ``fn`` (``operator.add``,         per write in the thread's
-                            ``reducers.merge`` ...)           log, replayed on load
-``Loaded(loader)`` turn     ``loader(context, state)`` at     never (declared never
-                            turn start, from long-term        persisted); its timing and
-                            memory                            recall path go to
-                                                              ``diagnostics``
-``TurnScoped``     turn     nodes, last write wins            never (declared never
-                                                              persisted)
-=================  =======  ================================  ==========================
-
-``Input`` and ``TurnScoped`` may be written bare (``Annotated[str, TurnScoped]``) or
-called for options (``TurnScoped(default="supportive")``). Every marker takes a
-``default`` (or ``default_factory``): what views show while nothing was written. A
-``Reducer`` may add ``each_turn=``, an update the runtime writes through the reducer at
-every turn start (``Reducer(operator.add, each_turn=1)`` counts turns).
-
-A turn-scoped field is visible for its whole turn (Google ADK's ``temp:`` keys once were
-not) and gone at the next: it never reaches the thread's log, and each turn starts it over
-(OpenCouch re-seeds defaults), so a stale ``route`` cannot leak into the next turn. The
-runtime sets a turn-scoped or loaded field that holds an earlier turn's value back to
-its start as the turn begins (changes the journal never sees): its default, or else no
-value. A turn-scoped field that folds with a reducer other than ``replace`` folds from
-that start: ``append``, ``extend``, ``union`` and ``merge`` fold from nothing without a
-default; any other reducer needs one (``default=0`` for ``reducers.add``), a
-``SchemaError`` says so when the schema is read.
+A turn-scoped or loaded field that holds an earlier turn's value is set back to its
+default (or to no value) as a turn begins, so a stale ``route`` cannot leak into the
+next turn. A turn-scoped field that folds with a reducer other than ``replace`` folds
+from that start: ``append``, ``extend``, ``union`` and ``merge`` fold from nothing, any
+other reducer needs a default (``default=0`` for ``reducers.add``).
 """
 
 from __future__ import annotations

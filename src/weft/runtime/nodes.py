@@ -1,27 +1,16 @@
 """Turn nodes: ``node(state, context) -> delta``, the fields each owns, and the turn's graph.
 
 A turn node reads a ``TurnState`` and returns a partial delta ``{field: value}`` (or
-``None``); it never writes the state itself. Each node declares the fields it writes,
-with the decorator or with a mapping given to the runtime (which wins)::
+``None``). Each node declares the fields it writes, with ``@node(writes=[...])`` or a
+mapping given to the runtime (which wins); declaring a group owns its subfields. A
+delta that writes any other field is a ``ChannelOwnershipError`` naming the node and the
+field, and nothing of that turn is stored. Declarations are checked when the runtime is
+built.
 
-    @node(writes=["response_text", "diagnostics"])
-    async def reply(state, context): ...
-
-A delta that writes a field the node does not declare, or a name that is no field, is a
-``ChannelOwnershipError`` naming the node and the field, and nothing of that turn is
-stored (OpenCouch's "each node writes only the fields it owns"). Declaring a group
-(``session_progress``) owns all of its subfields. Declarations are checked when the
-runtime is built: an unknown field, an ``Input`` field (only the caller sets those) or a
-node that declares nothing is a ``SchemaError`` there, not halfway through a turn.
-
-The graph is a ``WorkGraph`` (any topology; its nodes' values are turn nodes, their ids,
-retries and timeouts kept), a list of turn nodes (a chain), or one node. The runtime
-builds its own copy whose nodes wrap yours, so parallel nodes see only their ancestors'
-writes and their writes merge by the fields' reducers in graph order (``weft.graph.stores``).
-A node taking one parameter is called ``fn(state)``: a WorkGraph state node whose delta the
-engine writes. One taking two is called ``fn(state, context)`` with the turn's
-``WorkflowContext``, the graph run's typed context (``RunContext.deps``): it runs on its own
-fork (``RunContext.store``) and its delta is written there.
+The graph is a ``WorkGraph`` (its nodes' ids, retries and timeouts kept), a list of turn
+nodes (a chain), or one node; the runtime runs its own copy whose nodes wrap yours.
+``fn(state)`` is a state node whose delta the engine writes; ``fn(state, context)`` gets
+the turn's ``WorkflowContext`` (``RunContext.deps``) and runs on its own fork.
 """
 
 from __future__ import annotations

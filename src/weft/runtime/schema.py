@@ -1,22 +1,15 @@
 """Reading a state schema: a TypedDict or a pydantic model whose fields carry lifecycles.
 
-Every field is ``Annotated`` with one marker of ``weft.runtime.lifecycle``. A field whose
-type is itself a TypedDict or pydantic model with marked subfields is a *group*: each
-subfield lives at its own store path (``session_progress.turn_count``) with its own
-reducer, and views reassemble the nested dict. A group's own marker, when it has one, is
-the lifecycle of its unmarked subfields: ``Reducer(...)`` makes them persisted and last
-write wins key by key (a dict merge whose keys may carry their own reducers),
-``TurnScoped`` and ``Input`` pass on as they are; ``Loaded`` fills one field, so a group
-cannot be loaded. A field with no lifecycle at all is a ``SchemaError`` naming it: every
-field says which scope it lives in.
+A field whose type is itself a TypedDict or pydantic model with marked subfields is a
+*group*: each subfield lives at its own store path (``session_progress.turn_count``) with
+its own reducer, and views reassemble the nested dict. A group's own marker is the
+lifecycle of its unmarked subfields (``Reducer(...)``: persisted, last write wins key by
+key); a group cannot be ``Loaded``. A TypedDict with *no* marked subfields is an ordinary
+field holding a dict. Pydantic values are stored as their JSON dicts.
 
-A field typed by a TypedDict with *no* marked subfields is an ordinary field holding a
-dict (``crisis: Annotated[CrisisAssessment, TurnScoped]``). Values that are pydantic
-models are stored as their JSON dicts; the user's output model validates them back.
-
-Names are checked when the runtime is built: no dots (they separate a group's path), no
-leading ``__`` (the runtime's own records), and the schema must resolve with
-``typing.get_type_hints`` (define schemas at module level).
+Every field needs a lifecycle; names may not hold dots or start with ``__``; the schema
+must resolve with ``typing.get_type_hints`` (define it at module level). Each mistake is a
+``SchemaError`` naming the field when the runtime is built.
 """
 
 from __future__ import annotations
@@ -125,8 +118,6 @@ class StateSchema:
     def __repr__(self) -> str:
         return f"<StateSchema {self.name} fields={list(self.fields)}>"
 
-    # ------------------------------------------------------------------ queries
-
     def of(self, lifecycle: Lifecycle) -> tuple[Field, ...]:
         """The leaves of one lifecycle, in declaration order."""
         return tuple(f for f in self.leaves.values() if f.lifecycle == lifecycle)
@@ -161,8 +152,6 @@ class StateSchema:
             lines.append(f"{f.path.ljust(width)}  {f.lifecycle}{how}")
         return "\n".join(lines)
 
-    # ------------------------------------------------------------- reads/writes
-
     def value(self, node: Field | Group, read: Any) -> Any:
         """The value a view shows for ``node``: ``read(field)`` (``MISSING`` when unset)
         or the field's default; a group is a frozen dict of its subfields that have one."""
@@ -183,8 +172,8 @@ class StateSchema:
         if node is None:
             raise self.unknown(key, writer)
         if isinstance(node, Field):
-            return [(node, _plain(value))]
-        value = _plain(value, exclude_unset=True)
+            return [(node, plain(value))]
+        value = plain(value, exclude_unset=True)
         if not isinstance(value, Mapping):
             raise ChannelOwnershipError(
                 f"{writer} wrote a {type(value).__name__} to {key!r}, a group of the schema "
@@ -212,9 +201,6 @@ class StateSchema:
         )
 
 
-# ----------------------------------------------------------------- reading
-
-
 def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:
     """``{name: (annotation, metadata, default)}`` of a TypedDict or pydantic model."""
     if _is_typeddict(cls):
@@ -230,11 +216,11 @@ def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:
             base, meta = _unwrap(hint)
             out[name] = (base, meta, MISSING)
         return out
-    fields = _pydantic_fields(cls)
-    if fields is None:
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(cls, type) or not issubclass(cls, pydantic.BaseModel):
         return None
     out = {}
-    for name, info in fields.items():
+    for name, info in getattr(cls, "model_fields").items():  # noqa: B009 (a pydantic class)
         base, meta = _unwrap(info.annotation)
         default = MISSING if info.is_required() else info.get_default(call_default_factory=True)
         out[name] = (base, (*meta, *info.metadata), default)
@@ -246,14 +232,6 @@ def _is_typeddict(cls: Any) -> bool:
         return True
     extensions = sys.modules.get("typing_extensions")
     return extensions is not None and bool(extensions.is_typeddict(cls))
-
-
-def _pydantic_fields(cls: Any) -> dict[str, Any] | None:
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is None or not isinstance(cls, type) or not issubclass(cls, pydantic.BaseModel):
-        return None
-    fields: dict[str, Any] = getattr(cls, "model_fields")  # noqa: B009 (a pydantic class)
-    return fields
 
 
 def _unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:
@@ -337,7 +315,7 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
         default = pyd_default
     if default is not MISSING:
         try:
-            default = freeze(_plain(default), where=f"the default of {where}")
+            default = freeze(plain(default), where=f"the default of {where}")
         except Exception as exc:
             raise SchemaError(f"{where}: its default cannot be stored: {exc}") from exc
     if isinstance(marker, TurnScoped) and default is MISSING and reducer not in FOLDS_FROM_NOTHING:
@@ -359,25 +337,21 @@ def _leaf(path: str, marker: Marker, annotation: Any, pyd_default: Any, where: s
 _SCALARS: Final = (str, int, float, bool, type(None))
 
 
-def _plain(value: Any, *, exclude_unset: bool = False) -> Any:
-    """Pydantic models (at any depth of dicts and lists) as their JSON dicts."""
+def plain(value: Any, *, exclude_unset: bool = False) -> Any:
+    """Pydantic models (at any depth of dicts and lists) as their JSON dicts; anything
+    else as it is."""
     if isinstance(value, _SCALARS):
         return value
     dump = getattr(value, "model_dump", None)
     if dump is not None and hasattr(type(value), "model_fields"):
         return dump(mode="json", exclude_unset=exclude_unset)
     if isinstance(value, dict):
-        items = {k: _plain(v) for k, v in value.items()}
+        items = {k: plain(v) for k, v in value.items()}
         return value if all(items[k] is v for k, v in value.items()) else items
     if isinstance(value, list):
-        seq = [_plain(v) for v in value]
+        seq = [plain(v) for v in value]
         return value if all(a is b for a, b in zip(seq, value, strict=True)) else seq
     return value
-
-
-def plain(value: Any) -> Any:
-    """A pydantic model as its JSON dict (every field); anything else as it is."""
-    return _plain(value)
 
 
 def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,14 +1,9 @@
 """Following a turn while it runs: stage events, and the result at the end.
 
-``async for item in runtime.astream_turn(input)`` yields a ``StageEvent`` as each stage
-starts and finishes, then one ``TurnResult``. The stages are the runtime's own (``load``
-the thread, run the ``loaders``, run the ``graph``, ``finalise`` the turn, ``persist``
-it) and, inside ``graph``, each node by its id: those come from the graph engine's node
-notes on the turn's transaction (``Store.subscribe``), so a node that fails or is skipped is
-reported too. ``arun_turn(input, on_event=fn)`` calls ``fn`` with the same events.
-
-The same timings go to the turn's ``diagnostics`` (``stage_ms``, ``node_ms``), so a
-caller that does not stream still sees where the time went.
+``runtime.astream_turn(input)`` yields a ``StageEvent`` as each stage starts and ends
+(``load``, ``loaders``, ``graph``, ``finalise``, ``persist``, and each node by its id,
+from the engine's node notes), then one ``TurnResult``; ``arun_turn(input, on_event=fn)``
+calls ``fn`` with the same events. The same timings go to the turn's ``diagnostics``.
 """
 
 from __future__ import annotations

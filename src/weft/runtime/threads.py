@@ -1,22 +1,14 @@
 """Threads: one lock per thread id, and the threads a runtime keeps open between turns.
 
-Locks. Two turns of one thread never interleave; turns of different threads run
-concurrently. Each thread id gets an ``asyncio.Lock`` per event loop (coroutines of one
-loop queue on it without blocking the loop) and one ``threading.Lock`` (so ``run_turn``
-called from several OS threads, each with its own loop, still takes turns). Entries are
-made on demand and removed when nobody holds or waits for them, so a runtime serving
-millions of threads keeps locks only for the turns in flight.
+Locks: two turns of one thread never interleave, turns of different threads run
+concurrently, from one event loop or several OS threads each with its own. A lock lives
+only while a turn of its thread runs or waits.
 
-Open threads. A thread's store stays in memory between its turns (a ``DurableRun`` on the
-checkpointer backend), so a turn costs O(its writes), not a reload of the thread. The
-newest ``capacity`` threads stay open; older ones are closed (never one in a turn) and
-reloaded from the backend on their next turn. Before each turn the thread's last step
-in the backend is compared with the open store's (one indexed read, ~10 us on SQLite):
-a thread another process moved on is read again, so several runtimes may share a
-database. Opening a thread declares its turn-scoped and loaded fields never persisted,
-checks its schema version and migrates an older one once (``weft.runtime.codec``); a
-record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
-the step.
+Open threads: the newest ``capacity`` threads stay in memory between turns (a
+``DurableRun`` each), so a turn costs O(its writes). Before each turn the thread's last
+step in the backend is compared with the open store's: a thread another process moved on
+is read again, so several runtimes may share a database. Opening a thread checks its
+schema version and migrates an older one once (``weft.runtime.codec``).
 """
 
 from __future__ import annotations
@@ -106,54 +98,6 @@ async def _wait_for(mutex: threading.Lock) -> None:
         delay = min(delay * 2, _POLL_MAX)
 
 
-class OpenThreads:
-    """The threads a runtime keeps open, newest last (see the module docstring)."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._runs: OrderedDict[str, DurableRun] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._runs)
-
-    def get(self, thread_id: str) -> DurableRun | None:
-        with self._lock:
-            run = self._runs.get(thread_id)
-            if run is not None:
-                self._runs.move_to_end(thread_id)
-            return run
-
-    def put(self, thread_id: str, run: DurableRun, locks: ThreadLocks) -> None:
-        """Keep ``run`` open; close the oldest threads past capacity that are not busy."""
-        closing: list[DurableRun] = []
-        with self._lock:
-            self._runs[thread_id] = run
-            self._runs.move_to_end(thread_id)
-            excess = len(self._runs) - self.capacity
-            for key in list(self._runs):
-                if excess <= 0:
-                    break
-                if key != thread_id and not locks.busy(key):
-                    closing.append(self._runs.pop(key))
-                    excess -= 1
-        for old in closing:
-            old.close()
-
-    def drop(self, thread_id: str) -> None:
-        with self._lock:
-            run = self._runs.pop(thread_id, None)
-        if run is not None:
-            run.close()
-
-    def close(self) -> None:
-        with self._lock:
-            runs = list(self._runs.values())
-            self._runs.clear()
-        for run in runs:
-            run.close()
-
-
 class Threads:
     """A runtime's threads on its checkpointer: locked, kept open, fresh and versioned."""
 
@@ -176,27 +120,54 @@ class Threads:
         self.run_id = run_id
         self.name = name
         self.locks = ThreadLocks()
-        self.open_runs = OpenThreads(capacity)
+        self.capacity = capacity
+        self._open: OrderedDict[str, DurableRun] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def __len__(self) -> int:
+        """The threads open now."""
+        return len(self._open)
 
     def open(self, thread_id: str) -> tuple[DurableRun, ThreadRecord | None]:
         """The thread's run, up to date with the backend, and its record (hold its lock)."""
-        run = self.open_runs.get(thread_id)
+        run = self._get(thread_id)
         if run is not None and self.backend.last_step(thread_id) != run.step:
-            self.open_runs.drop(thread_id)  # another process appended: read the thread again
+            self.drop(thread_id)  # another process appended: read the thread again
             run = None
         if run is None:
             run = self._load(thread_id)
-            self.open_runs.put(thread_id, run, self.locks)
+            closing: list[DurableRun] = []
+            with self._guard:  # keep it; close the oldest past capacity that are not busy
+                self._open[thread_id] = run
+                excess = len(self._open) - self.capacity
+                for key in list(self._open):
+                    if excess <= 0:
+                        break
+                    if key != thread_id and not self.locks.busy(key):
+                        closing.append(self._open.pop(key))
+                        excess -= 1
+            for old in closing:
+                old.close()
         return run, self.codec.read(run.store, thread_id)
 
+    def _get(self, thread_id: str) -> DurableRun | None:
+        with self._guard:
+            run = self._open.get(thread_id)
+            if run is not None:
+                self._open.move_to_end(thread_id)
+            return run
+
     def drop(self, thread_id: str) -> None:
-        """Forget the open run (its next turn reads the thread again)."""
-        self.open_runs.drop(thread_id)
+        """Close the open run (its next turn reads the thread again)."""
+        with self._guard:
+            run = self._open.pop(thread_id, None)
+        if run is not None:
+            run.close()
 
     def store(self, thread_id: str, *, turn: int | None = None) -> Store:
         """The thread's store now, or as it was when turn ``turn`` ended."""
         if turn is None:
-            run = self.open_runs.get(thread_id)
+            run = self._get(thread_id)
             return run.store if run is not None else self._read(thread_id, None)
         step = turn_step(self.backend, thread_id, turn)
         if step is None:
@@ -204,7 +175,11 @@ class Threads:
         return self._read(thread_id, step)
 
     def close(self) -> None:
-        self.open_runs.close()
+        with self._guard:
+            runs = list(self._open.values())
+            self._open.clear()
+        for run in runs:
+            run.close()
 
     def _read(self, thread_id: str, step: int | None) -> Store:
         try:

@@ -1,29 +1,14 @@
 """``TurnRuntime``: a conversation is a thread of turns, each a graph run, on one store.
 
-A turn runs in one transaction of the thread's store (``store.transaction()``), stage by
-stage (each one streamed and timed, see ``weft.runtime.streaming``):
+A turn runs in one transaction of the thread's store, stage by stage (each streamed and
+timed, ``weft.runtime.streaming``): ``load`` the thread (``weft.runtime.threads``);
+write the thread's records if it has none yet, every ``Input`` field, the ``each_turn``
+updates, and each ``TurnScoped`` or ``Loaded`` field back to its start; run the
+``loaders``; run the ``graph`` with the turn's ``WorkflowContext``; ``finalise`` (the
+diagnostics, the transcript pair, the output, the turn record); ``persist`` (commit).
 
-1. ``load``: take the thread's lock, open the thread (it stays open between turns, and
-   is read again when another process moved it on), check the schema version that saved
-   it and migrate an older one once (``weft.runtime.codec``).
-2. Start the transaction: the thread's records if it has none yet, every ``Input`` field
-   (kind ``input``: the value the caller gave or the field's default), the ``each_turn``
-   updates, and each ``TurnScoped`` or ``Loaded`` field that holds an earlier turn's
-   value set back to its start (its default, or no value).
-3. ``loaders``: each ``Loaded`` field's loader (async ones concurrently).
-4. ``graph``: the turn's WorkGraph over the transaction, with the turn's
-   ``WorkflowContext`` as the run's typed context.
-5. ``finalise``: the runtime's diagnostics, the transcript pair appended, the output
-   built, the turn record written (``weft.runtime.codec``).
-6. ``persist``: the transaction committed: its events appended to the backend in one
-   backend transaction, then the thread's store moves on.
-
-``TurnScoped`` and ``Loaded`` fields are declared never persisted on the thread's store
-(``Store.declare(..., persist=False)``): nodes read and write them like any field and the
-journal never sees their writes. So a turn appends O(its writes) (a history append logs
-the new messages, never the list), a turn-scoped or loaded value never reaches the log,
-and a turn that raises (a node, a loader, an ownership error, a failed append) stores
-nothing at all.
+``TurnScoped`` and ``Loaded`` fields are declared never persisted on the thread's store,
+so a turn appends O(its writes), and a turn that raises stores nothing at all.
 """
 
 from __future__ import annotations
@@ -35,7 +20,6 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from time import perf_counter
-from types import TracebackType
 from typing import Any, Final, cast
 
 from weft._sync import run_sync
@@ -154,8 +138,6 @@ class TurnRuntime:
         )
         self._closed = False
 
-    # ------------------------------------------------------------------ turns
-
     async def arun_turn(
         self, input: Any, *, thread_id: str | None = None, on_event: Listener | None = None
     ) -> Any:
@@ -203,9 +185,9 @@ class TurnRuntime:
             with stages.stage("load"):
                 run, record = self._threads.open(tid)
             turn = (record.turns if record is not None else 0) + 1
-            context = replace(
-                self.context, thread_id=tid, turn=turn, owner=self._owner(initial.inputs, tid)
-            )
+            user = initial.inputs.get(self._user_field)
+            owner = Owner(user_id=user if isinstance(user, str) and user else None, session_id=tid)
+            context = replace(self.context, thread_id=tid, turn=turn, owner=owner)
             began = 0.0
             try:
                 with run.store.transaction() as tx:
@@ -316,8 +298,6 @@ class TurnRuntime:
             append_entries(tx, self._transcript_fields, self._transcript.entries(state))
         return self.contract.state_to_output(state)
 
-    # ---------------------------------------------------------------- threads
-
     def _thread_id(self, inputs: Mapping[str, Any], thread_id: str | None) -> str:
         if thread_id is None:
             thread_id = inputs.get(self._thread_field)
@@ -327,12 +307,6 @@ class TurnRuntime:
             f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
             f"{self._thread_field!r} (got {thread_id!r})"
         )
-
-    def _owner(self, inputs: Mapping[str, Any], thread_id: str) -> Owner:
-        user = inputs.get(self._user_field)
-        return Owner(user_id=user if isinstance(user, str) and user else None, session_id=thread_id)
-
-    # -------------------------------------------------------------- inspecting
 
     def thread_state(self, thread_id: str, *, turn: int | None = None) -> dict[str, Any]:
         """The thread's stored (``Reducer``) fields as plain data: now, or as they were at
@@ -366,8 +340,6 @@ class TurnRuntime:
         """The output view of a state (a ``TurnState`` or a dict of top-level fields)."""
         return self.contract.state_to_output(state)
 
-    # ----------------------------------------------------------------- closing
-
     def close(self) -> None:
         """Close the open threads, and the checkpointer if the runtime made it."""
         if self._closed:
@@ -380,16 +352,11 @@ class TurnRuntime:
     def __enter__(self) -> TurnRuntime:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
         return (
             f"<TurnRuntime schema={self.schema.name} nodes={[n.label for n in self.nodes]} "
-            f"open_threads={len(self._threads.open_runs)}>"
+            f"open_threads={len(self._threads)}>"
         )

@@ -1,20 +1,13 @@
 """The three views over a schema (seed 004): graph input, internal state, output.
 
-- *Input*: ``Contract.build_initial_state(input)`` takes the caller's input (your own
-  pydantic ``AgentInput``, or a dict) and returns what the turn starts with: the
-  ``Input`` fields (with defaults), and the ``Loaded`` fields the caller supplied
-  (a one-shot caller may pass ``working_memory``: it replaces the loader for the turn).
-  A key that is neither is a ``ChannelOwnershipError`` naming "the caller".
-- *Internal*: ``TurnState``, the read-only mapping every node and loader sees: top-level
-  names (``state["session_progress"]`` is a dict) or dotted paths
-  (``state["session_progress.turn_count"]``), values frozen.
-- *Output*: ``Contract.state_to_output(state)`` builds your ``AgentOutput`` (pydantic,
-  validated), or a dict with exactly the output fields. Without an output model the
-  output is the turn-scoped fields and ``diagnostics``: what the turn produced.
+- *Input*: ``Contract.build_initial_state(input)``: the caller's input (your pydantic
+  ``AgentInput``, or a dict) as the ``Input`` fields and any ``Loaded`` fields the caller
+  supplies for this turn; any other key is a ``ChannelOwnershipError``.
+- *Internal*: ``TurnState``, the read-only mapping every node and loader sees.
+- *Output*: ``Contract.state_to_output(state)``: your ``AgentOutput``, or a dict of the
+  output fields (by default the turn-scoped fields and ``diagnostics``).
 
-The input and output models are checked against the schema when the runtime is built:
-an input field that is not ``Input`` or ``Loaded``, or an output field the schema does
-not have, is a ``SchemaError``.
+The models are checked against the schema when the runtime is built.
 """
 
 from __future__ import annotations
@@ -130,7 +123,7 @@ class Contract:
             self.output_fields: tuple[str, ...] = tuple(dict.fromkeys(fields))
         elif isinstance(output, type):
             self.output_fields = tuple(_model_names(output, "output"))
-            if _members(output) is not None and not _is_typeddict_like(output):
+            if _members(output) is not None and not issubclass(output, dict):  # not a TypedDict
                 self.output_model = output
         else:
             self.output_fields = tuple(output)
@@ -211,7 +204,3 @@ def _model_names(model: type, role: str) -> list[str]:
             f"one of those (or a list of field names for the {role})"
         )
     return list(members)
-
-
-def _is_typeddict_like(cls: type) -> bool:
-    return issubclass(cls, dict)
