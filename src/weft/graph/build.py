@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from types import FunctionType, MethodType
 from typing import Any
@@ -163,6 +163,8 @@ class Schedule:
     """No node is async and none has a timeout: ``run()`` needs no event loop. Sync nodes
     that run in parallel go to threads, and the run waits for them in a blocking wait."""
     wiring: int
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What the engine derives from the schedule once and reuses in every run."""
 
     @property
     def size(self) -> int:

@@ -324,10 +324,11 @@ class Run(Dispatching):
         stores = self.stores
         assert stores is not None
         schedule = self.schedule
-        fns, chain, inline, codes = schedule.fns, schedule.chain, schedule.inline, schedule.codes
-        states, inplace, keys = schedule.states, stores.inplace, schedule.keys
+        fns, chain, codes = schedule.fns, schedule.chain, schedule.codes
+        states, keys = schedule.states, schedule.keys
         results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
-        store, finished = stores.store, stores.finished
+        store, finished, ready = stores.store, stores.finished, self.ready
+        direct = stores.direct
         view = StateView(store)
         args, kwargs = inputs[i]  # type: ignore[misc]
         while True:
@@ -362,7 +363,10 @@ class Run(Dispatching):
                         break
                 if delta:
                     try:
-                        store.write_many("state", delta, source=keys[i])
+                        if delta is result and len(result) == 1:  # the plain field just seen
+                            store._write_one("state", path, value, keys[i])
+                        else:
+                            store.write_many("state", delta, source=keys[i])
                     except WeftError as exc:
                         self._fail_commit(i, exc)
                         return -1
@@ -371,14 +375,16 @@ class Run(Dispatching):
             results[i] = delta
             status[i] = DONE
             s = chain[i]
-            if s < 0 or self.ready or not inplace[s] or not inline[s]:
+            if s < 0 or ready or not direct[s]:
                 inputs[i] = (args, kwargs)
                 self._release_all(i)
                 return -1
             code = codes[i]
-            if code == FIRST:
+            if code == NO:
+                pass
+            elif code == FIRST:
                 args = (delta, *args[1:]) if len(args) > 1 else (delta,)
-            elif code != NO:
+            else:
                 try:
                     args, kwargs = pass_one(code, schedule.mode_args[i], delta, (args, kwargs))
                 except Exception as exc:

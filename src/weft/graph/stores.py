@@ -137,6 +137,7 @@ class RunStores:
     __slots__ = (
         "began",
         "changes",
+        "direct",
         "due",
         "final",
         "finished",
@@ -160,7 +161,11 @@ class RunStores:
         self.schedule = schedule
         self.store = store
         self.log = log
-        self.views = views = Views.of(schedule)
+        memo = schedule.memo
+        views = memo.get("views")
+        if views is None:
+            views = memo["views"] = Views.of(schedule)
+        self.views = views
         self.start = store.fork()
         self.viewing: list[Store | None] = [None] * n
         """What each node reads (the run store itself, or a fork)."""
@@ -182,10 +187,25 @@ class RunStores:
         """Nodes recorded with their changes, waiting for the frontier: their final records."""
         self.records: dict[int, StepRecord] = {}
         """Restored nodes (resume), by index."""
-        full, ctxs, needed = schedule.full, schedule.ctxs, views.needed
-        self.inplace = tuple(
-            log is None and full[i] and not ctxs[i] and not needed[i] for i in range(n)
-        )
+        if log is not None:
+            self.inplace = self.direct = (False,) * n
+        else:
+            found = memo.get("inplace")
+            if found is None:
+                full, ctxs, needed, states = (
+                    schedule.full,
+                    schedule.ctxs,
+                    views.needed,
+                    schedule.states,
+                )
+                inplace = tuple(full[i] and not ctxs[i] and not needed[i] for i in range(n))
+                direct = tuple(
+                    p and s and f for p, s, f in zip(inplace, states, schedule.inline, strict=True)
+                )
+                found = memo["inplace"] = (inplace, direct)
+            self.inplace, self.direct = found
+        """``inplace[i]``: node ``i`` (a run without a run id) writes its delta straight
+        into the run store; ``direct[i]``: and it is a state node a chain may call inline."""
 
     # ----------------------------------------------------------------- views
 
