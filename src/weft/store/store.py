@@ -78,6 +78,8 @@ class _Declared:
 
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
+_REPLACE_FN: Final = _reducers.replace
+_now: Final = time.time
 _NOTHING: Final[frozenset[str]] = frozenset()
 _seq_of: Final = operator.itemgetter(0)
 """An event row's seq."""
@@ -376,7 +378,7 @@ class Store(Merging):
             )
         source = source or self.name
         with self._lock:
-            if self._journal is not None or declared.fn is not _reducers.replace:
+            if self._journal is not None or declared.fn is not _REPLACE_FN:
                 mark = self._mark()
                 try:
                     _, event = self._stage_write(
@@ -394,7 +396,7 @@ class Store(Merging):
             found = recent.get(key)  # _entries.lookup, inlined
             old = self._settled.get(key) if found is None else found or None
             seq = self._seq + 1
-            at = time.time()
+            at = _now()
             event = (seq, "write", kind, path, value, source, "replace", at, None)
             row: EntryRow
             if old is None:
