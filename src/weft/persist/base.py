@@ -27,8 +27,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Self
 
 from weft.errors import ConflictError, CorruptRecordError, PersistError, StepError
 from weft.persist._gc import paused
@@ -134,13 +133,26 @@ def exists(thread_id: str, last_step: int) -> ConflictError:
     )
 
 
-class Backend(ABC):
+class Closeable(ABC):
+    """Something to ``close()`` when done, or to use as a context manager that closes it."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what it holds; it is unusable afterwards."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Backend(Closeable):
     """Where threads' event logs are kept (long-term memory has backends of its own, in
     ``weft.memory``).
 
     Backends are synchronous on purpose: the store calls its subscribers inside each
-    write, and a node's record must be durable before the next node starts. Use one
-    as a context manager, or call ``close()``.
+    write, and a node's record must be durable before the next node starts.
     """
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
@@ -302,21 +314,6 @@ class Backend(ABC):
         check_id(thread_id, "thread_id")
         row = (snapshot.step, encode_snapshot(snapshot, self.types))
         self._create(thread_id, row, parent, time.time())
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release connections; the backend is unusable afterwards."""
-
-    def __enter__(self) -> Backend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @property
     @abstractmethod
