@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Final
 
-SQLITE: Final[tuple[tuple[str, ...], ...]] = (
+SQLITE: Final[tuple[str, ...]] = (
     # 1: rows with FTS5 token recall, kept in step by triggers
-    (
-        """CREATE TABLE IF NOT EXISTS weft_memory (
+    """
+    CREATE TABLE IF NOT EXISTS weft_memory (
         owner TEXT NOT NULL,
         namespace TEXT NOT NULL,
         key TEXT NOT NULL,
@@ -31,27 +31,27 @@ SQLITE: Final[tuple[tuple[str, ...], ...]] = (
         vector_model TEXT,
         vector BLOB,
         PRIMARY KEY (owner, namespace, key)
-    )""",
-        """CREATE INDEX IF NOT EXISTS weft_memory_expiry ON weft_memory (owner, expires_at)
-        WHERE expires_at IS NOT NULL""",
-        """CREATE VIRTUAL TABLE IF NOT EXISTS weft_memory_fts USING fts5(
+    );
+    CREATE INDEX IF NOT EXISTS weft_memory_expiry ON weft_memory (owner, expires_at)
+        WHERE expires_at IS NOT NULL;
+    CREATE VIRTUAL TABLE IF NOT EXISTS weft_memory_fts USING fts5(
         text, content='weft_memory', content_rowid='rowid', tokenize='porter unicode61'
-    )""",
-        """CREATE TRIGGER IF NOT EXISTS weft_memory_ai AFTER INSERT ON weft_memory BEGIN
+    );
+    CREATE TRIGGER IF NOT EXISTS weft_memory_ai AFTER INSERT ON weft_memory BEGIN
         INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
-    END""",
-        """CREATE TRIGGER IF NOT EXISTS weft_memory_ad AFTER DELETE ON weft_memory BEGIN
+    END;
+    CREATE TRIGGER IF NOT EXISTS weft_memory_ad AFTER DELETE ON weft_memory BEGIN
         INSERT INTO weft_memory_fts (weft_memory_fts, rowid, text)
             VALUES ('delete', old.rowid, old.text);
-    END""",
-        """CREATE TRIGGER IF NOT EXISTS weft_memory_au AFTER UPDATE OF text ON weft_memory BEGIN
+    END;
+    CREATE TRIGGER IF NOT EXISTS weft_memory_au AFTER UPDATE OF text ON weft_memory BEGIN
         INSERT INTO weft_memory_fts (weft_memory_fts, rowid, text)
             VALUES ('delete', old.rowid, old.text);
         INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
-    END""",
-    ),
+    END;
+    """,
 )
-"""SQLite migrations, one statement at a time; migration ``n`` is ``SQLITE[n - 1]``."""
+"""SQLite migrations; migration ``n`` is ``SQLITE[n - 1]``."""
 
 POSTGRES: Final[tuple[str, ...]] = (
     # 1: rows with full-text token recall
