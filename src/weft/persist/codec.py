@@ -43,10 +43,6 @@ FORMAT_VERSION: Final = 1
 _OPS: Final = frozenset({"write", "delete", "clear", "note"})
 
 
-def _dumps_stdlib(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 try:  # orjson writes the same JSON in C: 10x faster on a record, more on a large snapshot
     import orjson as _orjson
 

@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from weft.errors import PersistError
 from weft.persist._gc import paused
-from weft.persist.base import Backend, LoggedEvent, check_id
+from weft.persist.base import Backend, Closeable, LoggedEvent, check_id
 from weft.persist.journal import Notes, RunJournal
 from weft.persist.snapshot import Snapshot, build_store, capture
 from weft.persist.travel import load_store, new_id
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class DurableRun:
+class DurableRun(Closeable):
     """One run appending to one thread of a backend (see the module docstring).
 
     ``run_id`` names this execution (keep it to resume one; a new id by default);
@@ -148,17 +147,6 @@ class DurableRun:
         with self._lock:
             self.flush()
             self._detach()
-
-    def __enter__(self) -> DurableRun:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<DurableRun thread={self.thread_id!r} run={self.run_id!r} step={self.step}>"

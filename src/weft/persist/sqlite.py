@@ -39,6 +39,7 @@ from weft.persist.sql import INSERT_EVENT, Mode, SQLBackend
 from weft.store import TypeRegistry, registry
 
 DEFAULT_PATH: Final = Path(".weft") / "weft.db"
+Synchronous = Literal["NORMAL", "FULL"]
 
 TABLES: Final = {name: f"weft_{name}" for name in ("threads", "events", "snapshots", "memory")}
 _INSERT: Final = INSERT_EVENT.format_map(TABLES)
@@ -53,7 +54,7 @@ class SQLiteFile:
     what the event-log and the long-term memory backends of a file have in common."""
 
     path: Path
-    synchronous: str
+    synchronous: Synchronous
     _conn: sqlite3.Connection
     _lock: threading.RLock
 
@@ -61,7 +62,7 @@ class SQLiteFile:
         self,
         path: str | Path | None,
         *,
-        synchronous: str,
+        synchronous: Synchronous,
         timeout: float,
         what: str,
         scripts: Sequence[str],
@@ -192,7 +193,7 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         self,
         path: str | Path | None = None,
         *,
-        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        synchronous: Synchronous = "NORMAL",
         timeout: float = 30.0,
         types: TypeRegistry = registry,
     ) -> None:

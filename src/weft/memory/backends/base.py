@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import array
 import sys
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from weft.errors import PersistError
 from weft.memory.backends.text import bm25, query_words
+from weft.persist.base import Closeable
 from weft.persist.codec import decode_value, encode_value
 from weft.store import TypeRegistry, freeze, registry
 
@@ -90,12 +90,9 @@ def check_name(value: object, what: str) -> str:
     return value
 
 
-class MemoryBackend(ABC):
-    """Where long-term memory rows are kept (see the module docstring).
-
-    Synchronous, like the event-log backends; use one as a context manager, or call
-    ``close()``.
-    """
+class MemoryBackend(Closeable):
+    """Where long-term memory rows are kept (see the module docstring); synchronous, like
+    the event-log backends."""
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
@@ -212,21 +209,6 @@ class MemoryBackend(ABC):
     def purge_expired(self, *, now: float, owner: str | None = None) -> int:
         """Delete expired rows (of one owner, or all); returns how many."""
         return self._purge(owner, now)
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release connections; the backend is unusable afterwards."""
-
-    def __enter__(self) -> MemoryBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -------------------------------------------------------------- primitives
 
