@@ -42,25 +42,21 @@ class PostgresPool:
     docstring): what the event-log and the long-term memory backends of a schema have in
     common."""
 
-    conninfo: str
-    schema: str
-    _where: str
+    _WHAT: str
+    _SCRIPTS: Sequence[str]
+    _VERSIONS: str
     _pool: ConnectionPool[psycopg.Connection[Any]]
 
-    def _open(
+    def __init__(
         self,
-        conninfo: str,
+        conninfo: str = DEFAULT_CONNINFO,
         *,
-        schema: str,
-        min_size: int,
-        max_size: int,
-        timeout: float,
-        what: str,
-        scripts: Sequence[str],
-        versions: str,
+        schema: str = "weft",
+        min_size: int = 1,
+        max_size: int = 4,
+        timeout: float = 10.0,
+        types: TypeRegistry = registry,
     ) -> None:
-        """Open the pool and apply the migrations ``scripts``, counted in the table
-        ``versions`` of the schema."""
         if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema):
             raise PersistError(
                 f"schema={schema!r}: expected a lower-case SQL name such as 'weft' (letters, "
@@ -74,10 +70,11 @@ class PostgresPool:
                 f"{type(self).__name__} needs psycopg 3 and psycopg_pool: "
                 "pip install 'weft[postgres]'"
             ) from exc
+        self.types = types
         self.conninfo = conninfo
         self.schema = schema
         self._where = _describe(conninfo, schema)
-        self._tables = {name: f'"{schema}".{name}' for name in (*_TABLES, versions)}
+        self._tables = {name: f'"{schema}".{name}' for name in (*_TABLES, self._VERSIONS)}
         self._errors: tuple[type[Exception], ...] = (psycopg.Error,)
         self._pool = ConnectionPool(
             conninfo, min_size=min_size, max_size=max_size, timeout=timeout, open=False
@@ -88,20 +85,23 @@ class PostgresPool:
             except PoolTimeout as exc:
                 raise StorageError(
                     f"PostgreSQL {self._where}: no connection within {timeout:g}s for the "
-                    f"{what}. Is the server running and the database created? Start it (e.g. "
-                    "`pg_ctlcluster 15 main start`; CI's .ci/run does this), create the "
+                    f"{self._WHAT}. Is the server running and the database created? Start it "
+                    "(e.g. `pg_ctlcluster 15 main start`; CI's .ci/run does this), create the "
                     "database (`createdb -h 127.0.0.1 -U postgres weft_test`), and check the "
                     "conninfo"
                 ) from exc
-            self._migrate(what, scripts, self._tables[versions])
+            self._migrate()
         except BaseException:
             self._pool.close()
             raise
         self._finalizer = weakref.finalize(self, self._pool.close)
 
-    def _migrate(self, what: str, scripts: Sequence[str], versions: str) -> None:
-        with self._db(f"creating or upgrading the {what} tables") as conn:
-            # one lock for the event log and memory: neither races to create the schema
+    def _migrate(self) -> None:
+        """Apply the migrations ``_SCRIPTS`` not applied yet, counted in the table
+        ``_VERSIONS``, under the schema's lock (the event log and memory share it, so
+        neither races the other to create the schema)."""
+        scripts, versions = self._SCRIPTS, self._tables[self._VERSIONS]
+        with self._db(f"creating or upgrading the {self._WHAT} tables") as conn:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"weft:{self.schema}",))
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             conn.execute(
@@ -110,7 +110,7 @@ class PostgresPool:
             )
             row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {versions}").fetchone()
             version = 0 if row is None else int(row[0])
-            migrations.check_version(f"PostgreSQL {self._where}", what, version, len(scripts))
+            migrations.check_version(f"PostgreSQL {self._where}", self._WHAT, version, len(scripts))
             for number in range(version + 1, len(scripts) + 1):
                 conn.execute(scripts[number - 1].format(schema=f'"{self.schema}"').encode())
                 conn.execute(f"INSERT INTO {versions} (version) VALUES (%s)", (number,))
@@ -143,6 +143,10 @@ class PostgresPool:
 class PostgresBackend(PostgresPool, SQLBackend):
     """Threads in a PostgreSQL schema (see the module docstring)."""
 
+    _WHAT = "event log"
+    _SCRIPTS = migrations.POSTGRES
+    _VERSIONS = "schema_migrations"
+
     _THREADS = (
         "SELECT thread_id, last_step, first_step, created_at, updated_at, parent_thread, "
         "parent_step FROM {threads} AS t"
@@ -152,28 +156,6 @@ class PostgresBackend(PostgresPool, SQLBackend):
         "parent_thread, parent_step) VALUES (%(t)s, %(last)s, %(first)s, %(now)s, %(now)s, "
         "%(pt)s, %(ps)s) ON CONFLICT (thread_id) DO NOTHING"
     )
-
-    def __init__(
-        self,
-        conninfo: str = DEFAULT_CONNINFO,
-        *,
-        schema: str = "weft",
-        min_size: int = 1,
-        max_size: int = 4,
-        timeout: float = 10.0,
-        types: TypeRegistry = registry,
-    ) -> None:
-        super().__init__(types=types)
-        self._open(
-            conninfo,
-            schema=schema,
-            min_size=min_size,
-            max_size=max_size,
-            timeout=timeout,
-            what="event log",
-            scripts=migrations.POSTGRES,
-            versions="schema_migrations",
-        )
 
     def _append_rows(
         self,

@@ -53,25 +53,23 @@ class SQLiteFile:
     """One connection to an SQLite file, shared under a lock (see the module docstring):
     what the event-log and the long-term memory backends of a file have in common."""
 
+    _WHAT: str
+    _SCRIPTS: Sequence[str]
+    _VERSIONS: str | None = None
     path: Path
-    synchronous: Synchronous
     _conn: sqlite3.Connection
-    _lock: threading.RLock
 
-    def _open(
+    def __init__(
         self,
-        path: str | Path | None,
+        path: str | Path | None = None,
         *,
-        synchronous: Synchronous,
-        timeout: float,
-        what: str,
-        scripts: Sequence[str],
-        versions: str | None,
+        synchronous: Synchronous = "NORMAL",
+        timeout: float = 30.0,
+        types: TypeRegistry = registry,
     ) -> None:
-        """Open the file (``./.weft/weft.db`` by default) and apply the migrations
-        ``scripts``, counted in ``PRAGMA user_version`` or in the table ``versions``."""
         if synchronous not in ("NORMAL", "FULL"):
             raise PersistError(f"synchronous={synchronous!r}: expected 'NORMAL' or 'FULL'")
+        self.types = types
         self.path = DEFAULT_PATH if path is None else Path(path)
         self.synchronous = synchronous
         self._lock = threading.RLock()
@@ -83,20 +81,23 @@ class SQLiteFile:
                 str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise self._error(f"opening the {what}", exc) from exc
+            raise self._error(f"opening the {self._WHAT}", exc) from exc
         try:
-            with self._guard(f"opening the {what}") as conn:
+            with self._guard(f"opening the {self._WHAT}") as conn:
                 if not in_memory:
                     conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={synchronous}")
-            self._migrate(what, scripts, versions)
+            self._migrate()
         except BaseException:
             self._conn.close()
             raise
         self._finalizer = weakref.finalize(self, self._conn.close)
 
-    def _migrate(self, what: str, scripts: Sequence[str], versions: str | None) -> None:
-        with self._db(f"creating or upgrading the {what} tables", "write") as conn:
+    def _migrate(self) -> None:
+        """Apply the migrations ``_SCRIPTS`` not applied yet, counted in the table
+        ``_VERSIONS`` (or in ``PRAGMA user_version``)."""
+        scripts, versions = self._SCRIPTS, self._VERSIONS
+        with self._db(f"creating or upgrading the {self._WHAT} tables", "write") as conn:
             if versions is None:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
             else:
@@ -106,7 +107,8 @@ class SQLiteFile:
                 )
                 version = conn.execute(f"SELECT coalesce(max(version), 0) FROM {versions}")
                 version = version.fetchone()[0]
-            migrations.check_version(f"SQLite database {self.path}", what, version, len(scripts))
+            where = f"SQLite database {self.path}"
+            migrations.check_version(where, self._WHAT, version, len(scripts))
             for number in range(version + 1, len(scripts) + 1):
                 for statement in _statements(scripts[number - 1]):
                     conn.execute(statement)
@@ -177,6 +179,9 @@ class SQLiteFile:
 class SQLiteBackend(SQLiteFile, SQLBackend):
     """Threads in one SQLite file (see the module docstring)."""
 
+    _WHAT = "event log"
+    _SCRIPTS = migrations.SQLITE
+
     _THREADS = (
         "SELECT t.thread_id, coalesce(max(t.first_step, (SELECT max(step) FROM weft_events "
         "AS e WHERE e.thread_id = t.thread_id)), t.first_step), t.first_step, t.created_at, "
@@ -188,24 +193,6 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         "INSERT INTO weft_threads (thread_id, first_step, created_at, parent_thread, "
         "parent_step) VALUES (:t, :first, :now, :pt, :ps) ON CONFLICT (thread_id) DO NOTHING"
     )
-
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        synchronous: Synchronous = "NORMAL",
-        timeout: float = 30.0,
-        types: TypeRegistry = registry,
-    ) -> None:
-        super().__init__(types=types)
-        self._open(
-            path,
-            synchronous=synchronous,
-            timeout=timeout,
-            what="event log",
-            scripts=migrations.SQLITE,
-            versions=None,
-        )
 
     def _append_rows(
         self,

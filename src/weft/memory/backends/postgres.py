@@ -23,8 +23,7 @@ from typing import Any, Final
 from weft.memory.backends import migrations
 from weft.memory.backends.base import MemoryRow, Namespaces
 from weft.memory.backends.sql import COLUMNS, SQLMemoryBackend, in_namespaces, memory_row
-from weft.persist.postgres import DEFAULT_CONNINFO, PostgresPool
-from weft.store import TypeRegistry, registry
+from weft.persist.postgres import PostgresPool
 
 _OPERATORS: Final = frozenset({"or", "and", "not"})
 
@@ -32,27 +31,9 @@ _OPERATORS: Final = frozenset({"or", "and", "not"})
 class PostgresMemoryBackend(PostgresPool, SQLMemoryBackend):
     """Long-term memory rows in a PostgreSQL schema (see the module docstring)."""
 
-    def __init__(
-        self,
-        conninfo: str = DEFAULT_CONNINFO,
-        *,
-        schema: str = "weft",
-        min_size: int = 1,
-        max_size: int = 4,
-        timeout: float = 10.0,
-        types: TypeRegistry = registry,
-    ) -> None:
-        super().__init__(types=types)
-        self._open(
-            conninfo,
-            schema=schema,
-            min_size=min_size,
-            max_size=max_size,
-            timeout=timeout,
-            what="long-term memory",
-            scripts=migrations.POSTGRES,
-            versions="memory_migrations",
-        )
+    _WHAT = "long-term memory"
+    _SCRIPTS = migrations.POSTGRES
+    _VERSIONS = "memory_migrations"
 
     def _search_rows(
         self, owner: str, words: Sequence[str], namespaces: Namespaces, limit: int

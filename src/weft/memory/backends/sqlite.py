@@ -24,36 +24,20 @@ is its negation, so higher is better on every backend. Every database failure is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from weft.memory.backends import migrations
 from weft.memory.backends.base import MemoryRow, Namespaces
 from weft.memory.backends.sql import COLUMNS, SQLMemoryBackend, in_namespaces, memory_row
-from weft.persist.sqlite import SQLiteFile, Synchronous
-from weft.store import TypeRegistry, registry
+from weft.persist.sqlite import SQLiteFile
 
 
 class SQLiteMemoryBackend(SQLiteFile, SQLMemoryBackend):
     """Long-term memory rows in an SQLite file (see the module docstring)."""
 
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        synchronous: Synchronous = "NORMAL",
-        timeout: float = 30.0,
-        types: TypeRegistry = registry,
-    ) -> None:
-        super().__init__(types=types)
-        self._open(
-            path,
-            synchronous=synchronous,
-            timeout=timeout,
-            what="long-term memory",
-            scripts=migrations.SQLITE,
-            versions="weft_memory_migrations",
-        )
+    _WHAT = "long-term memory"
+    _SCRIPTS = migrations.SQLITE
+    _VERSIONS = "weft_memory_migrations"
 
     def _search_rows(
         self, owner: str, words: Sequence[str], namespaces: Namespaces, limit: int
