@@ -120,16 +120,7 @@ class MemoryBackend(Closeable):
         # the store's rules for a value: a frozen copy, tuples as lists, no NaN, known types
         record = encode_value(freeze(value, where=where, types=self.types), self.types)
         created = self._put_row(owner, namespace, key, record, text, expires_at, now)
-        return MemoryRecord(
-            owner=owner,
-            namespace=namespace,
-            key=key,
-            value=decode_value(record, where=where, types=self.types),
-            text=text,
-            created_at=created,
-            updated_at=now,
-            expires_at=expires_at,
-        )
+        return self._record(owner, (namespace, key, record, text, created, now, expires_at))
 
     def get(self, owner: str, namespace: str, key: str, *, now: float) -> MemoryRecord | None:
         """The row, or None when absent or expired (an expired row is deleted here)."""
