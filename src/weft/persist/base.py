@@ -158,8 +158,6 @@ class Backend(Closeable):
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
 
-    # ------------------------------------------------------------------ public
-
     def append(
         self,
         thread_id: str,
@@ -320,8 +318,6 @@ class Backend(Closeable):
     def location(self) -> str:
         """Where the data lives (a file, a server and schema), for messages."""
 
-    # -------------------------------------------------------------- primitives
-
     @abstractmethod
     def _append_rows(
         self,
@@ -368,8 +364,6 @@ class Backend(Closeable):
     def _prune_rows(self, thread_id: str, cut: int, snapshot: SnapshotRow | None) -> int:
         """In one transaction: store the snapshot at ``cut`` (if given), delete events up to
         the cut and older snapshots, and set ``first_step`` to the cut."""
-
-    # ----------------------------------------------------------------- helpers
 
     @staticmethod
     def _check_step(info: ThreadInfo, step: int) -> None:

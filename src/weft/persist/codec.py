@@ -129,11 +129,6 @@ def _encode(raw: dict[str, Any], tagged: Callable[[], dict[str, Any]]) -> str:
     return _dumps(tagged())
 
 
-def _loads(text: str | bytes) -> Any:
-    # the stdlib parser on purpose: orjson reads an int past 64 bits as a lossy float
-    return json.loads(text)
-
-
 def encode_event(event: Event, types: TypeRegistry = registry) -> str:
     """The record of one event (its ``seq`` is stored beside it as the step)."""
     raw: dict[str, Any] = {
@@ -272,7 +267,7 @@ def decode_value(text: str | bytes, *, where: str, types: TypeRegistry = registr
 
 def _record(text: str | bytes, where: str) -> Mapping[str, Any]:
     try:
-        record = _loads(text)
+        record = json.loads(text)  # not orjson: it reads an int past 64 bits as a float
     except (ValueError, TypeError) as exc:
         raise _corrupt(where, f"it is not JSON ({exc})") from exc
     if not isinstance(record, dict):

@@ -41,6 +41,7 @@ real log (see ``weft.persist.snapshot``).
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -48,7 +49,6 @@ from weft.errors import PersistError
 from weft.persist._gc import paused
 from weft.persist.base import Backend, Closeable, LoggedEvent, check_id
 from weft.persist.snapshot import Snapshot, build_store, capture
-from weft.persist.travel import load_store, new_id
 from weft.store import Event, Store
 from weft.store import reducers as _reducers
 from weft.store.records import aonce, call_path, once
@@ -139,8 +139,6 @@ class DurableRun(Closeable):
             notes=notes,
         )
 
-    # ---------------------------------------------------------------- state
-
     @property
     def store(self) -> Store:
         """The live store; ``reload()`` replaces it, so read it from here each time."""
@@ -210,8 +208,6 @@ class DurableRun(Closeable):
     def __repr__(self) -> str:
         return f"<DurableRun thread={self.thread_id!r} run={self.run_id!r} step={self.step}>"
 
-    # ------------------------------------------------------------- running
-
     def run_graph(
         self, graph: WorkGraph, *args: Any, run_id: str | None = None, **kwargs: Any
     ) -> Any:
@@ -247,8 +243,6 @@ class DurableRun(Closeable):
             raise PersistError(f"idempotency key {key!r}: expected a non-empty string")
         return call_path(key)
 
-    # --------------------------------------------------------- time travel
-
     def state_at(self, step: int) -> Store:
         """A new store holding the thread as it was at ``step`` (this run is unchanged)."""
         self.flush()
@@ -280,8 +274,6 @@ class DurableRun(Closeable):
         self.flush()
         return self.backend.history(self.thread_id, after=after, upto=upto)
 
-    # ------------------------------------------------------------ internals
-
     def _load(self) -> None:
         checkpoint = self.backend.load(self.thread_id)
         with paused():
@@ -303,6 +295,25 @@ class DurableRun(Closeable):
 
     def _detach(self) -> None:
         self._store.set_journal(None)
+
+
+def load_store(
+    backend: Backend,
+    thread_id: str,
+    *,
+    step: int | None = None,
+    reducers: Mapping[str, _reducers.Reducer] | None = None,
+    name: str | None = None,
+) -> Store:
+    """Time travel: a new (not durable) store holding ``thread_id`` as of ``step`` (default:
+    its end); history is never rewritten."""
+    checkpoint = backend.load(thread_id, step=step)
+    return checkpoint.to_store(reducers=reducers, types=backend.types, name=name)
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id: ``prefix-`` and 12 hex digits."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 def fork_thread(

@@ -97,8 +97,6 @@ class MemoryBackend(Closeable):
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
 
-    # ------------------------------------------------------------------ public
-
     def put(
         self,
         owner: str,
@@ -201,8 +199,6 @@ class MemoryBackend(Closeable):
         """Delete expired rows (of one owner, or all); returns how many."""
         return self._purge(owner, now)
 
-    # -------------------------------------------------------------- primitives
-
     @abstractmethod
     def _put_row(
         self,
@@ -254,8 +250,6 @@ class MemoryBackend(Closeable):
         ]
         scored.sort(key=lambda hit: (-hit[1], hit[0][0], hit[0][1]))
         return scored[:limit]
-
-    # ----------------------------------------------------------------- helpers
 
     def _record(self, owner: str, row: MemoryRow) -> MemoryRecord:
         namespace, key, record, text, created, updated, expires = row
