@@ -7,7 +7,6 @@ values, and the model pulls the values it needs through ``memory_read``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -127,15 +126,11 @@ def upstream_memory_hint(keys: Iterable[str], memory: AgentMemory | None = None)
     for key in dict.fromkeys(keys):
         parse_key(key)
         entry = memory.get(key) if memory is not None else None
-        title = _one_line(entry.title) if entry is not None and entry.title else ""
+        title = " ".join(entry.title.split()) if entry is not None and entry.title else ""
         lines.append(f"- {key} — {title}" if title else f"- {key}")
     if not lines:
         return ""
     return "# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(lines)
-
-
-def _one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def list_tool_description(max_entries: int) -> str:

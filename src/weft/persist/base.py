@@ -298,9 +298,7 @@ class Backend(Closeable):
         checkpoint = self.load(thread_id, step=cut)
         snapshot_row = None
         if checkpoint.snapshot is None or checkpoint.snapshot.step != cut:
-            store = checkpoint.to_store(reducers=reducers, types=self.types)
-            taken = capture(store)
-            snapshot = Snapshot(step=cut, entries=taken.entries, reducers=taken.reducers)
+            snapshot = capture(checkpoint.to_store(reducers=reducers, types=self.types), step=cut)
             snapshot_row = (cut, encode_snapshot(snapshot, self.types))
         return self._prune_rows(thread_id, cut, snapshot_row)
 

@@ -204,11 +204,7 @@ def encode_snapshot(snapshot: Snapshot, types: TypeRegistry = registry) -> str:
             "reducers": dict(snapshot.reducers),
         }
 
-    return _encode(record(_same), lambda: record(lambda v: to_jsonable(v, types)))
-
-
-def _same(value: Any) -> Any:
-    return value
+    return _encode(record(lambda v: v), lambda: record(lambda v: to_jsonable(v, types)))
 
 
 def decode_snapshot(

@@ -46,9 +46,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from weft.errors import PersistError
-from weft.persist._gc import paused
 from weft.persist.base import Backend, Closeable, LoggedEvent, check_id
-from weft.persist.snapshot import Snapshot, build_store, capture
+from weft.persist.snapshot import capture
 from weft.store import Event, Store
 from weft.store import reducers as _reducers
 from weft.store.records import aonce, call_path, once
@@ -276,14 +275,9 @@ class DurableRun(Closeable):
 
     def _load(self) -> None:
         checkpoint = self.backend.load(self.thread_id)
-        with paused():
-            store = build_store(
-                checkpoint.snapshot,
-                checkpoint.events,
-                reducers=self._reducers,
-                types=self.backend.types,
-                name=self._name,
-            )
+        store = checkpoint.to_store(
+            reducers=self._reducers, types=self.backend.types, name=self._name
+        )
         self._step = checkpoint.step
         self._since_snapshot = checkpoint.step - (
             checkpoint.snapshot.step if checkpoint.snapshot else 0
@@ -334,8 +328,7 @@ def fork_thread(
     are then written over it in one transaction, replacing what was there. The source
     thread's history is never changed."""
     store = load_store(backend, source_thread, step=step, reducers=reducers)
-    taken = capture(store)
-    snapshot = Snapshot(step=step, entries=taken.entries, reducers=taken.reducers)
+    snapshot = capture(store, step=step)
     fresh = thread_id if thread_id is not None else new_id(f"{source_thread}~fork")
     backend.create_thread(fresh, snapshot, parent=(source_thread, step))
     run = DurableRun(backend, fresh, run_id=run_id, reducers=reducers)
