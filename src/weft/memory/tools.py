@@ -28,13 +28,12 @@ from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys
 from weft.memory.prompts import (
     DEFAULT_MAX_VALUE_BYTES,
     FIX_HINTS,
+    LIST_DESCRIPTION,
     LIST_PARAMETERS,
     MAX_LIST_ENTRIES,
-    MAX_READ_KEYS,
+    READ_DESCRIPTION,
     READ_PARAMETERS,
     WRITE_PARAMETERS,
-    list_tool_description,
-    read_tool_description,
     write_tool_description,
 )
 from weft.store import Entry, value_bytes
@@ -162,13 +161,13 @@ def memory_tools(
     return MemoryTools(
         MemoryTool(
             name="memory_list",
-            description=list_tool_description(MAX_LIST_ENTRIES),
+            description=LIST_DESCRIPTION,
             parameters=LIST_PARAMETERS,
             handler=lambda args, _source: _list(memory, args),
         ),
         MemoryTool(
             name="memory_read",
-            description=read_tool_description(MAX_READ_KEYS),
+            description=READ_DESCRIPTION,
             parameters=READ_PARAMETERS,
             handler=lambda args, _source: _read(memory, args),
         ),

@@ -228,18 +228,9 @@ def decode_snapshot(
             updated_at = created_at if updated is None else float(updated)
         except (TypeError, ValueError) as exc:
             raise _corrupt(where, f"entry {kind}:{path} has wrong times") from exc
-        entries.append(
-            Entry(
-                kind,
-                path,
-                _values(value, f"{where}, entry {kind}:{path}", types),
-                source,
-                created_at,
-                updated_at,
-                seq,
-                _values(meta, f"{where}, entry {kind}:{path}", types),
-            )
-        )
+        at = f"{where}, entry {kind}:{path}"
+        value, meta = _values(value, at, types), _values(meta, at, types)
+        entries.append(Entry(kind, path, value, source, created_at, updated_at, seq, meta))
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in reducers.items()):
         raise _corrupt(where, "its reducers are not names")
     return Snapshot(step=step, entries=tuple(entries), reducers=reducers)
