@@ -365,13 +365,9 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any
 
 
 def _json_type(data: Any) -> str:
-    if isinstance(data, list):
-        return "array"
-    if isinstance(data, str):
-        return "string"
-    if isinstance(data, bool):
-        return "boolean"
-    return "null" if data is None else "number"
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(data), "number"
+    )
 
 
 def _validator_for(schema: Mapping[str, Any]) -> Any:

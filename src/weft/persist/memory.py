@@ -30,6 +30,3 @@ class InMemoryBackend(SQLiteBackend):
 
     def close(self) -> None:
         """Nothing to release: the threads live as long as this object."""
-
-    def __repr__(self) -> str:
-        return "<InMemoryBackend>"

@@ -151,7 +151,7 @@ class DurableRun(Closeable):
     def reload(self) -> None:
         """Read the thread again into a new ``store`` (after a conflict, say)."""
         with self._lock:
-            self._detach()
+            self._store.set_journal(None)
             self._load()
 
     def flush(self) -> None:
@@ -202,7 +202,7 @@ class DurableRun(Closeable):
         """Flush and stop journaling the store (the backend stays open)."""
         with self._lock:
             self.flush()
-            self._detach()
+            self._store.set_journal(None)
 
     def __repr__(self) -> str:
         return f"<DurableRun thread={self.thread_id!r} run={self.run_id!r} step={self.step}>"
@@ -286,9 +286,6 @@ class DurableRun(Closeable):
         self._pending = []
         store.set_journal(self)
         self._store = store
-
-    def _detach(self) -> None:
-        self._store.set_journal(None)
 
 
 def load_store(
