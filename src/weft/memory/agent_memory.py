@@ -331,18 +331,12 @@ class AgentMemory:
         wanted_sources = None if sources is None else frozenset(sources)
         found: builtins.list[Entry] = []
         if keys is not None:
-            seen: builtins.set[str] = set()
-            for key in keys:
+            for key in dict.fromkeys(keys):
                 store_kind, path = parse_key(key)
                 entry = self._store.get(store_kind, path)
-                if entry is None or key in seen:
-                    continue
-                seen.add(key)
-                if store_kinds is not None and store_kind not in store_kinds:
-                    continue
-                if key_prefix and not key.startswith(key_prefix):
-                    continue
-                found.append(entry)
+                wanted = store_kinds is None or store_kind in store_kinds
+                if entry is not None and wanted and key.startswith(key_prefix or ""):
+                    found.append(entry)
         else:
             covered = NAMESPACES if store_kinds is None else store_kinds
             for _, prefix in _scan_prefixes(covered, key_prefix or ""):
