@@ -16,8 +16,8 @@ Reads. ``load(thread_id, step=...)`` returns the newest snapshot at or before th
 and the events after it, so loading costs O(events since that snapshot).
 
 Each backend implements a few row-level primitives (``_append_rows``, ``_load_rows``
-...); encoding, checks and the flows built from them (loading, pruning) live here
-once, so the three backends behave alike and are tested by one suite.
+...; the SQL ones share theirs in ``weft.persist.sql``); encoding, checks and the flows
+built from them (loading, pruning) live here once, so the backends behave alike.
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@
 The memory tables live in the same database as the event log (the same SQLite file,
 the same PostgreSQL schema) but are created and versioned by the memory backends,
 never by ``weft.persist``: SQLite keeps the applied numbers in ``weft_memory_migrations``,
-PostgreSQL in ``<schema>.memory_migrations``. A database whose number is higher than the
-newest migration here was made by a newer weft: opening it is a ``FutureFormatError``,
-and nothing is changed.
+PostgreSQL in ``<schema>.memory_migrations``; a newer weft's database is refused unchanged.
 
 Migration 1 creates its tables only if they are missing: databases made before memory
 had backends of its own got the very same tables from the event log's first migration,
