@@ -178,11 +178,10 @@ class DurableRun(Closeable):
                     return
             if not batch:
                 return
-            snapshot = None
             since = self._since_snapshot + len(batch)
             every = self.snapshot_every
-            if every and since >= every and since >= self._snapshot_weight // 2:
-                snapshot = capture(store, step=batch[-1].seq)
+            due = every and since >= every and since >= self._snapshot_weight // 2
+            snapshot = capture(store, step=batch[-1].seq) if due else None
             self._step = self.backend.append(
                 self.thread_id,
                 self.run_id,
@@ -192,10 +191,8 @@ class DurableRun(Closeable):
                 keep_snapshots=self.keep_snapshots,
             )
             self._pending = []
-            if snapshot is None:
-                self._since_snapshot = since
-            else:
-                self._since_snapshot = 0
+            self._since_snapshot = since if snapshot is None else 0
+            if snapshot is not None:
                 self._snapshot_weight = snapshot.weight
 
     def close(self) -> None:
