@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, Final, Literal
 
 from weft.errors import MemoryKeyError
@@ -44,10 +45,6 @@ MEMORY_KINDS: Final[tuple[MemoryKind, ...]] = ("task_result", "step_result", "in
 NAMESPACES: Final[tuple[str, ...]] = ("task", "step", "input", "shared")
 
 
-def _namespaces_text() -> str:
-    return ", ".join(f"{ns}:<id>" for ns in NAMESPACES)
-
-
 def parse_key(key: str) -> tuple[str, str]:
     """Split a memory key into ``(store kind, path)``, or raise ``MemoryKeyError``."""
     if not isinstance(key, str):
@@ -64,7 +61,8 @@ def parse_key(key: str) -> tuple[str, str]:
         else:
             problem = "has no memory namespace"
         raise MemoryKeyError(
-            f"memory key {key!r} {problem}; memory keys look like {_namespaces_text()}. "
+            f"memory key {key!r} {problem}; memory keys look like "
+            f"{', '.join(f'{ns}:<id>' for ns in NAMESPACES)}. "
             "Build them with weft.memory.memory_keys (memory_keys.step('research'))"
         )
     return namespace, path
@@ -227,8 +225,6 @@ class AgentMemory:
     def __repr__(self) -> str:
         return f"<AgentMemory over {self._store!r}>"
 
-    # ------------------------------------------------------------------- writes
-
     def set(
         self,
         key: str,
@@ -284,8 +280,6 @@ class AgentMemory:
             removed += self._store.clear(kind=store_kind, key_prefix="" if exact else prefix)
         return removed
 
-    # -------------------------------------------------------------------- reads
-
     def get(self, key: str) -> MemoryEntry | None:
         """The entry at ``key``, or None."""
         entry = self._store.get(*parse_key(key))
@@ -314,7 +308,7 @@ class AgentMemory:
         prefix of the key (``"step:"``, ``"task:re"``); ``sources`` the writers.
         """
         found = self._select(kind=kind, keys=keys, key_prefix=key_prefix, sources=sources)
-        found.sort(key=_seq)
+        found.sort(key=attrgetter("seq"))
         return [MemoryEntry.from_store(entry) for entry in found]
 
     def snapshot(self) -> builtins.list[MemoryEntry]:
@@ -337,18 +331,12 @@ class AgentMemory:
         wanted_sources = None if sources is None else frozenset(sources)
         found: builtins.list[Entry] = []
         if keys is not None:
-            seen: builtins.set[str] = set()
-            for key in keys:
+            for key in dict.fromkeys(keys):
                 store_kind, path = parse_key(key)
                 entry = self._store.get(store_kind, path)
-                if entry is None or key in seen:
-                    continue
-                seen.add(key)
-                if store_kinds is not None and store_kind not in store_kinds:
-                    continue
-                if key_prefix and not key.startswith(key_prefix):
-                    continue
-                found.append(entry)
+                wanted = store_kinds is None or store_kind in store_kinds
+                if entry is not None and wanted and key.startswith(key_prefix or ""):
+                    found.append(entry)
         else:
             covered = NAMESPACES if store_kinds is None else store_kinds
             for _, prefix in _scan_prefixes(covered, key_prefix or ""):
@@ -356,8 +344,6 @@ class AgentMemory:
         if wanted_sources is not None:
             found = [e for e in found if e.source in wanted_sources]
         return found
-
-    # ------------------------------------------------------------ subscriptions
 
     def subscribe(self, fn: MemorySubscriber) -> Callable[[], None]:
         """Call ``fn(MemoryEvent)`` for every later set, delete and clear of memory
@@ -384,10 +370,6 @@ class AgentMemory:
 
         forward.__qualname__ = f"AgentMemory.subscribe({name})"
         return store.subscribe(forward)
-
-
-def _seq(entry: Entry) -> int:
-    return entry.seq
 
 
 def _translate(store: Store, event: Event) -> MemoryEvent | None:

@@ -101,8 +101,6 @@ class LongTermMemory:
     def __repr__(self) -> str:
         return f"<LongTermMemory owner={self.owner!r}>"
 
-    # ------------------------------------------------------------------ CRUD
-
     def put(
         self,
         namespace: str,
@@ -150,8 +148,6 @@ class LongTermMemory:
             self.owner, namespace=namespace, prefix=prefix, limit=limit, now=self._clock()
         )
 
-    # ---------------------------------------------------------------- recall
-
     def recall(
         self, query: str, *, namespaces: Sequence[str] | None = None, k: int = 5
     ) -> RecallResult:
@@ -165,8 +161,6 @@ class LongTermMemory:
             embedder=self.embedder,
             now=self._clock(),
         )
-
-    # -------------------------------------------------------- working memory
 
     def remember(self, entry: WorkingMemoryEntry, *, ttl: float | None = None) -> MemoryRecord:
         """Store a working-memory entry in its namespace, keyed by its content (storing the

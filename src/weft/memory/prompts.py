@@ -7,7 +7,6 @@ values, and the model pulls the values it needs through ``memory_read``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -127,37 +126,30 @@ def upstream_memory_hint(keys: Iterable[str], memory: AgentMemory | None = None)
     for key in dict.fromkeys(keys):
         parse_key(key)
         entry = memory.get(key) if memory is not None else None
-        title = _one_line(entry.title) if entry is not None and entry.title else ""
+        title = " ".join(entry.title.split()) if entry is not None and entry.title else ""
         lines.append(f"- {key} — {title}" if title else f"- {key}")
     if not lines:
         return ""
     return "# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(lines)
 
 
-def _one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+LIST_DESCRIPTION: Final = (
+    "See what is in shared agent memory without loading any values: earlier step and "
+    "task results, the caller's inputs, and facts other agents published. Returns, "
+    "newest first, each entry's key, kind, title, description, source, value_bytes "
+    f"(size of its JSON) and times; at most {MAX_LIST_ENTRIES} entries, with truncated=true "
+    "when more matched (then narrow it with kind, key_prefix or sources). Call it "
+    "before memory_read when you do not know the keys."
+)
+"""What ``memory_list`` tells a model about itself."""
 
-
-def list_tool_description(max_entries: int) -> str:
-    """What ``memory_list`` tells a model about itself."""
-    return (
-        "See what is in shared agent memory without loading any values: earlier step and "
-        "task results, the caller's inputs, and facts other agents published. Returns, "
-        "newest first, each entry's key, kind, title, description, source, value_bytes "
-        f"(size of its JSON) and times; at most {max_entries} entries, with truncated=true "
-        "when more matched (then narrow it with kind, key_prefix or sources). Call it "
-        "before memory_read when you do not know the keys."
-    )
-
-
-def read_tool_description(max_keys: int) -> str:
-    """What ``memory_read`` tells a model about itself."""
-    return (
-        "Load the full values of specific memory entries, by the keys memory_list or your "
-        f"instructions give (e.g. 'task:research'); up to {max_keys} keys per call. Returns "
-        "entries by key, and 'missing' for keys that hold nothing. Read only what the work "
-        "needs; value_bytes in memory_list says how large a value is."
-    )
+READ_DESCRIPTION: Final = (
+    "Load the full values of specific memory entries, by the keys memory_list or your "
+    f"instructions give (e.g. 'task:research'); up to {MAX_READ_KEYS} keys per call. Returns "
+    "entries by key, and 'missing' for keys that hold nothing. Read only what the work "
+    "needs; value_bytes in memory_list says how large a value is."
+)
+"""What ``memory_read`` tells a model about itself."""
 
 
 def write_tool_description(max_value_bytes: int) -> str:

@@ -184,8 +184,7 @@ def recall(
             hits=_token_only(token_hits, k),
             error=f"{type(exc).__name__}: {exc}",
         )
-    records = {(r.namespace, r.key): r for r, _ in token_hits}
-    records.update({(r.namespace, r.key): r for r, _ in similar})
+    records = {(r.namespace, r.key): r for r, _ in [*token_hits, *similar]}
     token_order = [(r.namespace, r.key) for r, _ in token_hits]
     embed_order = [(r.namespace, r.key) for r, _ in similar]
     token_rank = {item: i for i, item in enumerate(token_order, start=1)}

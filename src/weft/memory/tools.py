@@ -20,6 +20,7 @@ import math
 import reprlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
+from operator import attrgetter
 from typing import Any, Final, NamedTuple
 
 from weft.errors import MemoryKeyError, WeftError
@@ -27,13 +28,12 @@ from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys
 from weft.memory.prompts import (
     DEFAULT_MAX_VALUE_BYTES,
     FIX_HINTS,
+    LIST_DESCRIPTION,
     LIST_PARAMETERS,
     MAX_LIST_ENTRIES,
-    MAX_READ_KEYS,
+    READ_DESCRIPTION,
     READ_PARAMETERS,
     WRITE_PARAMETERS,
-    list_tool_description,
-    read_tool_description,
     write_tool_description,
 )
 from weft.store import Entry, value_bytes
@@ -158,45 +158,33 @@ def memory_tools(
     if max_value_bytes < 1:
         raise ValueError(f"max_value_bytes must be at least 1, got {max_value_bytes}")
 
-    def run_list(args: dict[str, Any], _source: str | None) -> ToolResult:
-        return _list(memory, args)
-
-    def run_read(args: dict[str, Any], _source: str | None) -> ToolResult:
-        return _read(memory, args)
-
-    def run_write(args: dict[str, Any], call_source: str | None) -> ToolResult:
-        return _write(memory, args, call_source or source, max_value_bytes)
-
     return MemoryTools(
         MemoryTool(
             name="memory_list",
-            description=list_tool_description(MAX_LIST_ENTRIES),
+            description=LIST_DESCRIPTION,
             parameters=LIST_PARAMETERS,
-            handler=run_list,
+            handler=lambda args, _source: _list(memory, args),
         ),
         MemoryTool(
             name="memory_read",
-            description=read_tool_description(MAX_READ_KEYS),
+            description=READ_DESCRIPTION,
             parameters=READ_PARAMETERS,
-            handler=run_read,
+            handler=lambda args, _source: _read(memory, args),
         ),
         MemoryTool(
             name="memory_write",
             description=write_tool_description(max_value_bytes),
             parameters=WRITE_PARAMETERS,
-            handler=run_write,
+            handler=lambda args, call: _write(memory, args, call or source, max_value_bytes),
         ),
     )
-
-
-# ------------------------------------------------------------------- handlers
 
 
 def _list(memory: AgentMemory, args: dict[str, Any]) -> ToolResult:
     found = memory._select(
         kind=args.get("kind"), key_prefix=args.get("key_prefix"), sources=args.get("sources")
     )
-    newest = heapq.nlargest(MAX_LIST_ENTRIES, found, key=_seq)
+    newest = heapq.nlargest(MAX_LIST_ENTRIES, found, key=attrgetter("seq"))
     entries = [_listing(entry) for entry in newest]
     result: ToolResult = {
         "ok": True,
@@ -279,9 +267,6 @@ def _write(
     }
 
 
-# -------------------------------------------------------------------- helpers
-
-
 def iso_time(moment: datetime) -> str:
     """ISO 8601 in UTC with milliseconds and ``Z``: ``2026-05-07T14:00:01.234Z``."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -317,10 +302,6 @@ def _is_shared(memory: AgentMemory, name: str) -> bool:
         return memory.has(f"shared:{name}")
     except MemoryKeyError:
         return False
-
-
-def _seq(entry: Entry) -> int:
-    return entry.seq
 
 
 def _metadata(entry: MemoryEntry) -> dict[str, Any]:
@@ -384,13 +365,9 @@ def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any
 
 
 def _json_type(data: Any) -> str:
-    if isinstance(data, list):
-        return "array"
-    if isinstance(data, str):
-        return "string"
-    if isinstance(data, bool):
-        return "boolean"
-    return "null" if data is None else "number"
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(data), "number"
+    )
 
 
 def _validator_for(schema: Mapping[str, Any]) -> Any:

@@ -10,10 +10,9 @@ from weft.persist.base import Backend, Checkpoint, LoggedEvent, RunInfo, ThreadI
 from weft.persist.codec import FORMAT_VERSION
 from weft.persist.memory import InMemoryBackend
 from weft.persist.postgres import PostgresBackend
-from weft.persist.runs import DurableRun, fork_thread
+from weft.persist.runs import DurableRun, fork_thread, load_store
 from weft.persist.snapshot import Snapshot
 from weft.persist.sqlite import SQLiteBackend
-from weft.persist.travel import load_store
 
 __all__ = [
     "FORMAT_VERSION",

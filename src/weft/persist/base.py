@@ -16,8 +16,8 @@ Reads. ``load(thread_id, step=...)`` returns the newest snapshot at or before th
 and the events after it, so loading costs O(events since that snapshot).
 
 Each backend implements a few row-level primitives (``_append_rows``, ``_load_rows``
-...); encoding, checks and the flows built from them (loading, pruning) live here
-once, so the three backends behave alike and are tested by one suite.
+...; the SQL ones share theirs in ``weft.persist.sql``); encoding, checks and the flows
+built from them (loading, pruning) live here once, so the backends behave alike.
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Self
 
 from weft.errors import ConflictError, CorruptRecordError, PersistError, StepError
 from weft.persist._gc import paused
@@ -134,19 +133,30 @@ def exists(thread_id: str, last_step: int) -> ConflictError:
     )
 
 
-class Backend(ABC):
+class Closeable(ABC):
+    """Something to ``close()`` when done, or to use as a context manager that closes it."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what it holds; it is unusable afterwards."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Backend(Closeable):
     """Where threads' event logs are kept (long-term memory has backends of its own, in
     ``weft.memory``).
 
     Backends are synchronous on purpose: the store calls its subscribers inside each
-    write, and a node's record must be durable before the next node starts. Use one
-    as a context manager, or call ``close()``.
+    write, and a node's record must be durable before the next node starts.
     """
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
-
-    # ------------------------------------------------------------------ public
 
     def append(
         self,
@@ -288,9 +298,7 @@ class Backend(ABC):
         checkpoint = self.load(thread_id, step=cut)
         snapshot_row = None
         if checkpoint.snapshot is None or checkpoint.snapshot.step != cut:
-            store = checkpoint.to_store(reducers=reducers, types=self.types)
-            taken = capture(store)
-            snapshot = Snapshot(step=cut, entries=taken.entries, reducers=taken.reducers)
+            snapshot = capture(checkpoint.to_store(reducers=reducers, types=self.types), step=cut)
             snapshot_row = (cut, encode_snapshot(snapshot, self.types))
         return self._prune_rows(thread_id, cut, snapshot_row)
 
@@ -303,27 +311,10 @@ class Backend(ABC):
         row = (snapshot.step, encode_snapshot(snapshot, self.types))
         self._create(thread_id, row, parent, time.time())
 
-    @abstractmethod
-    def close(self) -> None:
-        """Release connections; the backend is unusable afterwards."""
-
-    def __enter__(self) -> Backend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     @property
     @abstractmethod
     def location(self) -> str:
         """Where the data lives (a file, a server and schema), for messages."""
-
-    # -------------------------------------------------------------- primitives
 
     @abstractmethod
     def _append_rows(
@@ -371,8 +362,6 @@ class Backend(ABC):
     def _prune_rows(self, thread_id: str, cut: int, snapshot: SnapshotRow | None) -> int:
         """In one transaction: store the snapshot at ``cut`` (if given), delete events up to
         the cut and older snapshots, and set ``first_step`` to the cut."""
-
-    # ----------------------------------------------------------------- helpers
 
     @staticmethod
     def _check_step(info: ThreadInfo, step: int) -> None:

@@ -43,10 +43,6 @@ FORMAT_VERSION: Final = 1
 _OPS: Final = frozenset({"write", "delete", "clear", "note"})
 
 
-def _dumps_stdlib(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
 try:  # orjson writes the same JSON in C: 10x faster on a record, more on a large snapshot
     import orjson as _orjson
 
@@ -133,11 +129,6 @@ def _encode(raw: dict[str, Any], tagged: Callable[[], dict[str, Any]]) -> str:
     return _dumps(tagged())
 
 
-def _loads(text: str | bytes) -> Any:
-    # the stdlib parser on purpose: orjson reads an int past 64 bits as a lossy float
-    return json.loads(text)
-
-
 def encode_event(event: Event, types: TypeRegistry = registry) -> str:
     """The record of one event (its ``seq`` is stored beside it as the step)."""
     raw: dict[str, Any] = {
@@ -213,11 +204,7 @@ def encode_snapshot(snapshot: Snapshot, types: TypeRegistry = registry) -> str:
             "reducers": dict(snapshot.reducers),
         }
 
-    return _encode(record(_same), lambda: record(lambda v: to_jsonable(v, types)))
-
-
-def _same(value: Any) -> Any:
-    return value
+    return _encode(record(lambda v: v), lambda: record(lambda v: to_jsonable(v, types)))
 
 
 def decode_snapshot(
@@ -241,18 +228,9 @@ def decode_snapshot(
             updated_at = created_at if updated is None else float(updated)
         except (TypeError, ValueError) as exc:
             raise _corrupt(where, f"entry {kind}:{path} has wrong times") from exc
-        entries.append(
-            Entry(
-                kind,
-                path,
-                _values(value, f"{where}, entry {kind}:{path}", types),
-                source,
-                created_at,
-                updated_at,
-                seq,
-                _values(meta, f"{where}, entry {kind}:{path}", types),
-            )
-        )
+        at = f"{where}, entry {kind}:{path}"
+        value, meta = _values(value, at, types), _values(meta, at, types)
+        entries.append(Entry(kind, path, value, source, created_at, updated_at, seq, meta))
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in reducers.items()):
         raise _corrupt(where, "its reducers are not names")
     return Snapshot(step=step, entries=tuple(entries), reducers=reducers)
@@ -276,7 +254,7 @@ def decode_value(text: str | bytes, *, where: str, types: TypeRegistry = registr
 
 def _record(text: str | bytes, where: str) -> Mapping[str, Any]:
     try:
-        record = _loads(text)
+        record = json.loads(text)  # not orjson: it reads an int past 64 bits as a float
     except (ValueError, TypeError) as exc:
         raise _corrupt(where, f"it is not JSON ({exc})") from exc
     if not isinstance(record, dict):

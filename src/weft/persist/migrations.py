@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from weft.errors import FutureFormatError
+
 SQLITE: Final[tuple[str, ...]] = (
     # 1: event log and snapshots
     """
@@ -71,3 +73,12 @@ POSTGRES: Final[tuple[str, ...]] = (
     """,
 )
 """PostgreSQL migrations (``{schema}`` is filled in); migration ``n`` is ``POSTGRES[n - 1]``."""
+
+
+def check_version(where: str, what: str, version: int, newest: int) -> None:
+    """Refuse a database whose ``what`` schema a newer weft made (``FutureFormatError``)."""
+    if version > newest:
+        raise FutureFormatError(
+            f"{where} has {what} schema version {version}, but this weft knows versions up to "
+            f"{newest}: a newer weft made it. Upgrade weft to open it; nothing was changed"
+        )

@@ -1,13 +1,26 @@
 """Durable runs: a store whose commits are appended to a backend as they are made.
 
 ``DurableRun.open(backend, thread_id)`` loads the thread (newest snapshot + the events after
-it) into a plain ``weft.store.Store`` and attaches a journal to it
-(``weft.persist.journal``): from then on every commit of the store (a write, a batch, a
-merge, a ``store.transaction()``, a WorkGraph node's writes with its step record) is one
-transaction of the backend, made before the commit is shown to anyone. A commit the backend
-refuses (a ``ConflictError`` because another process appended first, a ``StorageError``)
-is undone and raised to the code that wrote: the store never holds what the thread does
-not. After a conflict, ``reload()`` reads the thread again and the work is redone there.
+it) into a plain ``weft.store.Store`` and is its journal (``weft.store.Journal``): from then
+on every commit of the store (a write, a batch, a merge, a ``store.transaction()``, a
+WorkGraph node's writes with its step record) is one transaction of the backend, made after
+the store applied it and before it is shown to anyone; the run never looks inside a record
+to decide what belongs together. A commit the backend refuses (a ``ConflictError`` because
+another process appended first, a ``StorageError``) is undone and raised to the code that
+wrote: the store never holds what the thread does not. After a conflict, ``reload()`` reads
+the thread again and the work is redone there.
+
+What is appended:
+
+- the commit's events, except writes to fields declared never persisted (the store leaves
+  those out) and notes (events that change no entry: a node started, say), which are
+  appended never (``notes="off"``, the default: they are for live observers), with the next
+  commit (``"lazy"``: an audit of timings at little cost), or at once (``"eager"``: a live
+  feed for another process);
+- a snapshot in the same transaction once at least ``snapshot_every`` events have passed
+  since the last one *and* at least half as many as the state had items then (a list's
+  items count one by one): snapshots grow apart as the state grows, so their cost per event
+  stays constant, while a load still replays no more than half the state's size.
 
 >>> from weft.persist import DurableRun, InMemoryBackend
 >>> backend = InMemoryBackend()
@@ -28,17 +41,14 @@ real log (see ``weft.persist.snapshot``).
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable, Mapping
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from weft.errors import PersistError
-from weft.persist._gc import paused
-from weft.persist.base import Backend, LoggedEvent, check_id
-from weft.persist.journal import Notes, RunJournal
-from weft.persist.snapshot import Snapshot, build_store, capture
-from weft.persist.travel import load_store, new_id
-from weft.store import Store
+from weft.persist.base import Backend, Closeable, LoggedEvent, check_id
+from weft.persist.snapshot import capture
+from weft.store import Event, Store
 from weft.store import reducers as _reducers
 from weft.store.records import aonce, call_path, once
 
@@ -46,17 +56,23 @@ if TYPE_CHECKING:
     from weft.graph import WorkGraph
 
 T = TypeVar("T")
+Notes = Literal["lazy", "eager", "off"]
 
 
-class DurableRun:
+class DurableRun(Closeable):
     """One run appending to one thread of a backend (see the module docstring).
 
     ``run_id`` names this execution (keep it to resume one; a new id by default);
     ``reducers`` gives the fields' own reducer functions (built-ins are found by name);
     ``name`` is the store's default ``source``; ``snapshot_every`` events (0: never) a
     snapshot is stored, and the newest ``keep_snapshots`` are kept; ``notes`` is
-    ``"lazy"``, ``"eager"`` or ``"off"`` (see ``weft.persist.journal``).
+    ``"lazy"``, ``"eager"`` or ``"off"`` (see the module docstring).
     """
+
+    _step: int
+    _since_snapshot: int  # events appended since the last snapshot
+    _snapshot_weight: int  # the state's items at the last snapshot
+    _pending: list[Event]  # lazy notes, appended with the next commit
 
     def __init__(
         self,
@@ -94,6 +110,7 @@ class DurableRun:
         self._reducers = dict(reducers or {})
         self._name = name
         self._lock = threading.RLock()
+        self._commit_lock = threading.Lock()  # never the run's: the store's lock is held
         self._load()
 
     @classmethod
@@ -121,8 +138,6 @@ class DurableRun:
             notes=notes,
         )
 
-    # ---------------------------------------------------------------- state
-
     @property
     def store(self) -> Store:
         """The live store; ``reload()`` replaces it, so read it from here each time."""
@@ -131,39 +146,63 @@ class DurableRun:
     @property
     def step(self) -> int:
         """The thread's last step as this run appended or loaded it."""
-        return self._journal.step
+        return self._step
 
     def reload(self) -> None:
         """Read the thread again into a new ``store`` (after a conflict, say)."""
         with self._lock:
-            self._detach()
+            self._store.set_journal(None)
             self._load()
 
     def flush(self) -> None:
         """Append what is pending (lazy notes) now."""
-        self._journal.flush()
+        with self._commit_lock:
+            if not self._pending:
+                return
+            batch, self._pending = self._pending, []
+            self._step = self.backend.append(
+                self.thread_id, self.run_id, self._step, batch, keep_snapshots=self.keep_snapshots
+            )
+            self._since_snapshot += len(batch)
+
+    def commit(self, store: Store, events: Sequence[Event]) -> None:
+        """Append one commit of the store (called by the store, as its journal; see the
+        module docstring); raises if the backend refuses, and the store undoes it."""
+        with self._commit_lock:
+            if self.notes == "off":
+                batch = [e for e in events if e.op != "note"]
+            else:
+                batch = [*self._pending, *events]
+                if self.notes == "lazy" and all(e.op == "note" for e in events):
+                    self._pending = batch
+                    return
+            if not batch:
+                return
+            since = self._since_snapshot + len(batch)
+            every = self.snapshot_every
+            due = every and since >= every and since >= self._snapshot_weight // 2
+            snapshot = capture(store, step=batch[-1].seq) if due else None
+            self._step = self.backend.append(
+                self.thread_id,
+                self.run_id,
+                self._step,
+                batch,
+                snapshot=snapshot,
+                keep_snapshots=self.keep_snapshots,
+            )
+            self._pending = []
+            self._since_snapshot = since if snapshot is None else 0
+            if snapshot is not None:
+                self._snapshot_weight = snapshot.weight
 
     def close(self) -> None:
         """Flush and stop journaling the store (the backend stays open)."""
         with self._lock:
             self.flush()
-            self._detach()
-
-    def __enter__(self) -> DurableRun:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+            self._store.set_journal(None)
 
     def __repr__(self) -> str:
         return f"<DurableRun thread={self.thread_id!r} run={self.run_id!r} step={self.step}>"
-
-    # ------------------------------------------------------------- running
 
     def run_graph(
         self, graph: WorkGraph, *args: Any, run_id: str | None = None, **kwargs: Any
@@ -200,8 +239,6 @@ class DurableRun:
             raise PersistError(f"idempotency key {key!r}: expected a non-empty string")
         return call_path(key)
 
-    # --------------------------------------------------------- time travel
-
     def state_at(self, step: int) -> Store:
         """A new store holding the thread as it was at ``step`` (this run is unchanged)."""
         self.flush()
@@ -233,36 +270,38 @@ class DurableRun:
         self.flush()
         return self.backend.history(self.thread_id, after=after, upto=upto)
 
-    # ------------------------------------------------------------ internals
-
     def _load(self) -> None:
         checkpoint = self.backend.load(self.thread_id)
-        with paused():
-            store = build_store(
-                checkpoint.snapshot,
-                checkpoint.events,
-                reducers=self._reducers,
-                types=self.backend.types,
-                name=self._name,
-            )
-        since = checkpoint.step - (checkpoint.snapshot.step if checkpoint.snapshot else 0)
-        self._journal = RunJournal(
-            self.backend,
-            self.thread_id,
-            self.run_id,
-            step=checkpoint.step,
-            since_snapshot=since,
-            snapshot_every=self.snapshot_every,
-            keep_snapshots=self.keep_snapshots,
-            notes=self.notes,
-            weight=sum(entry.weight for entry in store.entries()),
-            reducers=self._reducers,
+        store = checkpoint.to_store(
+            reducers=self._reducers, types=self.backend.types, name=self._name
         )
-        store.set_journal(self._journal)
+        self._step = checkpoint.step
+        self._since_snapshot = checkpoint.step - (
+            checkpoint.snapshot.step if checkpoint.snapshot else 0
+        )
+        self._snapshot_weight = sum(entry.weight for entry in store.entries())
+        self._pending = []
+        store.set_journal(self)
         self._store = store
 
-    def _detach(self) -> None:
-        self._store.set_journal(None)
+
+def load_store(
+    backend: Backend,
+    thread_id: str,
+    *,
+    step: int | None = None,
+    reducers: Mapping[str, _reducers.Reducer] | None = None,
+    name: str | None = None,
+) -> Store:
+    """Time travel: a new (not durable) store holding ``thread_id`` as of ``step`` (default:
+    its end); history is never rewritten."""
+    checkpoint = backend.load(thread_id, step=step)
+    return checkpoint.to_store(reducers=reducers, types=backend.types, name=name)
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id: ``prefix-`` and 12 hex digits."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 def fork_thread(
@@ -283,8 +322,7 @@ def fork_thread(
     are then written over it in one transaction, replacing what was there. The source
     thread's history is never changed."""
     store = load_store(backend, source_thread, step=step, reducers=reducers)
-    taken = capture(store)
-    snapshot = Snapshot(step=step, entries=taken.entries, reducers=taken.reducers)
+    snapshot = capture(store, step=step)
     fresh = thread_id if thread_id is not None else new_id(f"{source_thread}~fork")
     backend.create_thread(fresh, snapshot, parent=(source_thread, step))
     run = DurableRun(backend, fresh, run_id=run_id, reducers=reducers)

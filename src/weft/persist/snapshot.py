@@ -16,6 +16,7 @@ synthetic writes (the real history is ``Backend.history``).
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -75,15 +76,14 @@ def build_store(
             known = declared.get(key)
             if known is None:
                 declared[key] = _builtin(key, reducer, snapshot.step)
-            elif _reducers_name(known) != reducer:
+            elif (given := _reducers.reducer_name(known)) != reducer:
                 raise ReducerError(
                     f"the snapshot at step {snapshot.step} reduces {key} with {reducer!r}, but "
-                    f"reducers= gives {_reducers_name(known)!r}; pass the reducer the thread "
-                    "was written with"
+                    f"reducers= gives {given!r}; pass the reducer the thread was written with"
                 )
     seeded = _seed(snapshot) if snapshot is not None else iter(())
     return Store.from_events(
-        _chain(seeded, events),
+        itertools.chain(seeded, events),
         reducers=declared,
         types=types,
         name=name,
@@ -114,11 +114,6 @@ def _seed(snapshot: Snapshot) -> Iterator[Event]:
         )
 
 
-def _chain(first: Iterator[Event], rest: Iterable[Event]) -> Iterator[Event]:
-    yield from first
-    yield from rest
-
-
 def _builtin(key: str, name: str, step: int) -> _reducers.Reducer:
     if name == "operator.add":
         return operator.add
@@ -129,7 +124,3 @@ def _builtin(key: str, name: str, step: int) -> _reducers.Reducer:
             f"pass reducers={{{key!r}: {name.rsplit('.', 1)[-1]}}} to load the thread"
         )
     return fn
-
-
-def _reducers_name(fn: _reducers.Reducer) -> str:
-    return _reducers.reducer_name(fn)

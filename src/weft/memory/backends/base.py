@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import array
 import sys
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from weft.errors import PersistError
 from weft.memory.backends.text import bm25, query_words
+from weft.persist.base import Closeable
 from weft.persist.codec import decode_value, encode_value
 from weft.store import TypeRegistry, freeze, registry
 
@@ -90,17 +90,12 @@ def check_name(value: object, what: str) -> str:
     return value
 
 
-class MemoryBackend(ABC):
-    """Where long-term memory rows are kept (see the module docstring).
-
-    Synchronous, like the event-log backends; use one as a context manager, or call
-    ``close()``.
-    """
+class MemoryBackend(Closeable):
+    """Where long-term memory rows are kept (see the module docstring); synchronous, like
+    the event-log backends."""
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
-
-    # ------------------------------------------------------------------ public
 
     def put(
         self,
@@ -123,16 +118,7 @@ class MemoryBackend(ABC):
         # the store's rules for a value: a frozen copy, tuples as lists, no NaN, known types
         record = encode_value(freeze(value, where=where, types=self.types), self.types)
         created = self._put_row(owner, namespace, key, record, text, expires_at, now)
-        return MemoryRecord(
-            owner=owner,
-            namespace=namespace,
-            key=key,
-            value=decode_value(record, where=where, types=self.types),
-            text=text,
-            created_at=created,
-            updated_at=now,
-            expires_at=expires_at,
-        )
+        return self._record(owner, (namespace, key, record, text, created, now, expires_at))
 
     def get(self, owner: str, namespace: str, key: str, *, now: float) -> MemoryRecord | None:
         """The row, or None when absent or expired (an expired row is deleted here)."""
@@ -214,23 +200,6 @@ class MemoryBackend(ABC):
         return self._purge(owner, now)
 
     @abstractmethod
-    def close(self) -> None:
-        """Release connections; the backend is unusable afterwards."""
-
-    def __enter__(self) -> MemoryBackend:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    # -------------------------------------------------------------- primitives
-
-    @abstractmethod
     def _put_row(
         self,
         owner: str,
@@ -281,8 +250,6 @@ class MemoryBackend(ABC):
         ]
         scored.sort(key=lambda hit: (-hit[1], hit[0][0], hit[0][1]))
         return scored[:limit]
-
-    # ----------------------------------------------------------------- helpers
 
     def _record(self, owner: str, row: MemoryRow) -> MemoryRecord:
         namespace, key, record, text, created, updated, expires = row

@@ -15,21 +15,11 @@ vectors); token recall is the base class's BM25 in Python.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from weft.memory.backends.base import MemoryBackend, MemoryRow, Namespaces
 from weft.store import TypeRegistry, registry
 
-
-@dataclass(slots=True)
-class _Row:
-    record: str
-    text: str
-    created_at: float
-    updated_at: float
-    expires_at: float | None
-    model: str | None = None
-    vector: bytes | None = None
+_Key = tuple[str, str, str]
 
 
 class InMemoryMemoryBackend(MemoryBackend):
@@ -38,7 +28,8 @@ class InMemoryMemoryBackend(MemoryBackend):
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         super().__init__(types=types)
         self._lock = threading.Lock()
-        self._rows: dict[tuple[str, str, str], _Row] = {}
+        self._rows: dict[_Key, MemoryRow] = {}
+        self._vectors: dict[_Key, tuple[str, bytes]] = {}  # (model, vector) of a row
 
     def __repr__(self) -> str:
         return "<InMemoryMemoryBackend>"
@@ -58,67 +49,60 @@ class InMemoryMemoryBackend(MemoryBackend):
     ) -> float:
         with self._lock:
             old = self._rows.get((owner, namespace, key))
-            live = old is not None and (old.expires_at is None or old.expires_at > now)
-            created = old.created_at if old is not None and live else now
-            self._rows[(owner, namespace, key)] = _Row(record, text, created, now, expires_at)
+            live = old is not None and (old[6] is None or old[6] > now)
+            created = old[4] if old is not None and live else now
+            row = (namespace, key, record, text, created, now, expires_at)
+            self._rows[(owner, namespace, key)] = row
+            self._vectors.pop((owner, namespace, key), None)
             return created
 
     def _get_row(self, owner: str, namespace: str, key: str) -> MemoryRow | None:
         with self._lock:
-            row = self._rows.get((owner, namespace, key))
-            return None if row is None else _as_row(namespace, key, row)
+            return self._rows.get((owner, namespace, key))
 
     def _delete_row(self, owner: str, namespace: str, key: str) -> bool:
         with self._lock:
+            self._vectors.pop((owner, namespace, key), None)
             return self._rows.pop((owner, namespace, key), None) is not None
 
-    def _owned(self, owner: str, namespaces: Namespaces) -> list[tuple[str, str, _Row]]:
+    def _owned(self, owner: str, namespaces: Namespaces) -> list[tuple[_Key, MemoryRow]]:
         with self._lock:
             return [
-                (ns, key, row)
-                for (o, ns, key), row in self._rows.items()
-                if o == owner and (namespaces is None or ns in namespaces)
+                (k, row)
+                for k, row in self._rows.items()
+                if k[0] == owner and (namespaces is None or k[1] in namespaces)
             ]
 
     def _list_rows(
         self, owner: str, namespaces: Namespaces, prefix: str, limit: int | None
     ) -> list[MemoryRow]:
-        rows = [
-            _as_row(ns, key, row)
-            for ns, key, row in self._owned(owner, namespaces)
-            if key.startswith(prefix)
-        ]
+        rows = [row for _, row in self._owned(owner, namespaces) if row[1].startswith(prefix)]
         rows.sort(key=lambda r: (-r[5], r[0], r[1]))
         return rows if limit is None else rows[:limit]
 
     def _vector_rows(
         self, owner: str, model: str, namespaces: Namespaces
     ) -> list[tuple[MemoryRow, bytes | None]]:
-        return [
-            (_as_row(ns, key, row), row.vector if row.model == model else None)
-            for ns, key, row in sorted(self._owned(owner, namespaces), key=lambda r: r[:2])
-        ]
+        found = []
+        for k, row in sorted(self._owned(owner, namespaces)):
+            made = self._vectors.get(k)
+            found.append((row, made[1] if made is not None and made[0] == model else None))
+        return found
 
     def _set_vector_rows(self, owner: str, model: str, rows: list[tuple[str, str, bytes]]) -> None:
         with self._lock:
             for namespace, key, blob in rows:
-                row = self._rows.get((owner, namespace, key))
-                if row is not None:
-                    row.model, row.vector = model, blob
+                if (owner, namespace, key) in self._rows:
+                    self._vectors[(owner, namespace, key)] = (model, blob)
 
     def _purge(self, owner: str | None, now: float) -> int:
         with self._lock:
             doomed = [
                 k
                 for k, row in self._rows.items()
-                if (owner is None or k[0] == owner)
-                and row.expires_at is not None
-                and row.expires_at <= now
+                if (owner is None or k[0] == owner) and row[6] is not None and row[6] <= now
             ]
             for k in doomed:
                 del self._rows[k]
+                self._vectors.pop(k, None)
             return len(doomed)
-
-
-def _as_row(namespace: str, key: str, row: _Row) -> MemoryRow:
-    return (namespace, key, row.record, row.text, row.created_at, row.updated_at, row.expires_at)

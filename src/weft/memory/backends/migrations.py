@@ -3,9 +3,7 @@
 The memory tables live in the same database as the event log (the same SQLite file,
 the same PostgreSQL schema) but are created and versioned by the memory backends,
 never by ``weft.persist``: SQLite keeps the applied numbers in ``weft_memory_migrations``,
-PostgreSQL in ``<schema>.memory_migrations``. A database whose number is higher than the
-newest migration here was made by a newer weft: opening it is a ``FutureFormatError``,
-and nothing is changed.
+PostgreSQL in ``<schema>.memory_migrations``; a newer weft's database is refused unchanged.
 
 Migration 1 creates its tables only if they are missing: databases made before memory
 had backends of its own got the very same tables from the event log's first migration,
@@ -16,10 +14,10 @@ from __future__ import annotations
 
 from typing import Final
 
-SQLITE: Final[tuple[tuple[str, ...], ...]] = (
+SQLITE: Final[tuple[str, ...]] = (
     # 1: rows with FTS5 token recall, kept in step by triggers
-    (
-        """CREATE TABLE IF NOT EXISTS weft_memory (
+    """
+    CREATE TABLE IF NOT EXISTS weft_memory (
         owner TEXT NOT NULL,
         namespace TEXT NOT NULL,
         key TEXT NOT NULL,
@@ -31,27 +29,27 @@ SQLITE: Final[tuple[tuple[str, ...], ...]] = (
         vector_model TEXT,
         vector BLOB,
         PRIMARY KEY (owner, namespace, key)
-    )""",
-        """CREATE INDEX IF NOT EXISTS weft_memory_expiry ON weft_memory (owner, expires_at)
-        WHERE expires_at IS NOT NULL""",
-        """CREATE VIRTUAL TABLE IF NOT EXISTS weft_memory_fts USING fts5(
+    );
+    CREATE INDEX IF NOT EXISTS weft_memory_expiry ON weft_memory (owner, expires_at)
+        WHERE expires_at IS NOT NULL;
+    CREATE VIRTUAL TABLE IF NOT EXISTS weft_memory_fts USING fts5(
         text, content='weft_memory', content_rowid='rowid', tokenize='porter unicode61'
-    )""",
-        """CREATE TRIGGER IF NOT EXISTS weft_memory_ai AFTER INSERT ON weft_memory BEGIN
+    );
+    CREATE TRIGGER IF NOT EXISTS weft_memory_ai AFTER INSERT ON weft_memory BEGIN
         INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
-    END""",
-        """CREATE TRIGGER IF NOT EXISTS weft_memory_ad AFTER DELETE ON weft_memory BEGIN
+    END;
+    CREATE TRIGGER IF NOT EXISTS weft_memory_ad AFTER DELETE ON weft_memory BEGIN
         INSERT INTO weft_memory_fts (weft_memory_fts, rowid, text)
             VALUES ('delete', old.rowid, old.text);
-    END""",
-        """CREATE TRIGGER IF NOT EXISTS weft_memory_au AFTER UPDATE OF text ON weft_memory BEGIN
+    END;
+    CREATE TRIGGER IF NOT EXISTS weft_memory_au AFTER UPDATE OF text ON weft_memory BEGIN
         INSERT INTO weft_memory_fts (weft_memory_fts, rowid, text)
             VALUES ('delete', old.rowid, old.text);
         INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
-    END""",
-    ),
+    END;
+    """,
 )
-"""SQLite migrations, one statement at a time; migration ``n`` is ``SQLITE[n - 1]``."""
+"""SQLite migrations; migration ``n`` is ``SQLITE[n - 1]``."""
 
 POSTGRES: Final[tuple[str, ...]] = (
     # 1: rows with full-text token recall
