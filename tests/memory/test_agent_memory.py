@@ -383,3 +383,17 @@ def test_docstring_examples_run() -> None:
     failures, tried = doctest.testmod(module, raise_on_error=False)
     assert tried > 0
     assert failures == 0
+
+
+def test_the_records_of_a_run_are_not_listed_as_memory() -> None:
+    from weft.store import RunLog
+
+    memory = AgentMemory()
+    memory.set("step:draft", "a draft")
+    log = RunLog(memory.store, "plan-1")
+    log.begin("plan")
+    log.once("draft", "fetch", lambda: "fetched")
+    assert [e.key for e in memory.list()] == ["step:draft"]
+    assert [e.key for e in memory.list(key_prefix="step:plan-1")] == []
+    assert len(memory) == 1
+    assert memory.get("step:plan-1") is not None  # read by its key, it is there

@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Any, Final, Literal
 
 from weft.errors import MemoryKeyError
-from weft.store import Entry, Event, Store
+from weft.store import Entry, Event, RunRecord, StepRecord, Store
 
 logger: Final = logging.getLogger("weft.memory")
 
@@ -316,7 +316,7 @@ class AgentMemory:
         return self.list()
 
     def __len__(self) -> int:
-        return sum(len(self._store.entries(key_prefix=f"{ns}:")) for ns in NAMESPACES)
+        return len(self._select())
 
     def _select(
         self,
@@ -343,7 +343,7 @@ class AgentMemory:
                 found.extend(self._store.entries(key_prefix=prefix))
         if wanted_sources is not None:
             found = [e for e in found if e.source in wanted_sources]
-        return found
+        return [e for e in found if not _a_run_record(e)]
 
     def subscribe(self, fn: MemorySubscriber) -> Callable[[], None]:
         """Call ``fn(MemoryEvent)`` for every later set, delete and clear of memory
@@ -397,3 +397,9 @@ def _translate(store: Store, event: Event) -> MemoryEvent | None:
         return None
     only = MEMORY_KIND_OF[touched[0][0]] if len(touched) == 1 else None
     return MemoryEvent(op="clear", key=event.path, entry=None, kind=only, source=event.source)
+
+
+def _a_run_record(entry: Entry) -> bool:
+    """Whether ``entry`` is a run's record (``weft.store.records``, kept in kind ``step``
+    beside the steps' results): the engine's bookkeeping, never listed as memory."""
+    return entry.kind == "step" and isinstance(entry.value, (RunRecord, StepRecord))
