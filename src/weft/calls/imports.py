@@ -1,15 +1,9 @@
-"""``_imports``: what a call delegated to an isolated module may see.
+"""``_imports``: what a call to an isolated module may see.
 
-A module (a sub-plan, a sub-agent, any tool declared ``isolated=True``) runs in a
-*clean room*: a new store holding only what the call's ``_imports`` name, copied from
-the caller's scope when the call starts. ``["state", "input.user"]`` imports every state
-field and the input field ``user``; ``"state.user.name"`` imports just that value, inside
-the field ``user``. Import specs are references with the sigil optional.
-
-Nothing the module writes in its clean room comes back: its result reaches the caller
-only through the call's ``_outputPath``. The call's own argument references resolve in
-the clean room too, so ``_imports`` lists everything the call reads, and validation
-refuses a reference outside it.
+A module runs in a *clean room*: a new store holding only what the call's ``_imports``
+name (references with the sigil optional: ``["state", "input.user"]``), copied from the
+caller's scope when the call starts. The call's own argument references resolve there
+too, so ``_imports`` lists everything it reads; nothing written there comes back.
 """
 
 from __future__ import annotations

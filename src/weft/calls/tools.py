@@ -1,15 +1,5 @@
 """``Tool``: a function a plan (or an executor's model) can call, with the JSON Schema of
-its arguments; ``@tool`` makes one from a function.
-
->>> @tool
-... def upper(text: str) -> str:
-...     "The text in capitals."
-...     return text.upper()
->>> upper.name, upper.description
-('upper', 'The text in capitals.')
->>> upper.fn("ada")
-'ADA'
-"""
+its arguments; ``@tool`` makes one from a function."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""Validation: a plan compiled into its data-flow graph, with every problem found first.
+"""Validation: each call checked alone, then the calls together (``weft.calls.dataflow``),
+every problem collected into one ``PlanValidationError`` before anything runs.
 
-Each call is checked alone here, then the calls together (``weft.calls.dataflow``).
-
-Problems, all collected into one ``PlanValidationError`` (each names the call by index,
-id and tool, and says how to fix it): an unknown tool; an argument the tool's JSON Schema
-refuses (literal parts only: what a reference supplies is checked when the call runs);
-a reference or output path that does not parse; an output path the tool's schema does
-not allow; ``_imports`` on a tool that is not isolated, or a reference outside them; an
-unknown instance; a read of a path that no call writes and neither the store nor the
-inputs provide; a cycle; and two calls with no order between them writing overlapping
-paths where either *sets* (replaces) it, since the result would depend on which finished
-last.
+Literal arguments are checked against the tool's JSON Schema here; what a reference
+supplies is checked when the call runs.
 """
 
 from __future__ import annotations
@@ -76,7 +68,7 @@ def compile_plan(
         )
         analyse(compiled, store, problems)
     if problems:
-        unique = sorted(dict.fromkeys(problems), key=_by_call)
+        unique = sorted(dict.fromkeys(problems), key=lambda p: -1 if p.index is None else p.index)
         listed = "\n".join(f"  - {p}" for p in unique)
         raise PlanValidationError(
             f"the plan has {len(unique)} problem{'s' if len(unique) != 1 else ''}; nothing "
@@ -84,10 +76,6 @@ def compile_plan(
             problems=tuple(unique),
         )
     return compiled
-
-
-def _by_call(problem: PlanProblem) -> int:
-    return -1 if problem.index is None else problem.index
 
 
 def _nodes(drafts: list[_Draft]) -> list[Node]:
