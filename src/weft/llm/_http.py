@@ -1,15 +1,8 @@
 """``HTTPChatModel``: what the provider adapters share, one POST with retries and clear errors.
 
-Retried: 429, 500, 502, 503, 504 and 529 (Anthropic's "overloaded"), and
-transport failures (refused connections, timeouts). The wait is exponential
-backoff with jitter, or the provider's ``retry-after`` / ``retry-after-ms``
-when it sends one (capped at a minute). Every other status fails at once.
-Whatever fails ends as one :class:`~weft.errors.ProviderError` naming the
-provider, the model, the status (or transport error), the attempts and the
-provider's own message.
-
-httpx is imported only when a request is about to be made, so importing
-``weft.llm`` does not import it.
+Retried: ``RETRY_STATUSES`` and transport failures, after exponential backoff with jitter
+or the provider's ``retry-after`` / ``retry-after-ms`` (capped at a minute); anything else
+fails at once. httpx is imported only when a request is about to be made.
 """
 
 from __future__ import annotations
@@ -62,11 +55,8 @@ class JsonReply:
 
 
 def backoff_delay(retry: int, rand: Callable[[], float] = random.random) -> float:
-    """Seconds to wait before retry number ``retry`` (0-based): doubling, capped, jittered.
-
-    The jitter keeps the delay between half and all of the doubled step, so
-    clients that failed together do not retry in lockstep.
-    """
+    """Seconds to wait before retry number ``retry`` (0-based): doubling, capped, and
+    jittered to between half and all of the step, so clients do not retry in lockstep."""
     step: float = min(MAX_BACKOFF, INITIAL_BACKOFF * 2.0**retry)
     return step * (0.5 + rand() / 2)
 
