@@ -90,11 +90,8 @@ def _graph(
             graph_nodes[dep].add_next(graph_nodes[position])
     starts = [graph_nodes[p] for p in compiled.order if not compiled.nodes[p].deps]
     graph = WorkGraph(start_nodes=starts, max_concurrency=max_concurrency)
-    index = {id(n): i for i, n in enumerate(graph_nodes)}
-    keys = [""] * len(graph_nodes)
-    for graph_node, key in zip(graph.nodes, graph.keys, strict=True):
-        keys[index[id(graph_node)]] = key
-    return graph, keys
+    keys = dict(zip(map(id, graph.nodes), graph.keys, strict=True))
+    return graph, [keys[id(node)] for node in graph_nodes]
 
 
 def _kind(tool: Tool) -> str:

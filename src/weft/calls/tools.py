@@ -21,11 +21,9 @@ class Tool:
 
     ``fn`` is called with the resolved arguments as keywords (sync or async).
     ``parameters`` is the JSON Schema of the arguments; a ``_outputPath`` property in it
-    says which output paths a call may use (``{"type": "string"}``: any; ``const``,
-    ``enum`` or ``oneOf`` of consts: only those, and a ``const`` is the default).
+    says which output paths a call may use (a prescribed ``const`` is the default).
     ``output_examples`` are what ``Plan.simulate`` returns instead of calling ``fn``.
-    ``isolated=True`` makes the tool a module: it gets ``store=`` a clean room holding
-    only what the call's ``_imports`` name (``weft.calls.imports``).
+    ``isolated=True`` makes the tool a module that gets ``store=`` its clean room.
 
     A sync ``fn`` runs on one of the engine's worker threads when other calls are ready
     at the same time, so blocking I/O overlaps; ``blocking=False`` says it is a quick

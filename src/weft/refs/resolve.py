@@ -299,8 +299,8 @@ def resolve(value: Any, scope: ScopeLike) -> Any:
     ...         {"state": {"currentUser": {"id": 42}}})
     {'userId': 42, 'note': 'for †{x}'}
 
-    A whole-string reference keeps the value's type; a reference inside longer text is
-    interpolated (strings as they are, other values as JSON). Results are read-only.
+    Results are read-only; a reference inside longer text is interpolated as compact JSON
+    unless its value is a string.
     """
     return compile_value(value).resolve(as_scope(scope))
 
