@@ -223,9 +223,7 @@ class Runtime:
         text = self.compiled.output
         if text is not None:
             return read_expression(Expression.parse(text), StoreScope(self.store))
-        if not self.nodes:
-            return None
-        return self.results.get(self.nodes[-1].id)
+        return self.results.get(self.nodes[-1].id) if self.nodes else None
 
     def result(self, *, run_id: str | None, simulated: bool) -> PlanResult:
         return PlanResult(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from weft.errors import ReferenceSyntaxError
-from weft.refs.parse import ASCII_SIGIL, SIGIL, Reference
+from weft.refs.parse import ASCII_SIGIL, SIGIL, Reference, need_str
 from weft.refs.resolve import read
 from weft.refs.scopes import Scope
 from weft.store import MISSING, FrozenDict, Store
@@ -19,12 +19,7 @@ from weft.store import MISSING, FrozenDict, Store
 
 def parse_import(spec: str) -> Reference:
     """One import spec (``"state"``, ``"input.user"``, ``"†state.user.name"``)."""
-    if not isinstance(spec, str):
-        raise ReferenceSyntaxError(
-            f"an _imports entry is a string such as 'state' or 'input.user', not a "
-            f"{type(spec).__name__} ({spec!r:.80})",
-            text=repr(spec),
-        )
+    need_str(spec, "an _imports entry", "'state' or 'input.user'")
     text = spec.strip()
     if not text.startswith((SIGIL, ASCII_SIGIL)):
         text = SIGIL + text

@@ -86,7 +86,7 @@ def as_tool_specs(tools: Sequence[ToolLike] | None) -> list[ToolSpec]:
 
 
 def _from_mapping(tool: Mapping[str, Any]) -> ToolSpec:
-    where = f"the tool dict {_short(tool)}"
+    where = f"the tool dict {tool!r:.80}"
     if tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
         function = tool["function"]
         parameters = function.get("parameters", EMPTY_OBJECT_SCHEMA)
@@ -114,8 +114,3 @@ def _spec(name: object, description: object, parameters: object, where: str) -> 
             f"not a {type(parameters).__name__}"
         )
     return ToolSpec(name=name, description=description, parameters=copy.deepcopy(dict(parameters)))
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

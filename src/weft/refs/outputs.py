@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weft.errors import OutputPathError, ReferenceSyntaxError
-from weft.refs.parse import SIGIL, _Scanner
+from weft.errors import OutputPathError
+from weft.refs.parse import SIGIL, _Scanner, need_str
 from weft.refs.schemas import schema_at, schema_problem
 from weft.refs.scopes import Scope, StoreScope
 from weft.refs.writes import METHODS, WRITABLE_KINDS, Method, Target, apply_writes, plan_writes
@@ -56,12 +56,7 @@ class OutputPath:
         """Parse ``text``; a ``ReferenceSyntaxError`` says where and why it does not parse."""
         if isinstance(text, OutputPath):
             return text
-        if not isinstance(text, str):
-            raise ReferenceSyntaxError(
-                f"an _outputPath is a string such as '†state.user.summary', not a "
-                f"{type(text).__name__} ({text!r:.80})",
-                text=repr(text),
-            )
+        need_str(text, "an _outputPath", "'†state.user.summary'")
         return _parse_output(text)
 
     @property

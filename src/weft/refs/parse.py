@@ -64,7 +64,7 @@ class Reference:
     @classmethod
     def parse(cls, text: str) -> Reference:
         """Exactly one reference (surrounding whitespace allowed), or ReferenceSyntaxError."""
-        _need_str(text, "a reference")
+        need_str(text, "a reference")
         scanner = _Scanner(text)
         scanner.skip_space()
         ref = scanner.reference(strict=True)
@@ -116,7 +116,7 @@ class Expression:
     @classmethod
     def parse(cls, text: str) -> Expression:
         """A whole-value expression, or ReferenceSyntaxError."""
-        _need_str(text, "a reference expression")
+        need_str(text, "a reference expression")
         groups = _Scanner(text).alternatives(lambda scanner: scanner.reference(strict=True))
         return cls(tuple(tuple(group) for group in groups))
 
@@ -169,7 +169,7 @@ def _parse_value_string(text: str) -> Expression | tuple[Part, ...] | str:
 def parse_template(text: str) -> tuple[Part, ...]:
     """Text with embedded references, as literal parts and references (adjacent literal
     text joined, escapes undone). A sigil that starts no reference is an error."""
-    _need_str(text, "a template")
+    need_str(text, "a template")
     scanner = _Scanner(text)
     parts: list[Part] = []
     literal: list[str] = []
@@ -206,11 +206,11 @@ def format_steps(steps: tuple[Step, ...]) -> str:
     return "".join(out)
 
 
-def _need_str(text: object, what: str) -> None:
+def need_str(text: object, what: str, example: str = "'†state.user.id'") -> None:
+    """``ReferenceSyntaxError`` unless ``text`` is a string."""
     if not isinstance(text, str):
         raise ReferenceSyntaxError(
-            f"{what} must be a string, got a {type(text).__name__} ({text!r:.80}); "
-            "write references as text such as '†state.user.id'",
+            f"{what} is a string such as {example}, not a {type(text).__name__} ({text!r:.80})",
             text=repr(text),
         )
 
