@@ -78,9 +78,6 @@ class CompiledPlan:
     inputs: Mapping[str, Any]
 
 
-# ---------------------------------------------------------------- the data flow
-
-
 def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProblem]) -> None:
     """Fill in every node's dependencies and the canonical order of ``compiled``, adding
     what is wrong to ``problems``."""

@@ -1,13 +1,9 @@
-"""Running one call of a compiled plan: resolve, call, choose the output, write.
-
-``Runtime`` does not depend on the scheduler: the WorkGraph runner calls ``call_sync`` /
-``call_async`` with each node's view of the run's store, and ``simulate`` takes the same
-steps in canonical order with the tools' output examples.
+"""Running one call of a compiled plan: resolve, call, choose the output, write; the same
+steps for the WorkGraph runner (on each node's view of the store) and for ``simulate``.
 
 An instance's state lives in the run's store beside the global state, at the paths
 ``@<instance>/<field>`` of ``state`` and ``shared``: an instance call reads its own field
-if there is one and the global field otherwise, reads its own inputs before the global
-ones, and writes its own fields only.
+(its own inputs) if there is one and the global one otherwise, and writes its own only.
 """
 
 from __future__ import annotations

@@ -75,8 +75,6 @@ class Plan(Sequence[Call]):
     def __repr__(self) -> str:
         return f"<Plan calls={len(self._calls)}>"
 
-    # ---------------------------------------------------------------- the work
-
     def validate(
         self,
         tools: ToolsLike,
@@ -86,11 +84,8 @@ class Plan(Sequence[Call]):
         instances: InstancesLike = None,
     ) -> CompiledPlan:
         """Check the whole plan; raise ``PlanValidationError`` listing every problem, or
-        return the compiled data-flow graph that ``run`` and ``simulate`` execute.
-
-        ``store`` and ``inputs`` are what exists before the run (reads of anything else
-        must be written by some call); ``instances`` as for ``run``.
-        """
+        return the compiled data-flow graph. ``store`` and ``inputs`` are what exists before
+        the run: a read of anything else must be written by some call."""
         return compile_plan(
             self._calls,
             as_tools(tools),

@@ -137,12 +137,8 @@ def tool(
     isolated: bool = False,
     blocking: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """A ``Tool`` from a function: ``@tool`` or ``@tool(parameters=..., ...)``.
-
-    The name defaults to the function's ``__name__`` and the description to its
-    docstring; every other field is ``Tool``'s, passed as given (the parameters stay an
-    open object schema unless you give one).
-    """
+    """A ``Tool`` from a function: ``@tool`` or ``@tool(parameters=..., ...)``, named after
+    the function and described by its docstring unless told otherwise."""
 
     def make(function: Callable[..., Any]) -> Tool:
         if not callable(function):

@@ -62,9 +62,6 @@ def compile_plan(
     return compiled
 
 
-# --------------------------------------------------------------- each call alone
-
-
 def _nodes(
     calls: Sequence[Call], tools: dict[str, Tool], known: list[str], problems: list[PlanProblem]
 ) -> list[Node]:

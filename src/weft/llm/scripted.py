@@ -36,9 +36,8 @@ ChatScript: TypeAlias = (
 class ScriptedReasoner:
     """A reasoner that answers from a script and records every prompt it saw.
 
-    ``replies`` is a list (one reply per call, in order) or a function of the
-    prompt. A reply is a string or a :class:`Completion` (to script usage).
-    Running out of replies raises :class:`~weft.errors.ScriptExhaustedError`.
+    ``replies`` is a list (one reply per call, in order: a string or a :class:`Completion`)
+    or a function of the prompt. Running out raises ``ScriptExhaustedError``.
 
     >>> reasoner = ScriptedReasoner(["first", "second"])
     >>> reasoner("What now?")

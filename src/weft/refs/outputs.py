@@ -72,8 +72,6 @@ class OutputPath:
     def __str__(self) -> str:
         return self.text
 
-    # --------------------------------------------------------------- choosing
-
     def choose(
         self,
         value: Any,
@@ -89,10 +87,9 @@ class OutputPath:
                 for i, fanout in enumerate(self.alternatives):
                     if fanout == named.alternatives[0]:
                         return i
-            options = ", ".join(" && ".join(t.text for t in fanout) for fanout in self.alternatives)
             raise OutputPathError(
                 f"the tool chose the output path {named.text!r}, which is not one of the "
-                f"alternatives of {self.text!r} ({options}); return one of them exactly"
+                f"alternatives of {self.text!r}; return one of them exactly"
             )
         reasons: list[str] = []
         for i, fanout in enumerate(self.alternatives):
@@ -114,8 +111,6 @@ class OutputPath:
             f"no alternative of {self.text} accepts the value ({listed}); return a value one "
             "of them accepts, or name the alternative with ChosenPath(path, value)"
         )
-
-    # ---------------------------------------------------------------- writing
 
     def write(
         self,

@@ -53,9 +53,6 @@ class Target:
         return self.text
 
 
-# -------------------------------------------------------------------- writes
-
-
 @dataclass(frozen=True, slots=True)
 class WriteOp:
     """One store write an output path decided on: through the field's reducer, or whole."""
@@ -143,16 +140,12 @@ def _plan_one(
 
 def method_reducer(method: str) -> Callable[[Any, Any], Any] | None:
     """The built-in reducer an output path's method writes through (None for ``set``)."""
-    if method == "set":
-        return None
-    return _REDUCER_OF[method][1]
+    return _REDUCER_OF[method][1] if method in _REDUCER_OF else None
 
 
 def _method_for(reducer: str) -> str:
-    for method, (name, _) in _REDUCER_OF.items():
-        if name == reducer:
-            return f":{method}"
-    return "no method: write it from code"
+    found = [f":{method}" for method, (name, _) in _REDUCER_OF.items() if name == reducer]
+    return found[0] if found else "no method: write it from code"
 
 
 def _reduce(target: Target, current: Any, value: Any) -> Any:
