@@ -10,7 +10,7 @@ import pytest
 from llm_fakes import WeatherTool
 
 import weft.llm.scripted
-from weft.errors import ScriptExhaustedError
+from weft.errors import ModelConfigError, ScriptExhaustedError
 from weft.llm import (
     AssistantMessage,
     ChatMessage,
@@ -84,7 +84,7 @@ def test_a_reasoner_is_safe_to_share_between_threads() -> None:
 
 
 def test_a_single_string_is_refused_as_a_script() -> None:
-    with pytest.raises(TypeError, match=r"wrap a single reply in a list"):
+    with pytest.raises(ModelConfigError, match=r"wrap a single reply in a list"):
         ScriptedReasoner("just one")  # type: ignore[arg-type]
 
 
@@ -165,7 +165,21 @@ def test_dict_replies_script_text_tool_calls_usage_and_malformed_arguments() -> 
 
 def test_a_dict_reply_with_unknown_keys_is_refused() -> None:
     model = ScriptedChatModel([{"text": "hi"}])
-    with pytest.raises(ValueError, match=r"unknown keys \['text'\]"):
+    with pytest.raises(ModelConfigError, match=r"unknown keys \['text'\]"):
+        model.chat([ChatMessage.user("go")])
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (42, r"reply #1 is a int"),
+        ({"tool_calls": ["memory_read"]}, r"each tool call is a ToolCall or a dict"),
+        ({"content": "hi", "usage": {"tokens": 3}}, r"usage .* is not a Usage"),
+    ],
+)
+def test_a_malformed_scripted_reply_is_a_model_config_error(reply: object, problem: str) -> None:
+    model = ScriptedChatModel([reply])  # type: ignore[list-item]
+    with pytest.raises(ModelConfigError, match=problem):
         model.chat([ChatMessage.user("go")])
 
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from weft.errors import UnresolvedReferenceError
+from weft.errors import RefError, UnresolvedReferenceError
 from weft.refs import StoreScope, resolve
 from weft.store import Store, register_type
 
@@ -118,6 +118,11 @@ def test_resolved_values_are_read_only() -> None:
     resolved = resolve({"user": "†state.currentUser"}, SCOPE)
     with pytest.raises(TypeError):
         resolved["user"] = 1
+
+
+def test_something_that_is_no_scope_is_refused_with_a_ref_error() -> None:
+    with pytest.raises(RefError, match=r"a scope is a Store, a mapping .* not a int"):
+        resolve("†state.a", 42)  # type: ignore[arg-type]
 
 
 def test_store_scope_reads_entries() -> None:

@@ -1,7 +1,5 @@
-"""Tools, calls and plans of calls linked by references: a plan is validated as a whole
-(every problem found before anything runs), compiled to a data-flow graph and run on the
-WorkGraph engine, or simulated on the tools' output examples; with instancing (one plan
-over many forks of the store) and imports (isolated modules in a clean room)."""
+"""Tools, calls and plans of calls linked by references (README: "References, output paths
+and plans")."""
 
 from weft.calls.call import Call
 from weft.calls.dataflow import CompiledPlan, PlanProblem

@@ -1,16 +1,8 @@
 """``Call``: one tool call of a plan, in the seed's JSON form.
 
-``{"_tool": "fetchUserProfile", "userId": "†state.currentUser.id", "_outputPath":
-"†state.profile"}``: the other meta properties are ``_instance`` (which instance's state
-it works on, see ``weft.calls.instancing``), ``_imports`` (what an isolated module sees,
-see ``weft.calls.imports``) and ``_id`` (a name for the call; default ``<index>.<tool>``).
-Every other key is an argument.
-
 >>> call = Call.from_json({"_tool": "upper", "text": "†state.topic", "_outputPath": "†state.title"})
 >>> call.tool, dict(call.arguments), call.output_path
 ('upper', {'text': '†state.topic'}, '†state.title')
->>> call.to_json()["_outputPath"]
-'†state.title'
 """
 
 from __future__ import annotations
@@ -37,7 +29,9 @@ def loads(data: Any, whose: str) -> Any:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Call:
-    """One tool call of a plan, in the seed's JSON form (``Call.from_json``)."""
+    """One tool call of a plan, in the seed's JSON form (``Call.from_json``): the meta keys
+    ``_tool``, ``_outputPath``, ``_instance``, ``_imports`` and ``_id`` (default
+    ``<index>.<tool>``); every other key is an argument."""
 
     tool: str
     arguments: Mapping[str, Any] = field(default_factory=dict)

@@ -1,16 +1,11 @@
 """The data flow of a plan: which call depends on which, and in what order calls are taken.
 
-A call *depends on* every call that writes a path its references (or imports) read: the
-same kind and field, one path a prefix of the other (a read of ``†state.user`` waits for
-a write of ``†state.user.name`` and the other way round). An instance's call reads its
-own instance's writers and the global ones; a global call reads global writers only.
-All the alternatives of an ``||`` count, for reads and for writes.
-
-The canonical order is Kahn's topological order taking the lowest node (plan order,
-then instance order) first. Two calls with no path between them that write overlapping
-paths, one of them with ``set``, are a problem (the result would depend on which
-finished last); unordered calls that only reduce a field (``push``, ``concat``,
-``merge``) are fine: the engine commits their writes in graph order.
+A call *depends on* every call that writes a path its references (or imports) read: same
+kind and field, one path a prefix of the other. An instance call reads its instance's
+writers and the global ones, a global call the global ones; every alternative of an ``||``
+counts. The canonical order is Kahn's, lowest position first. Two calls with no order
+between them writing overlapping paths, one of them with ``set``, are a problem; calls that
+only reduce a field (``push``, ``concat``, ``merge``) are not.
 """
 
 from __future__ import annotations
@@ -83,9 +78,6 @@ class CompiledPlan:
     inputs: Mapping[str, Any]
 
 
-# ---------------------------------------------------------------- the data flow
-
-
 def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProblem]) -> None:
     """Fill in every node's dependencies and the canonical order of ``compiled``, adding
     what is wrong to ``problems``."""
@@ -96,12 +88,9 @@ def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProb
         if node.output is None:
             continue
         for target in node.output.targets:
-            writers.setdefault((node.instance, target.kind, target.field), []).append(
-                (node.position, target)
-            )
-            kind_writers.setdefault((node.instance, target.kind), []).append(
-                (node.position, target)
-            )
+            written = (node.position, target)
+            writers.setdefault((node.instance, target.kind, target.field), []).append(written)
+            kind_writers.setdefault((node.instance, target.kind), []).append(written)
     base: list[Scope] = [MappingScope({"input": compiled.inputs})]
     if store is not None:
         base.append(StoreScope(store))

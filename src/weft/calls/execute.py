@@ -1,21 +1,15 @@
-"""Running one call of a compiled plan: resolve, call, choose the output, write.
+"""Running one call of a compiled plan: resolve, call, choose the output, write; the same
+steps for the WorkGraph runner (on each node's view of the store) and for ``simulate``.
 
-``Runtime`` is the part of a run that does not depend on the scheduler: the WorkGraph
-runner (``weft.calls.runner``) calls ``call_sync`` / ``call_async`` from its nodes, each
-with the node's own fork of the run's store (``RunContext.store``), and
-``weft.calls.simulate`` calls the same steps in canonical order, with the tools' output
-examples in place of the tools.
-
-Instances. An instance's state lives in the run's store beside the global state, under the
-paths ``@<instance>/<field>`` (kinds ``state`` and ``shared``): an instance call reads its
-instance's field if the instance has it, and the global field otherwise; it writes its
-instance's fields only. The instance's own inputs are read before the global ones.
+An instance's state lives in the run's store beside the global state, at the paths
+``@<instance>/<field>`` of ``state`` and ``shared``: an instance call reads its own field
+(its own inputs) if there is one and the global one otherwise, and writes its own only.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
@@ -28,7 +22,7 @@ from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
 from weft.refs.schemas import schema_problems
 from weft.refs.scopes import MappingScope, Scope, StoreScope
-from weft.refs.writes import WriteOp, apply_writes, method_reducer, plan_writes
+from weft.refs.writes import apply_writes, method_reducer, plan_writes
 from weft.store import MISSING, Store, freeze
 
 INSTANCE_KINDS: Final = ("state", "shared")
@@ -91,7 +85,7 @@ class Runtime:
         }
         self._declare_instance_fields(store)
         self.results: dict[str, Any] = {}
-        self.alts: dict[str, int | None] = {}
+        self.records: dict[int, Mapping[str, Any]] = {}  # by position: {"value", "alt"}
 
     def _declare_instance_fields(self, store: Store) -> None:
         """A field written with a method (``:push``, ``:concat``, ``:merge``) and no reducer
@@ -149,22 +143,15 @@ class Runtime:
         value, chosen = split_choice(result)
         output = node.output
         self.results[node.id] = value
-        if output is None:
-            self.alts[node.id] = None
-            return {"value": value, "alt": None}
-        index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
-        self.alts[node.id] = index
-        ops = plan_writes(output.alternatives[index], value, store, scope)
-        apply_writes(self._routed(node, ops), store, node.id)
-        return {"value": value, "alt": index}
-
-    @staticmethod
-    def _routed(node: Node, ops: Iterable[WriteOp]) -> list[WriteOp]:
-        """An instance call's writes go to its instance's fields."""
-        if node.instance is None:
-            return list(ops)
-        name = node.instance
-        return [replace(op, field=instance_path(name, op.field)) for op in ops]
+        index = None
+        if output is not None:
+            index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
+            ops = plan_writes(output.alternatives[index], value, store, scope)
+            if node.instance is not None:  # an instance call writes its instance's fields
+                ops = [replace(op, field=instance_path(node.instance, op.field)) for op in ops]
+            apply_writes(ops, store, node.id)
+        record = self.records[node.position] = {"value": value, "alt": index}
+        return record
 
     def call_sync(self, position: int, store: Store) -> dict[str, Any]:
         """Run node ``position`` with a sync tool, on its fork ``store``."""
@@ -232,9 +219,7 @@ class Runtime:
         text = self.compiled.output
         if text is not None:
             return read_expression(Expression.parse(text), StoreScope(self.store))
-        if not self.nodes:
-            return None
-        return self.results.get(self.nodes[-1].id)
+        return self.results.get(self.nodes[-1].id) if self.nodes else None
 
     def result(self, *, run_id: str | None, simulated: bool) -> PlanResult:
         return PlanResult(

@@ -1,15 +1,9 @@
-"""``_imports``: what a call delegated to an isolated module may see.
+"""``_imports``: what a call to an isolated module may see.
 
-A module (a sub-plan, a sub-agent, any tool declared ``isolated=True``) runs in a
-*clean room*: a new store holding only what the call's ``_imports`` name, copied from
-the caller's scope when the call starts. ``["state", "input.user"]`` imports every state
-field and the input field ``user``; ``"state.user.name"`` imports just that value, inside
-the field ``user``. Import specs are references with the sigil optional.
-
-Nothing the module writes in its clean room comes back: its result reaches the caller
-only through the call's ``_outputPath``. The call's own argument references resolve in
-the clean room too, so ``_imports`` lists everything the call reads, and validation
-refuses a reference outside it.
+A module runs in a *clean room*: a new store holding only what the call's ``_imports``
+name (references with the sigil optional: ``["state", "input.user"]``), copied from the
+caller's scope when the call starts. The call's own argument references resolve there
+too, so ``_imports`` lists everything it reads; nothing written there comes back.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from weft.errors import ReferenceSyntaxError
-from weft.refs.parse import ASCII_SIGIL, SIGIL, Reference
+from weft.refs.parse import ASCII_SIGIL, SIGIL, Reference, need_str
 from weft.refs.resolve import read
 from weft.refs.scopes import Scope
 from weft.store import MISSING, FrozenDict, Store
@@ -25,12 +19,7 @@ from weft.store import MISSING, FrozenDict, Store
 
 def parse_import(spec: str) -> Reference:
     """One import spec (``"state"``, ``"input.user"``, ``"†state.user.name"``)."""
-    if not isinstance(spec, str):
-        raise ReferenceSyntaxError(
-            f"an _imports entry is a string such as 'state' or 'input.user', not a "
-            f"{type(spec).__name__} ({spec!r:.80})",
-            text=repr(spec),
-        )
+    need_str(spec, "an _imports entry", "'state' or 'input.user'")
     text = spec.strip()
     if not text.startswith((SIGIL, ASCII_SIGIL)):
         text = SIGIL + text

@@ -1,21 +1,8 @@
-"""Instancing: one plan over N instances, each with its own isolated state.
+"""Instancing: which instances a run has, and which of them each call runs on.
 
-``run(..., instances=["a", "b"])`` (or ``{"a": {inputs}, "b": {...}}``) gives every
-instance a fork of the store (``store.fork(name="instance:<id>")``, O(1)) holding its
-own inputs as ``input:<name>``. A call's ``_instance`` routes it:
-
-- ``"a"`` (or ``["a", "b"]``): the call runs on that instance (once per instance named):
-  its references read the instance's view and its output paths write the instance's fork;
-- ``"*"``: the call runs once on every instance (a template);
-- absent: the call is *global*: it reads and writes the parent store.
-
-An instance's view is layered (``weft.calls.execute.InstanceScope``): a field the
-instance wrote (or was given as input) is its own, any other field is the global one as
-it is now, so targeted inputs override global ones and global results written later are
-still seen. Instances never see each other, and their results are never merged
-into the parent unless the run asks for it (``merge_instances=True``: merged at the end,
-in instance order, through the fields' reducers; two instances replacing one field is a
-``MergeConflictError``). A global call cannot read what only instance calls write.
+``_instance`` is an id or a list of ids (the call runs once on each), ``"*"`` (once on
+every instance), or absent (a global call). How an instance's state is kept and read is
+in ``weft.calls.execute``.
 """
 
 from __future__ import annotations

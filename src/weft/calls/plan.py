@@ -1,23 +1,9 @@
 """``Plan``: tool calls linked by references into a data-flow graph.
 
-A plan is a list of calls (``weft.calls.call``); their order is not their schedule:
-references and output paths are. ``Plan.validate(tools)`` finds every problem before
-anything runs and compiles the data flow (``weft.calls.validate``); ``Plan.run`` executes
-the compiled plan on the WorkGraph engine, independent calls concurrently
-(``weft.calls.runner``); ``Plan.simulate`` runs it on the tools' output examples, calling
-no tool and changing no store (``weft.calls.simulate``).
-
->>> from weft.calls import Tool
->>> from weft.store import Store
->>> store = Store()
->>> _ = store.write("state", "currentUser", {"id": 7})
->>> profiles = Tool(name="fetchUserProfile", fn=lambda userId: {"id": userId, "name": "Ada"})
->>> plan = Plan([{"_tool": "fetchUserProfile", "userId": "†state.currentUser.id",
-...               "_outputPath": "†state.profile"}])
->>> plan.run([profiles], store=store).results["0.fetchUserProfile"]
-{'id': 7, 'name': 'Ada'}
->>> store.value("state", "profile")["name"]
-'Ada'
+The order of the calls is not their schedule: references and output paths are.
+``validate`` compiles the plan (``weft.calls.validate``), ``run`` executes it on the
+WorkGraph engine (``weft.calls.runner``), ``simulate`` runs it on the tools' output
+examples (``weft.calls.simulate``).
 """
 
 from __future__ import annotations
@@ -89,8 +75,6 @@ class Plan(Sequence[Call]):
     def __repr__(self) -> str:
         return f"<Plan calls={len(self._calls)}>"
 
-    # ---------------------------------------------------------------- the work
-
     def validate(
         self,
         tools: ToolsLike,
@@ -100,11 +84,8 @@ class Plan(Sequence[Call]):
         instances: InstancesLike = None,
     ) -> CompiledPlan:
         """Check the whole plan; raise ``PlanValidationError`` listing every problem, or
-        return the compiled data-flow graph that ``run`` and ``simulate`` execute.
-
-        ``store`` and ``inputs`` are what exists before the run (reads of anything else
-        must be written by some call); ``instances`` as for ``run``.
-        """
+        return the compiled data-flow graph. ``store`` and ``inputs`` are what exists before
+        the run: a read of anything else must be written by some call."""
         return compile_plan(
             self._calls,
             as_tools(tools),
@@ -115,32 +96,10 @@ class Plan(Sequence[Call]):
             instances=instances,
         )
 
-    def run(
-        self,
-        tools: ToolsLike,
-        *,
-        store: Store | None = None,
-        inputs: Mapping[str, Any] | None = None,
-        instances: InstancesLike = None,
-        merge_instances: bool = False,
-        run_id: str | None = None,
-        durable: DurableRun | None = None,
-        max_concurrency: int | None = None,
-    ) -> PlanResult:
-        """The blocking form of ``arun``, run on this thread's cached event loop (or a
-        helper thread when a loop already runs here)."""
-        return run_sync(
-            self.arun(
-                tools,
-                store=store,
-                inputs=inputs,
-                instances=instances,
-                merge_instances=merge_instances,
-                run_id=run_id,
-                durable=durable,
-                max_concurrency=max_concurrency,
-            )
-        )
+    def run(self, tools: ToolsLike, **options: Any) -> PlanResult:
+        """The blocking form of :meth:`arun` (same arguments), run on this thread's cached
+        event loop (or a helper thread when a loop already runs here)."""
+        return run_sync(self.arun(tools, **options))
 
     async def arun(
         self,
@@ -157,12 +116,13 @@ class Plan(Sequence[Call]):
         """Validate the plan (``PlanValidationError`` listing every problem, before
         anything runs) and run it on the WorkGraph engine.
 
-        ``store`` (a new one if omitted) is where global calls read and write; ``inputs``
-        are written as ``input:<name>``; ``instances`` (ids, or ids mapped to their
-        inputs) get a fork each (``weft.calls.instancing``), merged into ``store`` at the
-        end, in instance order, only with ``merge_instances=True``; ``run_id`` records
-        the run for resume; ``durable`` runs on a ``DurableRun``'s store (its run id by
-        default); ``max_concurrency`` bounds the calls in flight.
+        ``store`` (a new one if omitted) is where the calls read and write; ``inputs`` are
+        written as ``input:<name>``; ``instances`` are ids, or ids mapped to their inputs;
+        ``merge_instances=True`` merges their results into the global fields at the end;
+        ``run_id`` records the run for resume; ``durable`` runs on a ``DurableRun``'s store
+        (its run id by default); ``max_concurrency`` bounds the calls in flight. A failed
+        call raises its ``PlanRunError`` (the tool's exception as its cause) once the calls
+        already running finish; what was committed stays.
         """
         store = run_store(store, durable)
         compiled = self.validate(tools, store=store, inputs=inputs, instances=instances)

@@ -1,22 +1,10 @@
 """``Plan.run``: a validated plan of tool calls, executed on the WorkGraph engine.
 
-Each call (each call on each instance) becomes one ``WorkGraphNode`` whose edges come
-from the data flow (``weft.calls.dataflow``); data moves through the store, not through
-pass-down. Independent calls run concurrently: async tools as tasks, sync tools inline
-when they are the only work and on the engine's threads otherwise. A call writes its
-result to its output path in its node's fork, with ``source=`` the call's id, and the
-engine commits the forks to the store in graph order (``weft.graph.stores``): what a
-call reads never depends on a call it does not depend on, and unordered pushes to one
-field land in graph order, never in the order the calls finished.
-
-Resume. With ``run_id`` (and the same store, or a ``DurableRun`` whose store outlives a
-crash), every finished call is recorded by the engine with its writes, in one commit;
-running the plan again with that id restores recorded calls instead of calling them and
-runs the rest. A call whose tool took effect but whose record was not stored runs again
-(at least once).
-
-A run that fails raises the ``PlanRunError`` of the first call that failed (its cause is
-the tool's own exception); calls already running finish, and what was committed stays.
+Each call (on each instance) is one ``WorkGraphNode`` with edges from the data flow; data
+moves through the store, never by pass-down, and the engine commits the calls' writes in
+graph order. With a ``run_id`` the engine records each finished call with its writes in
+one commit, so running again restores recorded calls instead of calling them (a call
+whose tool took effect but whose record was not stored runs again: at least once).
 """
 
 from __future__ import annotations
@@ -70,23 +58,17 @@ async def arun_compiled(
     completed_before = (
         log is not None and (run := log.run()) is not None and (run.status == "completed")
     )
-    records: dict[int, Mapping[str, Any]] = {}
     if graph is not None:
         try:
             await graph.arun(store=store, run_id=run_id)
         except NodeError as exc:
             error = _unwrap(exc, run_id)
             raise error from error.__cause__
-        if log is not None:
-            records = _records(log, keys)
-            for position, record in records.items():
-                runtime.restore(compiled.nodes[position], record)
-        else:
-            records = {
-                position: {"value": runtime.results.get(node.id), "alt": runtime.alts.get(node.id)}
-                for position, node in enumerate(compiled.nodes)
-                if node.id in runtime.results
-            }
+    records = runtime.records
+    if log is not None:
+        records = _records(log, keys)
+        for position, record in records.items():
+            runtime.restore(compiled.nodes[position], record)
     if merge_instances and compiled.instances and not completed_before:
         runtime.merge_instances(records)
     return runtime.result(run_id=run_id, simulated=False)
@@ -108,11 +90,8 @@ def _graph(
             graph_nodes[dep].add_next(graph_nodes[position])
     starts = [graph_nodes[p] for p in compiled.order if not compiled.nodes[p].deps]
     graph = WorkGraph(start_nodes=starts, max_concurrency=max_concurrency)
-    index = {id(n): i for i, n in enumerate(graph_nodes)}
-    keys = [""] * len(graph_nodes)
-    for graph_node, key in zip(graph.nodes, graph.keys, strict=True):
-        keys[index[id(graph_node)]] = key
-    return graph, keys
+    keys = dict(zip(map(id, graph.nodes), graph.keys, strict=True))
+    return graph, [keys[id(node)] for node in graph_nodes]
 
 
 def _kind(tool: Tool) -> str:

@@ -1,10 +1,4 @@
-"""``Plan.simulate``: a compiled plan run on its tools' output examples, calling no tool.
-
-The calls are taken in canonical order (``weft.calls.dataflow``) on a fork of the
-caller's store, through the same steps as a real run (``weft.calls.execute.Runtime``):
-references resolve, arguments and output paths are checked, results are written; only
-the fork sees the writes.
-"""
+"""``Plan.simulate``: a compiled plan run on its tools' output examples, calling no tool."""
 
 from __future__ import annotations
 

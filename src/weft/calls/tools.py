@@ -1,15 +1,5 @@
 """``Tool``: a function a plan (or an executor's model) can call, with the JSON Schema of
-its arguments; ``@tool`` makes one from a function.
-
->>> @tool
-... def upper(text: str) -> str:
-...     "The text in capitals."
-...     return text.upper()
->>> upper.name, upper.description
-('upper', 'The text in capitals.')
->>> upper.fn("ada")
-'ADA'
-"""
+its arguments; ``@tool`` makes one from a function."""
 
 from __future__ import annotations
 
@@ -31,11 +21,9 @@ class Tool:
 
     ``fn`` is called with the resolved arguments as keywords (sync or async).
     ``parameters`` is the JSON Schema of the arguments; a ``_outputPath`` property in it
-    says which output paths a call may use (``{"type": "string"}``: any; ``const``,
-    ``enum`` or ``oneOf`` of consts: only those, and a ``const`` is the default).
+    says which output paths a call may use (a prescribed ``const`` is the default).
     ``output_examples`` are what ``Plan.simulate`` returns instead of calling ``fn``.
-    ``isolated=True`` makes the tool a module: it gets ``store=`` a clean room holding
-    only what the call's ``_imports`` name (``weft.calls.imports``).
+    ``isolated=True`` makes the tool a module that gets ``store=`` its clean room.
 
     A sync ``fn`` runs on one of the engine's worker threads when other calls are ready
     at the same time, so blocking I/O overlaps; ``blocking=False`` says it is a quick
@@ -149,12 +137,8 @@ def tool(
     isolated: bool = False,
     blocking: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """A ``Tool`` from a function: ``@tool`` or ``@tool(parameters=..., ...)``.
-
-    The name defaults to the function's ``__name__`` and the description to its
-    docstring; every other field is ``Tool``'s, passed as given (the parameters stay an
-    open object schema unless you give one).
-    """
+    """A ``Tool`` from a function: ``@tool`` or ``@tool(parameters=..., ...)``, named after
+    the function and described by its docstring unless told otherwise."""
 
     def make(function: Callable[..., Any]) -> Tool:
         if not callable(function):

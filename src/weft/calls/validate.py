@@ -1,23 +1,14 @@
-"""Validation: a plan compiled into its data-flow graph, with every problem found first.
+"""Validation: each call checked alone, then the calls together (``weft.calls.dataflow``),
+every problem collected into one ``PlanValidationError`` before anything runs.
 
-Each call is checked alone here, then the calls together (``weft.calls.dataflow``).
-
-Problems, all collected into one ``PlanValidationError`` (each names the call by index,
-id and tool, and says how to fix it): an unknown tool; an argument the tool's JSON Schema
-refuses (literal parts only: what a reference supplies is checked when the call runs);
-a reference or output path that does not parse; an output path the tool's schema does
-not allow; ``_imports`` on a tool that is not isolated, or a reference outside them; an
-unknown instance; a read of a path that no call writes and neither the store nor the
-inputs provide; a cycle; and two calls with no order between them writing overlapping
-paths where either *sets* (replaces) it, since the result would depend on which finished
-last.
+Literal arguments are checked against the tool's JSON Schema here; what a reference
+supplies is checked when the call runs.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from weft.calls.call import Call
@@ -32,20 +23,6 @@ from weft.refs.parse import Reference
 from weft.refs.resolve import Compiled, compile_mapping
 from weft.refs.schemas import closed_choices, schema_problem, schema_problems
 from weft.store import Store
-
-
-@dataclass(slots=True)
-class _Draft:
-    """One call of the plan once checked alone (before the data flow)."""
-
-    index: int
-    call: Call
-    id: str
-    tool: Tool | None
-    args: Compiled | None
-    output: OutputPath | None
-    imports: tuple[Reference, ...] | None
-    targets: list[str | None]
 
 
 def compile_plan(
@@ -63,20 +40,19 @@ def compile_plan(
     table = instance_table(instances)
     problems: list[PlanProblem] = []
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
-        drafts = _drafts(calls, tools, list(table), problems)
         compiled = CompiledPlan(
             calls=tuple(calls),
             state_schema=state_schema,
             output=output,
             tools=tools,
-            nodes=_nodes(drafts),
+            nodes=_nodes(calls, tools, list(table), problems),
             order=(),
             instances=table,
             inputs=dict(inputs or {}),
         )
         analyse(compiled, store, problems)
     if problems:
-        unique = sorted(dict.fromkeys(problems), key=_by_call)
+        unique = sorted(dict.fromkeys(problems), key=lambda p: -1 if p.index is None else p.index)
         listed = "\n".join(f"  - {p}" for p in unique)
         raise PlanValidationError(
             f"the plan has {len(unique)} problem{'s' if len(unique) != 1 else ''}; nothing "
@@ -86,42 +62,12 @@ def compile_plan(
     return compiled
 
 
-def _by_call(problem: PlanProblem) -> int:
-    return -1 if problem.index is None else problem.index
-
-
-def _nodes(drafts: list[_Draft]) -> list[Node]:
-    """One node per call and instance it runs on (a call with problems gets none)."""
-    nodes: list[Node] = []
-    for draft in drafts:
-        if draft.tool is None or draft.args is None:
-            continue
-        for instance in draft.targets:
-            nodes.append(
-                Node(
-                    position=len(nodes),
-                    index=draft.index,
-                    call=draft.call,
-                    tool=draft.tool,
-                    id=draft.id if instance is None else f"{draft.id}@{instance}",
-                    instance=instance,
-                    args=draft.args,
-                    output=draft.output,
-                    imports=draft.imports,
-                    check_arguments=bool(draft.args.references)
-                    and _constrains(draft.tool.arguments_schema),
-                )
-            )
-    return nodes
-
-
-# --------------------------------------------------------------- each call alone
-
-
-def _drafts(
+def _nodes(
     calls: Sequence[Call], tools: dict[str, Tool], known: list[str], problems: list[PlanProblem]
-) -> list[_Draft]:
-    drafts: list[_Draft] = []
+) -> list[Node]:
+    """One node per call and instance it runs on (a call with problems gets none), each call
+    checked alone; what is wrong goes to ``problems``."""
+    nodes: list[Node] = []
     seen: dict[str, int] = {}
     for index, call in enumerate(calls):
         cid = call.id if call.id is not None else f"{index}.{call.tool}"
@@ -146,15 +92,32 @@ def _drafts(
         targets, trouble = targets_of(call.instance, known)
         if trouble is not None:
             problem(trouble)
-        if tool is not None and args is not None and _constrains(tool.arguments_schema):
+        if tool is None or args is None:
+            continue
+        constrains = _constrains(tool.arguments_schema)
+        if constrains:
             literal, places = args.literal()
             for message in schema_problems(tool.arguments_schema, literal, dynamic=places):
                 problem(
                     f"its arguments do not fit the tool's JSON Schema: {message}; fix the "
                     "argument (see the tool's parameters)"
                 )
-        drafts.append(_Draft(index, call, str(cid), tool, args, output, imports, targets))
-    return drafts
+        for instance in targets:
+            nodes.append(
+                Node(
+                    position=len(nodes),
+                    index=index,
+                    call=call,
+                    tool=tool,
+                    id=str(cid) if instance is None else f"{cid}@{instance}",
+                    instance=instance,
+                    args=args,
+                    output=output,
+                    imports=imports,
+                    check_arguments=constrains and bool(args.references),
+                )
+            )
+    return nodes
 
 
 def _compile_arguments(call: Call, problem: Any) -> Compiled | None:

@@ -1,9 +1,5 @@
-"""The model layer: a reasoner (prompt in, text out) and a chat model (messages and tools in).
-
-Scripted doubles for tests (``ScriptedReasoner``, ``ScriptedChatModel``) and
-adapters for real providers (``OpenAIChatModel`` for every OpenAI-compatible
-server, ``AnthropicChatModel``). httpx is imported only when a request is made.
-"""
+"""The model layer: reasoners, chat models, provider adapters and scripted doubles (README:
+"Models"). httpx is imported only when a request is made."""
 
 from weft.llm.anthropic import AnthropicChatModel
 from weft.llm.messages import (

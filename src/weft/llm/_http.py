@@ -1,15 +1,8 @@
 """``HTTPChatModel``: what the provider adapters share, one POST with retries and clear errors.
 
-Retried: 429, 500, 502, 503, 504 and 529 (Anthropic's "overloaded"), and
-transport failures (refused connections, timeouts). The wait is exponential
-backoff with jitter, or the provider's ``retry-after`` / ``retry-after-ms``
-when it sends one (capped at a minute). Every other status fails at once.
-Whatever fails ends as one :class:`~weft.errors.ProviderError` naming the
-provider, the model, the status (or transport error), the attempts and the
-provider's own message.
-
-httpx is imported only when a request is about to be made, so importing
-``weft.llm`` does not import it.
+Retried: ``RETRY_STATUSES`` and transport failures, after exponential backoff with jitter
+or the provider's ``retry-after`` / ``retry-after-ms`` (capped at a minute); anything else
+fails at once. httpx is imported only when a request is about to be made.
 """
 
 from __future__ import annotations
@@ -47,6 +40,7 @@ INITIAL_BACKOFF: Final = 0.5
 MAX_BACKOFF: Final = 8.0
 MAX_RETRY_AFTER: Final = 60.0
 _MESSAGE_CHARS: Final = 500
+_NOT_JSON: Final = object()
 
 Sleep = Callable[[float], Awaitable[object]]
 
@@ -62,11 +56,8 @@ class JsonReply:
 
 
 def backoff_delay(retry: int, rand: Callable[[], float] = random.random) -> float:
-    """Seconds to wait before retry number ``retry`` (0-based): doubling, capped, jittered.
-
-    The jitter keeps the delay between half and all of the doubled step, so
-    clients that failed together do not retry in lockstep.
-    """
+    """Seconds to wait before retry number ``retry`` (0-based): doubling, capped, and
+    jittered to between half and all of the step, so clients do not retry in lockstep."""
     step: float = min(MAX_BACKOFF, INITIAL_BACKOFF * 2.0**retry)
     return step * (0.5 + rand() / 2)
 
@@ -233,12 +224,13 @@ class HTTPChatModel(ChatModelBase):
             )
         return merged
 
-    def _shape_error(self, reply: JsonReply, what: str) -> ProviderError:
-        """The error for a 2xx body that is not what the API documents: says what was missing."""
+    def _shape_error(self, reply: JsonReply, what: str, *, body: str = "") -> ProviderError:
+        """The error for a 2xx body that is not what the API documents: says what was missing
+        (``body``: what the body is instead of a response of the API)."""
+        body = body or f"not a response of the {self.api} API"
         return ProviderError(
-            f"{self._who()} answered {reply.status} with a body that is not a response of "
-            f"the {self.api} API: {what}. Check that the base URL ({self.url}) points at a "
-            f"server that speaks the {self.api} API",
+            f"{self._who()} answered {reply.status} with a body that is {body}: {what}. Check "
+            f"that the base URL ({self.url}) points at a server that speaks the {self.api} API",
             provider=self.provider,
             model=self.model,
             status=reply.status,
@@ -325,23 +317,16 @@ class HTTPChatModel(ChatModelBase):
         try:
             body = response.json()
         except ValueError:
-            preview = _truncate(response.text.strip()) or "(empty)"
-            raise ProviderError(
-                f"{self._who()} answered {response.status_code} with a body that is not JSON: "
-                f"{preview!r}. Check that the base URL ({self.url}) points at a server that "
-                f"speaks the {self.api} API",
-                provider=self.provider,
-                model=self.model,
-                status=response.status_code,
-                attempts=attempt,
-                request_id=_request_id(response, None),
-            ) from None
+            body = _NOT_JSON
         reply = JsonReply(
             body=body if isinstance(body, dict) else {},
             status=response.status_code,
             attempts=attempt,
             request_id=_request_id(response, body),
         )
+        if body is _NOT_JSON:
+            preview = _truncate(response.text.strip()) or "(empty)"
+            raise self._shape_error(reply, repr(preview), body="not JSON")
         if not isinstance(body, dict):
             raise self._shape_error(reply, f"expected a JSON object, got a JSON {json_kind(body)}")
         return reply

@@ -1,9 +1,8 @@
 """A chat model over the Anthropic Messages API (``POST {base_url}/v1/messages``).
 
-The Messages API differs from Chat Completions in ways this adapter hides:
-system prompts go in a top-level ``system`` field, the assistant's tool calls
-are ``tool_use`` content blocks, tool results are ``tool_result`` blocks in a
-user turn, and ``max_tokens`` is required.
+The adapter hides how Messages differs from Chat Completions: system prompts go in a
+top-level ``system`` field, tool calls and results are ``tool_use`` / ``tool_result``
+blocks (results in a user turn), and ``max_tokens`` is required.
 """
 
 from __future__ import annotations
@@ -25,25 +24,10 @@ ANTHROPIC_VERSION: Final = "2023-06-01"
 class AnthropicChatModel(HTTPChatModel):
     """An Anthropic Messages client.
 
-    ``api_key`` falls back to ``ANTHROPIC_API_KEY``, ``base_url`` to
-    ``ANTHROPIC_BASE_URL`` and then ``https://api.anthropic.com`` (the URL
-    without ``/v1``). ``max_tokens`` is sent with every request, as the API
-    requires; a call's ``max_tokens=`` option overrides it. System messages,
-    wherever they are in the conversation, are joined into the top-level
-    ``system`` field. Failures raise :class:`~weft.errors.ProviderError`;
-    429, 5xx and 529 (overloaded) are retried first.
-
-    Usage::
-
-        model = AnthropicChatModel("claude-sonnet-4-5", max_tokens=2048)  # ANTHROPIC_API_KEY
-        tools = memory_tools(memory)
-        messages = [ChatMessage.system("You keep notes."), ChatMessage.user("Note: due Friday")]
-        reply = await model.achat(messages, tools=tools)
-        messages.append(reply)
-        for call in reply.tool_calls:  # run each tool, hand its result back
-            result = tools.call(call.name, call.raw_arguments)
-            messages.append(ChatMessage.tool(result, tool_call_id=call.id))
-        final = await model.achat(messages, tools=tools)
+    ``api_key`` falls back to ``ANTHROPIC_API_KEY``, ``base_url`` to ``ANTHROPIC_BASE_URL``
+    and then ``https://api.anthropic.com`` (without ``/v1``). ``max_tokens`` goes with every
+    request (a call's ``max_tokens=`` overrides it); system messages, wherever they are,
+    are joined into the top-level ``system`` field.
     """
 
     provider = "anthropic"
@@ -120,12 +104,8 @@ class AnthropicChatModel(HTTPChatModel):
 
 
 def _render(messages: Sequence[ChatMessage]) -> tuple[str | None, list[dict[str, Any]]]:
-    """The top-level system text and the turns, in Messages form.
-
-    Tool results become ``tool_result`` blocks of a user turn; consecutive tool
-    results (and user text right after them) share one user turn, with the
-    results first, as the API asks.
-    """
+    """The top-level system text and the turns, in Messages form: consecutive tool results
+    (and user text right after them) share one user turn, results first, as the API asks."""
     system: list[str] = []
     turns: list[dict[str, Any]] = []
     for message in messages:

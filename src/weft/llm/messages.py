@@ -1,9 +1,5 @@
-"""What flows in and out of a model: completions, chat messages, tool calls, token usage.
-
-Plain frozen dataclasses, independent of any provider: the adapters translate
-them to and from each provider's wire format, so an executor written against
-these types runs unchanged on OpenAI, Anthropic, a local server or a script.
-"""
+"""What flows in and out of a model: completions, chat messages, tool calls, token usage,
+as plain frozen dataclasses that the adapters translate to each provider's wire format."""
 
 from __future__ import annotations
 
@@ -21,10 +17,9 @@ ROLES: Final = ("system", "user", "assistant", "tool")
 class Usage:
     """Tokens a call consumed, as the provider reported them; ``None`` where it did not say.
 
-    ``input_tokens`` counts everything the model read (for Anthropic including
-    prompt-cache reads and writes), ``output_tokens`` what it wrote. Usages add
-    up (``a + b``), so a loop can total the cost of a run; an unknown count stays
-    unknown only if it is unknown on both sides.
+    ``input_tokens`` counts everything the model read (for Anthropic including prompt-cache
+    reads and writes). Usages add up (``a + b``); a count stays unknown only if it is
+    unknown on both sides.
     """
 
     input_tokens: int | None = None
@@ -49,11 +44,7 @@ def _add(a: int | None, b: int | None) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A reasoner's answer: the text, and the tokens it cost when the provider says.
-
-    A reasoner may return a bare ``str``; :func:`weft.llm.areason` turns either
-    into a ``Completion`` so callers handle one type.
-    """
+    """A reasoner's answer: the text, and the tokens it cost when the provider says."""
 
     text: str
     _: KW_ONLY
@@ -62,13 +53,9 @@ class Completion:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCall:
-    """One call of a tool the model asked for.
-
-    ``arguments`` is the parsed JSON object; ``raw_arguments`` the text the model
-    actually sent. A model can send arguments that are not a JSON object; the
-    adapters never raise on that: ``arguments`` is then ``{}``, ``parse_error``
-    says what was wrong, and the executor hands ``raw_arguments`` to the tool,
-    whose error result tells the model how to call it properly.
+    """One call of a tool the model asked for: ``arguments`` parsed, ``raw_arguments`` as
+    sent. Arguments that are not a JSON object never raise: ``arguments`` is then ``{}``
+    and ``parse_error`` says what was wrong, for the tool's error result to tell the model.
     """
 
     id: str
@@ -89,12 +76,8 @@ class ToolCall:
 
     @classmethod
     def parse(cls, *, id: object, name: str, raw: object) -> ToolCall:
-        """A call from a provider's arguments: JSON text, or an already decoded object.
-
-        Never raises: text that is not a JSON object is kept in ``raw_arguments``
-        with ``arguments={}`` and a ``parse_error`` that says what was wrong. An ``id``
-        that is not a non-empty string (the provider gave none) is replaced by a fresh one.
-        """
+        """A call from a provider's arguments (JSON text or a decoded object); never raises
+        (see the class). An ``id`` that is not a non-empty string gets a fresh one."""
         id = id if isinstance(id, str) and id else new_tool_call_id()
         if isinstance(raw, Mapping):
             return cls(
@@ -144,13 +127,8 @@ def new_tool_call_id() -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatMessage:
-    """One message of a conversation, as a chat model reads it.
-
-    ``role`` is ``system``, ``user``, ``assistant`` or ``tool``. An assistant
-    message may carry ``tool_calls``; a ``tool`` message answers one of them
-    and must name it in ``tool_call_id``. Build them with :meth:`system`,
-    :meth:`user`, :meth:`assistant` and :meth:`tool`.
-    """
+    """One message of a conversation: only an assistant message carries ``tool_calls``, and
+    a ``tool`` message names the call it answers in ``tool_call_id``."""
 
     role: Role
     content: str | None = None
@@ -198,10 +176,8 @@ class ChatMessage:
 class AssistantMessage:
     """A chat model's answer: text, tool calls, and what the provider said about it.
 
-    ``stop_reason`` is the provider's own word (OpenAI ``finish_reason`` such as
-    ``stop``/``tool_calls``/``length``, Anthropic ``stop_reason`` such as
-    ``end_turn``/``tool_use``/``max_tokens``); to decide whether to run tools,
-    look at ``tool_calls``, which is the same on every provider. ``raw`` is the
+    ``stop_reason`` is the provider's own word (``tool_calls``, ``tool_use`` ...): to decide
+    whether to run tools, look at ``tool_calls``, the same on every provider. ``raw`` is the
     provider's decoded response body, for anything weft does not map.
     """
 

@@ -1,9 +1,5 @@
-"""A chat model over the OpenAI Chat Completions API, and every server that speaks it.
-
-OpenAI itself, vLLM, Ollama (``/v1``), the llama.cpp server and LM Studio all
-answer ``POST {base_url}/chat/completions`` in the same shape, so one adapter
-serves them all: point ``base_url`` at the server.
-"""
+"""A chat model over the OpenAI Chat Completions API, and every server that speaks it
+(vLLM, Ollama's ``/v1``, the llama.cpp server, LM Studio): point ``base_url`` at it."""
 
 from __future__ import annotations
 
@@ -16,23 +12,11 @@ from weft.llm.tools import ToolSpec
 
 
 class OpenAIChatModel(HTTPChatModel):
-    """An OpenAI-compatible Chat Completions client (OpenAI, vLLM, Ollama, llama.cpp, LM Studio).
+    """An OpenAI-compatible Chat Completions client.
 
-    ``base_url`` falls back to ``OPENAI_BASE_URL``, then OpenAI's own
-    ``https://api.openai.com/v1``; ``api_key`` to ``OPENAI_API_KEY``. A key is
-    required only by OpenAI's own host; a local server runs without one.
-    ``default_options`` go into every request (``{"temperature": 0}``), and
-    options given to a call override them. Failures raise
-    :class:`~weft.errors.ProviderError`; 429 and 5xx are retried first.
-
-    Usage::
-
-        model = OpenAIChatModel("gpt-4o-mini")                      # key from OPENAI_API_KEY
-        local = OpenAIChatModel("qwen2.5:7b", base_url="http://localhost:11434/v1")  # Ollama
-        reply = model.chat([ChatMessage.user("Which tasks are done?")], tools=memory_tools(m))
-        for call in reply.tool_calls:
-            print(call.name, call.arguments)
-        print(model("Say hi").text)                                 # as a reasoner
+    ``base_url`` falls back to ``OPENAI_BASE_URL``, then ``https://api.openai.com/v1``;
+    ``api_key`` to ``OPENAI_API_KEY``, required only by OpenAI's own host.
+    ``default_options`` go into every request, and a call's options override them.
     """
 
     provider = "openai"

@@ -1,16 +1,5 @@
-"""The two ways weft talks to a model: a reasoner (prompt in, text out) and a chat model.
-
-A **reasoner** is anything callable with a prompt that returns the text, or a
-:class:`Completion` with token usage, directly or as an awaitable: a plain
-function, an ``async def``, or an object. The prompt-based agents take one,
-and call it through :func:`areason` / :func:`reason` so they never care which.
-
-A **chat model** takes a conversation and tool definitions and answers with an
-:class:`AssistantMessage` holding text and tool calls; the executors take one.
-Its core is ``async def achat``; ``chat`` is the thin blocking wrapper.
-:class:`ChatModelBase` supplies ``chat`` and the reasoner methods, so an
-adapter only writes ``achat``. Both are stream-free for now.
-"""
+"""The two ways weft talks to a model: a reasoner (prompt in, text out) and a chat model
+(messages and tools in, an ``AssistantMessage`` out), as the README's "Models" describes."""
 
 from __future__ import annotations
 
@@ -28,12 +17,9 @@ ReasonerResult: TypeAlias = str | Completion | AssistantMessage
 class Reasoner(Protocol):
     """Prompt text in, text (or a Completion) out, synchronously or as an awaitable.
 
-    A function ``def answer(prompt: str) -> str`` is a reasoner, and so is
-    ``async def answer(prompt: str) -> Completion``. An object may also offer
-    ``areason(prompt)`` (async) and ``reason(prompt)`` (sync) methods, which
-    :func:`areason` and :func:`reason` prefer over calling it: that is how the
-    adapters give async code a native path while ``model(prompt)`` stays a
-    plain blocking call.
+    An object may also offer ``areason(prompt)`` (async) and ``reason(prompt)`` (sync),
+    which :func:`areason` and :func:`reason` prefer: that is how the adapters give async
+    code a native path while ``model(prompt)`` stays a plain blocking call.
     """
 
     def __call__(self, prompt: str, /) -> ReasonerResult | Awaitable[ReasonerResult]: ...
@@ -41,13 +27,8 @@ class Reasoner(Protocol):
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """Messages and tool definitions in, one assistant message out.
-
-    ``tools`` are objects with ``name``/``description``/``parameters`` (a
-    ``MemoryTool``, a :class:`ToolSpec`) or dicts in OpenAI or Anthropic form.
-    ``options`` are passed to the provider as request fields
-    (``temperature=0``, ``tool_choice=...``).
-    """
+    """Messages and tool definitions in, one assistant message out; ``options`` are passed
+    to the provider as request fields (``temperature=0``, ``tool_choice=...``)."""
 
     async def achat(
         self,
@@ -67,12 +48,8 @@ class ChatModel(Protocol):
 
 
 class ChatModelBase:
-    """A chat model written as one ``achat``; this adds ``chat`` and the reasoner methods.
-
-    ``chat`` runs ``achat`` to completion (from any thread, with or without a
-    running loop). As a reasoner, the model sends the prompt as one user
-    message and returns the answer's text and usage.
-    """
+    """A chat model written as one ``achat``; this adds ``chat`` (from any thread, with or
+    without a running loop) and the reasoner methods (the prompt as one user message)."""
 
     async def achat(
         self,
@@ -125,10 +102,8 @@ def as_completion(result: object, *, reasoner: object = None) -> Completion:
 async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     """Ask any reasoner, from async code; the answer as a Completion.
 
-    Uses the object's own ``areason`` method if it has one; otherwise calls it
-    and awaits the result if it is awaitable. A synchronous reasoner runs
-    directly on the loop's thread (no worker thread): fine for scripts and
-    fast functions; wrap a slow blocking one in ``asyncio.to_thread`` yourself.
+    A synchronous reasoner runs on the loop's thread (no worker thread): fine for scripts
+    and fast functions; wrap a slow blocking one in ``asyncio.to_thread`` yourself.
     """
     method = getattr(reasoner, "areason", None)
     if callable(method) and inspect.iscoroutinefunction(method):
@@ -141,12 +116,8 @@ async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
 
 
 def reason(reasoner: Reasoner | Any, prompt: str) -> Completion:
-    """Ask any reasoner, from synchronous code; the answer as a Completion.
-
-    Uses the object's own ``reason`` method if it has one; otherwise calls it,
-    and runs an awaitable result to completion (see ``ChatModelBase.chat`` for
-    how that works inside a running loop).
-    """
+    """Ask any reasoner, from synchronous code; the answer as a Completion (an awaitable
+    result is run to completion, as ``ChatModelBase.chat`` does)."""
     method = getattr(reasoner, "reason", None)
     if callable(method) and not inspect.iscoroutinefunction(method):
         return as_completion(method(prompt), reasoner=reasoner)

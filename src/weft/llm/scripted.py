@@ -1,9 +1,5 @@
-"""Scripted models: test doubles that answer from a list or a function, and record what they saw.
-
-They ship in the package (as httpx ships ``MockTransport``) so users can test
-their own agents and executors without a provider. Both work from sync and
-async code, never touch the network, and never create threads or loops.
-"""
+"""Scripted models: test doubles that answer from a list or a function and record what they
+saw. They never touch the network and never create threads or loops."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias, TypeVar
 
-from weft.errors import ScriptExhaustedError
+from weft.errors import ModelConfigError, ScriptExhaustedError
 from weft.llm.messages import (
     AssistantMessage,
     ChatMessage,
@@ -40,9 +36,8 @@ ChatScript: TypeAlias = (
 class ScriptedReasoner:
     """A reasoner that answers from a script and records every prompt it saw.
 
-    ``replies`` is a list (one reply per call, in order) or a function of the
-    prompt. A reply is a string or a :class:`Completion` (to script usage).
-    Running out of replies raises :class:`~weft.errors.ScriptExhaustedError`.
+    ``replies`` is a list (one reply per call, in order: a string or a :class:`Completion`)
+    or a function of the prompt. Running out raises ``ScriptExhaustedError``.
 
     >>> reasoner = ScriptedReasoner(["first", "second"])
     >>> reasoner("What now?")
@@ -111,21 +106,8 @@ class ScriptedChatModel(ChatModelBase):
     ``replies`` is a list (one per call, in order) or a function
     ``(messages, tools) -> reply`` whose ``tools`` are :class:`ToolSpec` s. A
     reply is an :class:`AssistantMessage`, a string (a text answer), or a dict
-    ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}], "usage": {...}}``.
-    :meth:`tool_call` builds a reply that calls one tool.
-
-    >>> model = ScriptedChatModel([
-    ...     ScriptedChatModel.tool_call("memory_read", {"keys": ["task:a"]}, id="call_1"),
-    ...     "Done: the task result says 42.",
-    ... ])
-    >>> reply = model.chat([ChatMessage.user("What did task a find?")])
-    >>> reply.tool_calls[0].name, reply.tool_calls[0].arguments
-    ('memory_read', {'keys': ['task:a']})
-    >>> result = ChatMessage.tool({"ok": True, "value": 42}, tool_call_id="call_1")
-    >>> model.chat([ChatMessage.user("What did task a find?"), reply, result]).text
-    'Done: the task result says 42.'
-    >>> len(model.calls)
-    2
+    ``{"content": ..., "tool_calls": [{"name": ..., "arguments": {...}}], "usage": {...}}``;
+    a reply that is none of these raises ``ModelConfigError`` when it is used.
     """
 
     def __init__(self, replies: ChatScript) -> None:
@@ -154,14 +136,14 @@ class ScriptedChatModel(ChatModelBase):
             model=SCRIPTED_MODEL,
         )
 
-    def respond(
+    def chat(
         self,
         messages: Sequence[MessageLike],
         *,
         tools: Sequence[ToolLike] | None = None,
         **options: Any,
     ) -> AssistantMessage:
-        """The next reply; what :meth:`chat` and :meth:`achat` both return."""
+        """The next reply (also what :meth:`achat` returns: no loop is involved)."""
         chat_messages = as_chat_messages(messages)
         specs = as_tool_specs(tools)
         call = ScriptedCall(
@@ -186,19 +168,10 @@ class ScriptedChatModel(ChatModelBase):
         tools: Sequence[ToolLike] | None = None,
         **options: Any,
     ) -> AssistantMessage:
-        return self.respond(messages, tools=tools, **options)
-
-    def chat(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        tools: Sequence[ToolLike] | None = None,
-        **options: Any,
-    ) -> AssistantMessage:
-        return self.respond(messages, tools=tools, **options)
+        return self.chat(messages, tools=tools, **options)
 
     def reason(self, prompt: str) -> Completion:
-        reply = self.respond([ChatMessage.user(prompt)])
+        reply = self.chat([ChatMessage.user(prompt)])
         return Completion(reply.text, usage=reply.usage)
 
     @property
@@ -219,7 +192,7 @@ class ScriptedChatModel(ChatModelBase):
 
 def _replies(replies: Sequence[T], owner: str) -> list[T]:
     if isinstance(replies, str | Mapping) or not isinstance(replies, Sequence):
-        raise TypeError(
+        raise ModelConfigError(
             f"{owner} takes a list of replies or a function; got a {type(replies).__name__} "
             "(wrap a single reply in a list: [reply])"
         )
@@ -233,7 +206,7 @@ def _as_reply(reply: object, index: int) -> AssistantMessage:
         return AssistantMessage(content=reply, stop_reason="stop", model=SCRIPTED_MODEL)
     if isinstance(reply, Mapping):
         return _from_mapping(reply, index)
-    raise TypeError(
+    raise ModelConfigError(
         f"scripted reply #{index + 1} is a {type(reply).__name__}; expected an "
         "AssistantMessage, a string, or a dict with content / tool_calls"
     )
@@ -245,7 +218,7 @@ _REPLY_KEYS: Final = frozenset({"content", "tool_calls", "usage", "stop_reason",
 def _from_mapping(reply: Mapping[str, Any], index: int) -> AssistantMessage:
     unknown = sorted(set(reply) - _REPLY_KEYS)
     if unknown:
-        raise ValueError(
+        raise ModelConfigError(
             f"scripted reply #{index + 1} has unknown keys {unknown}; "
             f"a dict reply may have {sorted(_REPLY_KEYS)}"
         )
@@ -260,13 +233,19 @@ def _from_mapping(reply: Mapping[str, Any], index: int) -> AssistantMessage:
             else:  # script a malformed call: the raw text as a model would send it
                 calls.append(ToolCall.parse(id=call.get("id"), name=call["name"], raw=arguments))
         else:
-            raise ValueError(
+            raise ModelConfigError(
                 f"scripted reply #{index + 1}: each tool call is a ToolCall or a dict "
                 f"{{'name': ..., 'arguments': {{...}}}}, not {call!r}"
             )
     usage = reply.get("usage")
     if isinstance(usage, Mapping):
-        usage = Usage(**usage)
+        try:
+            usage = Usage(**usage)
+        except TypeError:
+            raise ModelConfigError(
+                f"scripted reply #{index + 1}: usage {reply['usage']!r} is not a Usage; its keys "
+                "are input_tokens, output_tokens and total_tokens"
+            ) from None
     default_stop = "tool_calls" if calls else "stop"
     return AssistantMessage(
         content=reply.get("content"),

@@ -1,10 +1,5 @@
-"""Tool definitions a chat model is offered: anything with a name, a description and a schema.
-
-weft's own ``MemoryTool`` qualifies, and so does a :class:`ToolSpec` or a plain
-dict in either provider's format. The model layer accepts them structurally
-(it does not import the tools' packages) and renders each provider's format
-itself.
-"""
+"""Tool definitions a chat model is offered: anything with a name, a description and a
+schema (weft's ``MemoryTool``, a ``ToolSpec``), or a dict in either provider's format."""
 
 from __future__ import annotations
 
@@ -58,13 +53,8 @@ ToolLike: TypeAlias = ToolDefinition | Mapping[str, Any]
 
 
 def as_tool_spec(tool: ToolLike) -> ToolSpec:
-    """One tool definition as a ToolSpec.
-
-    Accepts an object with ``name``/``description``/``parameters`` (a
-    ``MemoryTool``, a ``ToolSpec``), an OpenAI dict
-    (``{"type": "function", "function": {...}}``), an Anthropic dict (with
-    ``input_schema``) or a dict with ``name``/``description``/``parameters``.
-    """
+    """One tool definition as a ToolSpec: an object with ``name``/``description``/
+    ``parameters``, an OpenAI or Anthropic dict, or a dict with those three keys."""
     if isinstance(tool, ToolSpec):
         return tool
     if isinstance(tool, Mapping):
@@ -96,7 +86,7 @@ def as_tool_specs(tools: Sequence[ToolLike] | None) -> list[ToolSpec]:
 
 
 def _from_mapping(tool: Mapping[str, Any]) -> ToolSpec:
-    where = f"the tool dict {_short(tool)}"
+    where = f"the tool dict {tool!r:.80}"
     if tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
         function = tool["function"]
         parameters = function.get("parameters", EMPTY_OBJECT_SCHEMA)
@@ -124,8 +114,3 @@ def _spec(name: object, description: object, parameters: object, where: str) -> 
             f"not a {type(parameters).__name__}"
         )
     return ToolSpec(name=name, description=description, parameters=copy.deepcopy(dict(parameters)))
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

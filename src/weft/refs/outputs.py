@@ -1,41 +1,15 @@
-"""``_outputPath``: where a tool's result is written, parsed into an AST, and the writes.
+"""``_outputPath``: where a tool's result is written, parsed into targets, and the write.
 
-Grammar (the reference grammar of ``weft.refs.parse`` for each path)::
+Grammar (each path is a reference of ``weft.refs.parse``, its sigil optional)::
 
     output  := fanout ("||" fanout)*        alternatives: one of them is written
     fanout  := target ("&&" target)*        fan-out: every target, all or nothing
     target  := [SIGIL kind] field step* [":" method]
     method  := "set" | "merge" | "push" | "concat"       (default: set)
 
-``&&`` binds tighter than ``||``. Without a sigil a path is in ``state`` (the seed's
-``†state.`` prefix is optional): ``summary.text`` is ``†state.summary.text``; a bare path
-whose first name is a kind (``input.x``) is refused as ambiguous. Tool calls write
-``state`` and ``shared`` only: ``input`` belongs to the caller, ``step`` and ``task`` to
-the executors.
-
-Methods (the later revision of the specification: every write carries one):
-
-=========  ==============================================================================
-``set``    replace the value at the path (a whole field: ``write(..., replace=True)``)
-``merge``  shallow-merge a dict into it (``reducers.merge``; ``DELETE`` removes a key)
-``push``   append one item to a list (``reducers.append``; a list is pushed as one item)
-``concat`` append every item of a list (``reducers.extend``)
-=========  ==============================================================================
-
-A method on a whole field goes through the store's reducer when the field declares that
-very reducer (so the event log holds the pushed item, not the list); on a field with no
-declared reducer it is applied here and the result written with ``replace=True``; on a
-field that declares a *different* reducer it is refused (``OutputPathError``): the
-declaration is the field's contract. A path inside a field (``†state.user.tags:push``)
-is read, changed and written back whole.
-
-Choosing among alternatives (``||``): the tool may name its choice (it returns
-``ChosenPath(path, value)``, or a dict with an ``"_outputPath"`` key whose other keys
-are the value); otherwise the first alternative whose schema (from the state schema,
-where it says something about the path) accepts the value; none is an
-``OutputPathError`` listing why each refused. A single path is checked against the
-state schema too. With ``&&`` every target is checked and computed before anything is
-written, so a refusal writes nothing.
+A path without a sigil is in ``state``; one whose first name is a kind (``input.x``) is
+refused as ambiguous. How a method meets a field's declared reducer is in
+``weft.refs.writes``; the README's "References, output paths and plans" teaches the rest.
 """
 
 from __future__ import annotations
@@ -45,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weft.errors import OutputPathError, ReferenceSyntaxError
-from weft.refs.parse import SIGIL, _Scanner
+from weft.errors import OutputPathError
+from weft.refs.parse import SIGIL, _Scanner, need_str
 from weft.refs.schemas import schema_at, schema_problem
 from weft.refs.scopes import Scope, StoreScope
 from weft.refs.writes import METHODS, WRITABLE_KINDS, Method, Target, apply_writes, plan_writes
@@ -55,11 +29,7 @@ from weft.store import KINDS, Store
 
 @dataclass(frozen=True, slots=True)
 class ChosenPath:
-    """A tool's result that names the alternative it is written to.
-
-    >>> ChosenPath("†state.failure", {"reason": "timeout"})
-    ChosenPath(path='†state.failure', value={'reason': 'timeout'})
-    """
+    """A tool's result that names the alternative of its ``||`` output path it goes to."""
 
     path: str
     value: Any
@@ -86,12 +56,7 @@ class OutputPath:
         """Parse ``text``; a ``ReferenceSyntaxError`` says where and why it does not parse."""
         if isinstance(text, OutputPath):
             return text
-        if not isinstance(text, str):
-            raise ReferenceSyntaxError(
-                f"an _outputPath is a string such as '†state.user.summary', not a "
-                f"{type(text).__name__} ({text!r:.80})",
-                text=repr(text),
-            )
+        need_str(text, "an _outputPath", "'†state.user.summary'")
         return _parse_output(text)
 
     @property
@@ -107,8 +72,6 @@ class OutputPath:
     def __str__(self) -> str:
         return self.text
 
-    # --------------------------------------------------------------- choosing
-
     def choose(
         self,
         value: Any,
@@ -116,17 +79,17 @@ class OutputPath:
         state_schema: Mapping[str, Any] | None = None,
         chosen: str | OutputPath | None = None,
     ) -> int:
-        """The index of the alternative ``value`` goes to (see the module docstring)."""
+        """The index of the alternative ``value`` goes to: the one the tool ``chosen``, else
+        the first whose targets the ``state_schema`` accepts; ``OutputPathError`` if none."""
         if chosen is not None:
             named = OutputPath.parse(chosen)
             if len(named.alternatives) == 1:
                 for i, fanout in enumerate(self.alternatives):
                     if fanout == named.alternatives[0]:
                         return i
-            options = ", ".join(" && ".join(t.text for t in fanout) for fanout in self.alternatives)
             raise OutputPathError(
                 f"the tool chose the output path {named.text!r}, which is not one of the "
-                f"alternatives of {self.text!r} ({options}); return one of them exactly"
+                f"alternatives of {self.text!r}; return one of them exactly"
             )
         reasons: list[str] = []
         for i, fanout in enumerate(self.alternatives):
@@ -148,8 +111,6 @@ class OutputPath:
             f"no alternative of {self.text} accepts the value ({listed}); return a value one "
             "of them accepts, or name the alternative with ChosenPath(path, value)"
         )
-
-    # ---------------------------------------------------------------- writing
 
     def write(
         self,

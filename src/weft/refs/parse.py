@@ -11,28 +11,11 @@ Grammar (``†`` may always be written ``$ref:``, the ASCII spelling)::
     expression := conj ("||" conj)*                     (whitespace allowed around operators)
     conj       := reference ("&&" reference)*
 
-Decisions the specification leaves open:
-
-- **Store mapping.** The first step after the kind is the store *field*: ``†state.
-  currentUser.id`` reads the entry ``state:currentUser`` and then the key ``id`` inside
-  its value. This is how WorkGraph state nodes and declared reducers name fields (one
-  entry per top-level name). A store path that itself contains dots or spaces is reached
-  by quoting: ``†state["run.phase"]``. A reference with no field (``†input``) reads the
-  whole kind as a ``{field: value}`` dict.
-- **Indices** are ``[0]``; negative ones count from the end (``[-1]`` is the last item).
-  ``.name`` reads a key of an object, ``[i]`` an item of a list; each refuses the other.
-- **Precedence.** ``&&`` binds tighter than ``||``: ``†a && †b || †c`` is ``(†a && †b)
-  || †c``. There are no parentheses; every expression is an ``||`` of ``&&`` groups.
-- **Escapes.** A doubled sigil is a literal one: ``††`` is a plain dagger and
-  ``$$ref:`` a plain ``$ref:``. No backslashes, which JSON would double.
-- **Whole and embedded.** A string value that is nothing but an expression resolves to
-  the typed value (a number stays a number: LLMCompiler's lesson). A reference inside
-  longer text is interpolated: a string as it is, anything else as compact JSON. Inside
-  text, a reference ends at the first character that cannot continue it (``"Hi
-  †state.user.name."`` keeps the final dot), and ``||``/``&&`` are plain text.
-
-Resolution (``weft.refs.resolve``) reads data only: dict keys and list items, never
-attributes, and evaluates nothing.
+The first step is the store field (``†state.user.id`` reads the entry ``state:user``);
+no field reads the whole kind as a ``{field: value}`` dict. ``††`` and ``$$ref:`` are
+literal sigils. Inside longer text a reference ends at the first character that cannot
+continue it (``"Hi †state.user.name."`` keeps the final dot), and ``||``/``&&`` are plain
+text there. The README's "References, output paths and plans" teaches the rest.
 """
 
 from __future__ import annotations
@@ -81,7 +64,7 @@ class Reference:
     @classmethod
     def parse(cls, text: str) -> Reference:
         """Exactly one reference (surrounding whitespace allowed), or ReferenceSyntaxError."""
-        _need_str(text, "a reference")
+        need_str(text, "a reference")
         scanner = _Scanner(text)
         scanner.skip_space()
         ref = scanner.reference(strict=True)
@@ -133,8 +116,8 @@ class Expression:
     @classmethod
     def parse(cls, text: str) -> Expression:
         """A whole-value expression, or ReferenceSyntaxError."""
-        _need_str(text, "a reference expression")
-        groups = _Scanner(text).alternatives(_strict_reference)
+        need_str(text, "a reference expression")
+        groups = _Scanner(text).alternatives(lambda scanner: scanner.reference(strict=True))
         return cls(tuple(tuple(group) for group in groups))
 
     @property
@@ -151,10 +134,6 @@ class Expression:
 
 Part: TypeAlias = str | Reference
 """A piece of a string with embedded references: literal text or a reference."""
-
-
-def _strict_reference(scanner: _Scanner) -> Reference:
-    return scanner.reference(strict=True)
 
 
 def has_sigil(text: str) -> bool:
@@ -190,7 +169,7 @@ def _parse_value_string(text: str) -> Expression | tuple[Part, ...] | str:
 def parse_template(text: str) -> tuple[Part, ...]:
     """Text with embedded references, as literal parts and references (adjacent literal
     text joined, escapes undone). A sigil that starts no reference is an error."""
-    _need_str(text, "a template")
+    need_str(text, "a template")
     scanner = _Scanner(text)
     parts: list[Part] = []
     literal: list[str] = []
@@ -227,11 +206,11 @@ def format_steps(steps: tuple[Step, ...]) -> str:
     return "".join(out)
 
 
-def _need_str(text: object, what: str) -> None:
+def need_str(text: object, what: str, example: str = "'†state.user.id'") -> None:
+    """``ReferenceSyntaxError`` unless ``text`` is a string."""
     if not isinstance(text, str):
         raise ReferenceSyntaxError(
-            f"{what} must be a string, got a {type(text).__name__} ({text!r:.80}); "
-            "write references as text such as '†state.user.id'",
+            f"{what} is a string such as {example}, not a {type(text).__name__} ({text!r:.80})",
             text=repr(text),
         )
 

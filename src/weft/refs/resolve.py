@@ -1,16 +1,7 @@
-"""Resolving references against a scope: a store, a layered instance view, or plain data.
+"""Resolving references against a scope (``weft.refs.scopes``).
 
-``resolve(value, scope)`` walks a JSON-like value (dicts, lists, strings; dict keys are
-never references) and returns it with every reference replaced by what it names (see
-``weft.refs.parse`` for the grammar). A reference that names nothing is an
-``UnresolvedReferenceError`` naming the reference, the deepest part that does exist and
-the keys found there; never a silent ``None``.
-
-A *scope* is where references are read (``weft.refs.scopes``): a ``Store``, a mapping
-``{"state": {...}, "input": {...}}`` or any ``Scope``.
-
-For speed, a value is *compiled* once (``compile_value``): literal parts are kept as they
-are and only the places that hold references are visited when it is resolved again.
+A value is *compiled* once (``compile_value``): literal parts are frozen and kept, and only
+the places that hold references are visited each time it is resolved.
 """
 
 from __future__ import annotations
@@ -261,7 +252,7 @@ def compile_value(value: Any) -> Compiled:
             return _Expr(meaning)
         return _Text(meaning)
     if isinstance(value, dict):
-        compiled = _compile_dict(value, None)
+        compiled = compile_mapping(value)
         assert compiled is not None  # without on_error, a syntax error raises
         return compiled
     if isinstance(value, (list, tuple)):
@@ -273,16 +264,11 @@ def compile_value(value: Any) -> Compiled:
 
 
 def compile_mapping(
-    value: Mapping[str, Any], on_error: Callable[[str, ReferenceSyntaxError], None]
+    value: Mapping[str, Any], on_error: Callable[[str, ReferenceSyntaxError], None] | None = None
 ) -> Compiled | None:
-    """``compile_value`` of a dict, each key on its own, so a syntax error names its key
-    (``on_error(key, error)``); None if any key failed."""
-    return _compile_dict(value, on_error)
-
-
-def _compile_dict(
-    value: Mapping[str, Any], on_error: Callable[[str, ReferenceSyntaxError], None] | None
-) -> Compiled | None:
+    """``compile_value`` of a dict. With ``on_error``, each key is compiled on its own, a
+    syntax error is reported as ``on_error(key, error)``, and the result is None if any
+    key failed."""
     const: dict[str, Any] = {}
     dynamic: list[tuple[str, Compiled]] = []
     ok = True
@@ -313,8 +299,8 @@ def resolve(value: Any, scope: ScopeLike) -> Any:
     ...         {"state": {"currentUser": {"id": 42}}})
     {'userId': 42, 'note': 'for †{x}'}
 
-    A whole-string reference keeps the value's type; a reference inside longer text is
-    interpolated (strings as they are, other values as JSON). Results are read-only.
+    Results are read-only; a reference inside longer text is interpolated as compact JSON
+    unless its value is a string.
     """
     return compile_value(value).resolve(as_scope(scope))
 

@@ -1,10 +1,7 @@
 """Scopes: where references are read.
 
-A scope is anything with ``lookup(kind, field)`` (the value of the entry ``kind:field``,
-or ``MISSING``) and ``fields(kind)`` (the field names, for error messages and for a
-whole-kind reference). ``Store``, ``Mapping`` (``{"state": {...}, "input": {...}}``) and
-``Scope`` objects are accepted everywhere a scope is; ``ChainScope`` reads several scopes
-in turn.
+A scope has ``lookup(kind, field)`` (the entry's value, or ``MISSING``) and ``fields(kind)``;
+``as_scope`` takes a ``Store``, a mapping ``{kind: {field: value}}`` or a ``Scope``.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from weft.errors import RefError
 from weft.store import MISSING, Store
 
 
@@ -89,14 +87,14 @@ ScopeLike: TypeAlias = Scope | Store | Mapping[str, Any]
 
 
 def as_scope(scope: ScopeLike) -> Scope:
-    """A ``Store``, a mapping of kinds or a ``Scope``, as a ``Scope``."""
+    """A ``Store``, a mapping of kinds or a ``Scope``, as a ``Scope`` (else ``RefError``)."""
     if isinstance(scope, Store):
         return StoreScope(scope)
     if isinstance(scope, Scope) and not isinstance(scope, Mapping):
         return scope
     if isinstance(scope, Mapping):
         return MappingScope(scope)
-    raise TypeError(
+    raise RefError(
         f"a scope is a Store, a mapping {{kind: {{field: value}}}} or a weft.refs.Scope, "
         f"not a {type(scope).__name__}"
     )

@@ -1,10 +1,10 @@
-"""Writing a value to output-path targets: the methods, the store's reducers, all or none.
+"""Writing a value to the targets of one output-path alternative, all or none.
 
-A ``Target`` is one path of an ``_outputPath`` (``weft.refs.outputs`` parses them): the
-field ``kind:field``, the steps inside it, and the write method. ``plan_writes`` turns a
-value and the targets of one alternative into store writes, checking every one before
-any is made (a fan-out is all or nothing); ``apply_writes`` makes them. The methods'
-semantics are in ``weft.refs.outputs``.
+``set`` replaces; ``merge``, ``push`` and ``concat`` are the store's ``merge``, ``append``
+and ``extend`` reducers. On a whole field a method goes through the store when the field
+declares that very reducer (the event log holds the pushed item, not the list), is applied
+here and written whole when it declares none, and is refused when it declares another: the
+declaration is the field's contract. A path inside a field is read, changed, written back.
 """
 
 from __future__ import annotations
@@ -51,9 +51,6 @@ class Target:
 
     def __str__(self) -> str:
         return self.text
-
-
-# -------------------------------------------------------------------- writes
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,16 +140,12 @@ def _plan_one(
 
 def method_reducer(method: str) -> Callable[[Any, Any], Any] | None:
     """The built-in reducer an output path's method writes through (None for ``set``)."""
-    if method == "set":
-        return None
-    return _REDUCER_OF[method][1]
+    return _REDUCER_OF[method][1] if method in _REDUCER_OF else None
 
 
 def _method_for(reducer: str) -> str:
-    for method, (name, _) in _REDUCER_OF.items():
-        if name == reducer:
-            return f":{method}"
-    return "no method: write it from code"
+    found = [f":{method}" for method, (name, _) in _REDUCER_OF.items() if name == reducer]
+    return found[0] if found else "no method: write it from code"
 
 
 def _reduce(target: Target, current: Any, value: Any) -> Any:
