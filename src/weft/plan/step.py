@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from weft._sync import run_sync
 from weft.calls import Tool
-from weft.errors import ModelError
+from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel, ToolCall, Usage
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.prompts import (
@@ -95,9 +95,9 @@ class StepExecutor:
         max_token_budget: int | None = None,
     ) -> None:
         if max_iterations < 1:
-            raise ValueError(f"max_iterations={max_iterations}; a step needs at least one call")
+            raise ExecutorError(f"max_iterations={max_iterations}; a step needs at least one call")
         if finish_task and task_id is None:
-            raise ValueError(f"step {step.id!r}: finish_task=True needs the task_id to write")
+            raise ExecutorError(f"step {step.id!r}: finish_task=True needs the task_id to write")
         self.step = step
         self.model = model
         self.memory = memory
