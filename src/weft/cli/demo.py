@@ -1,13 +1,8 @@
-"""``weft demo``: a scripted research workflow walked through one real store.
+"""``weft demo``: scripted agents walked through one real store, scene by scene.
 
-Each scene is a function of a ``DemoRun``, so later work can add scenes (a
-WorkGraph, a fork and merge, a checkpoint) by appending to ``SCENES``. The
-"agents" here are scripted: their tool calls are the raw JSON-string arguments
-a model would send, run through the real memory tools.
-
-Scenes 6 and 7 add a planning agent on the same store: a scripted planner splits an
-invoice into three sub-tasks with dependencies, real local tools read
-``examples/data/`` and compute, and attachments carry the results between sub-tasks.
+The "agents" are scripted: their tool calls are the raw JSON arguments a model would
+send, run through the real memory tools; the planning agent's tools really read
+``examples/data/``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""``weft demo`` scenes: a plan of tool calls over several instances.
-
-Three accounts are reviewed by one plan: a global call loads the review policy once, and
-every other call runs on each account's own instance (``_instance: "*"``), a fork of the
-demo store holding the account's inputs. References wire the calls together; output paths
-write each result, one of them choosing between two paths. The scenes show validation
-catching a broken plan before anything runs, the run itself, and a simulation on the
-tools' output examples. The tools are local functions: nothing leaves the machine.
+"""``weft demo`` scenes: a plan of tool calls over three accounts, each on its own instance
+(a fork of the demo store): validation, the run, and a simulation on output examples.
+The tools are local functions: nothing leaves the machine.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """The team's shared ``TaskBoard`` and ``MessageBus``: views over entries of the team's store.
 
-A board task moves ``open`` -> ``claimed`` (by one agent) -> ``completed`` (with a
-result) or ``failed`` (with a reason); a claimed task can be released back to
-``open``. A task with ``depends_on`` can be claimed only once those tasks completed.
-A refused move raises ``ExecutorError`` saying why (the team tools hand that text to
-the model) and writes nothing.
-
-Both keep everything in the store they are given (the team's ``AgentMemory.store``) as
-``state`` entries under the team's name (``team`` by default): ``state:team/board/<id>``
-per task (``BoardTask.to_dict``, written whole on every move, the agent as ``source``,
-the move and agent in ``meta``); ``state:team/bus`` the messages (``append``),
-``state:team/members`` (``union``) and ``state:team/read/<member>`` a read cursor. So
-every move and message is an event in the store's log, a fork carries the board as it
-was, and a team on a durable store finds its board and messages after a restart.
-AgentMemory never sees ``state``, so models see the board only through the team tools
-(which show no results) and a ``memory_write`` cannot forge a move.
-
-``on_event`` subscribers hear every move as a ``BoardEvent``, in order (a store
-subscription, translated). Moves and sends are atomic across threads and across every
-board and bus over the same store.
+Store layout (``state`` entries under the team's name): ``<team>/board/<id>`` one per
+task (``BoardTask.to_dict``, written whole on every move, the move and agent in
+``meta``), ``<team>/bus`` the messages (``append``), ``<team>/members`` (``union``),
+``<team>/read/<member>`` a read cursor. AgentMemory never sees ``state``, so models see
+the board only through the team tools and a ``memory_write`` cannot forge a move.
+A refused move raises ``ExecutorError`` (the team tools hand its text to the model) and
+writes nothing; moves and sends are atomic across every board and bus on one store.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """The executors' jobs (a task's steps, a plan's tasks, a process step's items) as a
-``WorkGraph``: one node per job, an edge from each job it depends on, ``max_concurrency``.
+``WorkGraph``: one node per job, an edge from each job it depends on.
 
 A job's node never raises for an ordinary failure (that would stop the whole graph): it
-returns its ``JobOutcome``, which reaches the jobs after it as the keyword ``upstream``.
-A job whose dependency failed or was blocked is *blocked* without running, so every
-node settles (no deadlock, no hang). ``max_concurrency=1`` runs one job at a time, in the
-order given as far as the dependencies allow (extra edges that only order).
+returns its ``JobOutcome``, passed down as ``upstream``, and a job whose dependency
+failed or was blocked is blocked without running, so every node settles.
 
-Forks and records (the one run model, ``weft.store.RunLog``). With a ``store``, each job
-works on its own fork, merged back as the job settles: its writes and, with a ``run_id``,
-its ``StepRecord`` (at ``<run id>/<job>``, its ``JobOutcome`` the result) are one commit,
-so a crash never leaves one without the other; parallel jobs meet in the store's one
-merge rule (of two replacing one field, the second fails, naming it). Running again with
-the run id skips every job on record (``skipped`` in the report); a failed or blocked
-job is not recorded, so it runs again. ``sub_run_id`` names the run of a graph nested in
-a job, so that it resumes too. Jobs commit as they settle, not in graph order, so a job
-that finished is on record however the others fare. Cycles are found by the graph's own
-check, when a plan is validated (``find_cycle``) and when its graph is built.
+With a ``store``, each job works on its own fork, merged back as it settles; with a
+``run_id`` its ``StepRecord`` (``<run id>/<job>``) commits with its writes, so a crash
+never leaves one without the other, and a run again with that id skips it (README,
+"Runs"). A failed or blocked job is not recorded, so it runs again.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""``MultiModeAgent``: one entry point that runs an objective in one of three modes.
-
-- ``"loop"``: the agent loop of ``weft.agent`` (``Agent``) with the model as its
-  reasoner; its actions are the memory tools and the caller's tools, and the objective
-  comes with the memory-tools section and the keys of the inputs. Its output is written
-  as ``task:<name>``.
-- ``"plan"``: a ``TaskPlan`` on the ``ParallelTaskExecutor``: the one given, or one the
-  model writes first through a ``submit_plan`` tool (checked; a plan with problems is
-  sent back with them, up to ``max_iterations`` tries).
-- ``"team"``: a ``TeamExecutor`` of ``team`` members on a board holding the plan's tasks
-  (or the objective as one task).
-
-Memory behaves the same in all three: one ``AgentMemory``, inputs as ``input:<name>``,
-results as ``task:<id>``, the three memory tools offered to every model, upstream
-values read through ``memory_read``, never pasted into prompts.
+"""``MultiModeAgent``: one entry point that runs an objective as an agent loop
+(``"loop"``, its output written as ``task:<name>``), a ``TaskPlan`` (``"plan"``: the
+one given, or one the model submits through ``submit_plan``) or a team (``"team"``).
+Memory behaves the same in all three: inputs as ``input:<name>``, results as
+``task:<id>``, values read through ``memory_read``, never pasted into prompts.
 """
 
 from __future__ import annotations

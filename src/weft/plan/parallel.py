@@ -1,25 +1,9 @@
 """``ParallelTaskExecutor``: a ``TaskPlan``'s tasks as a DAG, on one AgentMemory.
 
-It owns no private results: everything is in memory.
-
-- Start: the caller's ``inputs`` are written as ``input:<name>``.
-- The tasks compile to a WorkGraph (``weft.plan.jobs``): each task runs as a
-  ``TaskExecutor`` as soon as the tasks it depends on completed, ``max_concurrency``
-  at once (with ``1``, in the order listed as far as the dependencies allow); its
-  steps are told the keys ``task:<dep>`` of those tasks (never their values).
-- After a task completed: the idempotent task write. ``task:<id>`` is set only if it
-  is not there yet, from ``step:<finishing step id>`` (the finishing step, the last
-  of the task to run, normally wrote it).
-- A failed task blocks every task that depends on it, directly or not; the report says
-  which failed, why (its steps' failures) and what each blocked task waited for.
-  Cycles and unknown dependencies are refused when the ``TaskPlan`` is built.
-- Resume (``weft.plan.jobs``): ``execute(run_id=...)`` records each task, and each
-  task's steps in a run of their own (``<run id>.<task id>``). Running again with that id
-  (in a new process too, on a ``DurableRun``) skips every task and step on record
-  (``report.skipped``). The idempotent task write commits with its task's record.
-
-``get_final_result()`` is ``task:<last task listed>``, ``get_task_result(id)`` one
-task's, ``get_all_results()`` every task result in memory.
+The tasks run as jobs (``weft.plan.jobs``), each a ``TaskExecutor`` whose steps have a
+run of their own (``<run id>.<task id>``). After a task completed comes the idempotent
+task write: ``task:<id>`` from its finishing step's result unless it is there already,
+on the task's fork, so it commits with the task's record.
 """
 
 from __future__ import annotations

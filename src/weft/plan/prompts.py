@@ -1,10 +1,7 @@
 """What the executors tell a model: system prompts, user messages, nudges.
 
-Every default system prompt carries the memory-tools section of ``weft.memory`` and the
-``finish_step`` discipline. A caller's own system prompt is a *preamble*, placed before
-the default one, never a replacement: the contract (memory tools, output schema,
-completion protocol, conclusion-stage rule) cannot be bypassed. User messages name the
-upstream memory keys a step depends on, never their values.
+A caller's system prompt is a preamble before the default one, never a replacement, so
+the contract (memory tools, output schema, ``finish_step``) cannot be bypassed.
 """
 
 from __future__ import annotations

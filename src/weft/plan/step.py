@@ -1,21 +1,6 @@
 """``StepExecutor``: one step as a tool-calling loop over a chat model, on AgentMemory.
 
-The contract of seed 001:
-
-- the system prompt is the default execution prompt with its memory-tools section; a
-  caller's ``system_prompt`` is a preamble before it, never a replacement;
-- the user message holds the step's instructions and names the declared upstream keys
-  (``step:<dep>`` for each ``depends_on``, plus ``upstream_memory_keys``) without their
-  values: the model pulls values with ``memory_read``;
-- the three memory tools are always attached (their writes recorded as the step's),
-  with the caller's tools and ``finish_step``;
-- ``finish_step`` validates ``result`` against the step's JSON Schema (an invalid one is
-  returned to the model as an error, so it can fix it) and writes ``step:<id>``, and
-  ``task:<task id>`` when the step finishes its task;
-- once the replies' tokens pass 90% of ``max_token_budget``, only ``finish_step`` is
-  offered (the conclusion stage);
-- after ``max_iterations`` model calls without a valid ``finish_step``, ``step:<id>``
-  gets ``{"error": ...}`` and the step fails; so does a model that raises.
+It keeps seed 001's contract of a step, as the README's "Executors" lists it.
 
 >>> from weft.llm import ScriptedChatModel
 >>> from weft.memory import AgentMemory

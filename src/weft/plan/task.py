@@ -1,20 +1,10 @@
 """``TaskExecutor``: a task's steps as a DAG by ``depends_on``, each a ``StepExecutor``.
 
-On start it seeds the caller's ``inputs`` as ``input:<name>``. The steps compile to a
-WorkGraph (``weft.plan.jobs``): a step runs as soon as the steps it depends on completed
-(``max_concurrency`` at once), on its own fork of the memory's store, committed with its
-record; a failed step blocks the steps after it, and the task fails. The finishing step
-(``Task.final_step``) writes ``task:<id>``, which marks the task done, so it runs after
-*every* other step, and never after one that failed. ``upstream_memory_keys``
-(``task:<id>`` of the tasks this one depends on) are named to every step as hints.
-``execute(run_id=...)`` records each step; running again with that id skips the steps
-that completed (``report.skipped``). Without a run id nothing is recorded.
-
-Process mode: a step with ``process_from="discover"`` reads the list ``step:discover``
-holds and runs once per item (the item in its user message; each writes
-``step:<id>[<i>]``), the items as the jobs of a nested graph (with a run id, a run of its
-own: a re-run runs only items that did not complete), and writes the items' results, in
-item order, to ``step:<id>``; a failed item is ``{"error": ...}`` there, and fails the step.
+The steps run as jobs (``weft.plan.jobs``). The finishing step writes ``task:<id>``,
+which marks the task done, so it runs after every other step, never after one that
+failed. A process step (``process_from``) runs once per item of its discover step's
+list, the items as the jobs of a nested run, and writes their results in item order
+(a failed item is ``{"error": ...}`` there, and fails the step).
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """``TeamExecutor``: several agents on a shared task board and message bus, one memory.
 
-Each member is a chat model with a name and a role. The team works in rounds: in each
-round every member takes a turn (concurrently), a tool-calling conversation that goes
-on until the member answers in plain text or ``max_turn_iterations`` model calls pass;
-its conversation carries over from round to round. A turn opens with the board (ids,
-titles, statuses, never results) and the member's new messages.
-
-Every member has the team tools (``board_list``, ``board_add_task``, ``board_claim``,
-``board_complete``, ``board_fail``, ``send_message``, ``read_messages``), the memory
-tools (their writes recorded as the member's) and the caller's tools. The executor
-subscribes to the board: a ``task_completed`` event mirrors the task's result into
-memory as ``task:<id>``, so teammates read each other's results with ``memory_read``.
-
-The board and bus live on the memory's store (``weft.plan.board``), so a team on a
-durable store continues after a restart: a new ``TeamExecutor`` on the reopened store
-finds them as they were (tasks given again are left as the board holds them; the
-members' conversations start anew).
-
-The run ends when every board task is completed or failed, after ``max_rounds``, or
-after a round in which no member called any tool (nothing can change any more: no
-hang). With no tasks given and an empty board, the board starts with one task, the
-objective.
+The team works in rounds: in each, every member takes a turn (concurrently), a
+tool-calling conversation that carries over from round to round and ends when the
+member answers in plain text or after ``max_turn_iterations`` calls. A completed board
+task is mirrored into memory as ``task:<id>``. The run ends when every board task is
+completed or failed, after ``max_rounds``, or after a round in which no member called a
+tool (nothing can change any more). With no tasks and an empty board, the board starts
+with one task, the objective.
 """
 
 from __future__ import annotations

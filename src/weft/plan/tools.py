@@ -1,11 +1,7 @@
 """The tools an executor offers a model, and how a model's tool calls are answered.
 
-A toolbox holds the memory tools (always), the caller's ``weft.calls.Tool`` s, and the
-executor's own tools (``finish_step``, the team tools), each a ``LocalTool``: a name, a
-description, a JSON Schema and a handler of the parsed arguments. A call is answered
-with a JSON result the model reads; it never raises into the loop: unknown tools,
-arguments the schema refuses and tools that raise all come back as
-``{"ok": false, "error": ...}`` saying what to do instead.
+A call never raises into the loop: unknown tools, arguments the schema refuses and tools
+that raise all come back as ``{"ok": false, "error": ...}`` saying what to do instead.
 """
 
 from __future__ import annotations

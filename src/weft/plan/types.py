@@ -1,11 +1,7 @@
 """``Step``, ``Task`` and ``TaskPlan``: the work the executors run, checked when built.
 
-A step is one tool-calling conversation that ends with ``finish_step``; a task is a DAG
-of steps (``depends_on``); a task plan is a DAG of tasks. Ids name memory keys: a step
-writes ``step:<id>`` and a task ``task:<id>``, so step ids are unique across a whole
-plan, and so are task ids. Everything wrong with a plan (duplicate ids, unknown
-dependencies, a cycle (found by the WorkGraph's own check), a bad output schema, a
-process step without its discover step) is reported at once, as a
+Ids name memory keys (``step:<id>``, ``task:<id>``), so step ids are unique across a
+whole plan, and so are task ids. Everything wrong with a plan is reported at once, as a
 ``PlanValidationError`` whose ``problems`` list each one.
 
 >>> plan = TaskPlan.from_dict({"tasks": [
