@@ -34,6 +34,7 @@ class PlanReport:
 
     @property
     def ok(self) -> bool:
+        """Whether every task completed (now or in an earlier run)."""
         return self.report.ok
 
     @property
@@ -98,15 +99,10 @@ class ParallelTaskExecutor:
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         tasks = self.plan.tasks
-
-        async def run_task(task_id: str, store: Store | None) -> str | None:
-            assert store is not None
-            return await self._run_task(task_id, AgentMemory(store), sub_run_id(run_id, task_id))
-
         report = await run_jobs(
             [t.id for t in tasks],
             {t.id: t.depends_on for t in tasks},
-            run_task,
+            lambda task_id, fork: self._run_task(task_id, fork, sub_run_id(run_id, task_id)),
             what=f"the tasks of plan {self.plan.title!r}" if self.plan.title else "the tasks",
             store=self.memory.store,
             run_id=run_id,
@@ -117,9 +113,10 @@ class ParallelTaskExecutor:
             report=report, tasks=dict(self._results), final_result=self.get_final_result()
         )
 
-    async def _run_task(self, task_id: str, fork: AgentMemory, run_id: str | None) -> str | None:
+    async def _run_task(self, task_id: str, fork: Store | None, run_id: str | None) -> str | None:
         """Run one task (its steps on the memory, each on record as it settles); then the
         idempotent task write, on the task's fork, which commits with its record."""
+        assert fork is not None
         task = self.plan.task(task_id)
         executor = TaskExecutor(
             task,
@@ -138,7 +135,7 @@ class ParallelTaskExecutor:
         key = memory_keys.task(task_id)
         if not self.memory.has(key):  # the idempotent task write
             last = memory_keys.step(task.final_step.id)
-            fork.set(
+            AgentMemory(fork).set(
                 key,
                 self.memory.get_value(last),
                 source=task_id,
@@ -146,8 +143,6 @@ class ParallelTaskExecutor:
                 description=task.description or None,
             )
         return None
-
-    # ------------------------------------------------------------------ results
 
     def get_final_result(self) -> Any:
         """The result of the last task listed (None until it completed)."""

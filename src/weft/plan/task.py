@@ -9,7 +9,7 @@ list, the items as the jobs of a nested run, and writes their results in item or
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -87,8 +87,11 @@ class TaskExecutor:
         task = self.task
 
         async def run_step(step_id: str, store: Store | None) -> str | None:
+            step, finishing = task.step(step_id), step_id == task.final_step.id
+            if step.process_from is None:
+                return await self._run(step, store, finishing=finishing)
             assert store is not None
-            return await self._run_step(task.step(step_id), AgentMemory(store), run_id)
+            return await self._process(step, finishing, store, sub_run_id(run_id, step_id))
 
         report = await run_jobs(
             [step.id for step in task.steps],
@@ -109,22 +112,15 @@ class TaskExecutor:
             report=report,
         )
 
-    async def _run_step(self, step: Step, memory: AgentMemory, run_id: str | None) -> str | None:
-        """One step on ``memory`` (over the step's fork)."""
-        finishing = step.id == self.task.final_step.id
-        if step.process_from is not None:
-            return await self._process(step, finishing, memory, sub_run_id(run_id, step.id))
-        result = await self._executor(step, memory, finishing=finishing).aexecute()
-        self.results[step.id] = result
-        return None if result.ok else result.error
-
-    def _executor(
-        self, step: Step, memory: AgentMemory, *, finishing: bool, item: Any = MISSING
-    ) -> StepExecutor:
-        return StepExecutor(
+    async def _run(
+        self, step: Step, store: Store | None, *, finishing: bool = False, item: Any = MISSING
+    ) -> str | None:
+        """One step (or item) on its fork: None when it completed, else why it failed."""
+        assert store is not None
+        result = await StepExecutor(
             step,
             model=self.model,
-            memory=memory,
+            memory=AgentMemory(store),
             tools=self.tools,
             system_prompt=self.system_prompt,
             upstream_memory_keys=self.upstream_memory_keys,
@@ -134,13 +130,16 @@ class TaskExecutor:
             item=item,
             max_iterations=self.max_iterations,
             max_token_budget=self.max_token_budget,
-        )
+        ).aexecute()
+        self.results[step.id] = result
+        return None if result.ok else result.error
 
     async def _process(
-        self, step: Step, finishing: bool, memory: AgentMemory, run_id: str | None
+        self, step: Step, finishing: bool, store: Store, run_id: str | None
     ) -> str | None:
         """Process mode: one job per item of the discover step's list, results in order."""
         assert step.process_from is not None
+        memory = AgentMemory(store)
         items = memory.get_value(memory_keys.step(step.process_from))
         if not isinstance(items, list):
             problem = (
@@ -151,25 +150,13 @@ class TaskExecutor:
             memory.set(memory_keys.step(step.id), {"error": problem}, source=step.id)
             return problem
         others = tuple(d for d in step.depends_on if d != step.process_from)
-        subs = {
-            f"{step.id}[{index}]": replace(
-                step,
-                id=f"{step.id}[{index}]",
-                title=f"{step.label} [item {index}]",
-                process_from=None,
-                depends_on=others,
-            )
-            for index in range(len(items))
-        }
-        indexes = {sub_id: index for index, sub_id in enumerate(subs)}
+        subs = {f"{step.id}[{index}]": index for index in range(len(items))}
 
-        async def run_item(sub_id: str, store: Store | None) -> str | None:
-            assert store is not None
-            sub, item = subs[sub_id], items[indexes[sub_id]]
-            executor = self._executor(sub, AgentMemory(store), finishing=False, item=item)
-            result = await executor.aexecute()
-            self.results[sub_id] = result
-            return None if result.ok else result.error
+        def run_item(sub_id: str, fork: Store | None) -> Awaitable[str | None]:
+            index = subs[sub_id]
+            title = f"{step.label} [item {index}]"
+            sub = replace(step, id=sub_id, title=title, process_from=None, depends_on=others)
+            return self._run(sub, fork, item=items[index])
 
         report = DagReport()
         if subs:
