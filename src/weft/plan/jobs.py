@@ -14,7 +14,7 @@ never leaves one without the other, and a run again with that id skips it (READM
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -112,7 +112,7 @@ async def run_jobs(
         _wire(nodes, depends_on, what)
         check_acyclic(nodes.values())
         if max_concurrency == 1:
-            _chain(nodes, _serial_order(jobs, depends_on))
+            _chain(nodes, jobs, depends_on)
         graph = WorkGraph(
             start_nodes=[node for node in nodes.values() if not node.previous],
             max_concurrency=max_concurrency,
@@ -185,19 +185,13 @@ def _job_node(
 
 
 def _blocked_by(deps: Sequence[str], upstream: Any) -> str | None:
-    """Why a job cannot run: the first of its dependencies that failed or was blocked."""
-    if not deps or upstream is None:
-        return None
+    """Why a job cannot run: the first of its dependencies that failed or was blocked
+    (outcomes come in the order the edges were added: the order of ``deps``)."""
     received = upstream if isinstance(upstream, list) else [upstream]
-    outcomes = {o.job: o for o in received if isinstance(o, JobOutcome)}
-    for dep in deps:
-        outcome = outcomes.get(dep)
-        if outcome is None:
-            continue
-        if outcome.status == "failed":
-            return f"it depends on {dep!r}, which failed ({outcome.why})"
-        if outcome.status == "blocked":
-            return f"it depends on {dep!r}, which was blocked ({outcome.why})"
+    for o in received:
+        if isinstance(o, JobOutcome) and o.job in deps and o.status != "completed":
+            which = "failed" if o.status == "failed" else "was blocked"
+            return f"it depends on {o.job!r}, which {which} ({o.why})"
     return None
 
 
@@ -222,25 +216,18 @@ def _wire(
             source.add_next(node)
 
 
-def _serial_order(jobs: Sequence[str], depends_on: Mapping[str, Sequence[str]]) -> list[str]:
-    """The jobs one at a time: each time the first listed whose dependencies are placed
-    (the graph is acyclic by now, so there always is one)."""
-    order: list[str] = []
-    placed: set[str] = set()
-    left = list(jobs)
+def _chain(
+    nodes: Mapping[str, WorkGraphNode], jobs: Sequence[str], depends_on: Mapping[str, Sequence[str]]
+) -> None:
+    """Edges that run the jobs one at a time, each time the first listed whose dependencies
+    have run (the graph is acyclic by now, so there always is one). They pass outcomes,
+    which a job reads only for its own dependencies, so they never block."""
+    left, placed = list(jobs), set[str]()
+    previous: WorkGraphNode | None = None
     while left:
         job = next(j for j in left if all(d in placed for d in depends_on.get(j, ())))
         left.remove(job)
         placed.add(job)
-        order.append(job)
-    return order
-
-
-def _chain(nodes: Mapping[str, WorkGraphNode], order: Iterable[str]) -> None:
-    """Edges that make the jobs run in ``order`` (they pass outcomes, which a job reads
-    only for its own dependencies, so they never block)."""
-    previous: WorkGraphNode | None = None
-    for job in order:
         node = nodes[job]
         if previous is not None and not any(n is node for n in previous.next):
             previous.add_next(node)
