@@ -32,10 +32,7 @@ _locks_guard: Final = threading.Lock()
 def _lock_of(store: Store) -> threading.RLock:
     """One lock per store, shared by every board and bus over it (check, then write)."""
     with _locks_guard:
-        lock = _locks.get(store)
-        if lock is None:
-            lock = _locks[store] = threading.RLock()
-        return lock
+        return _locks.setdefault(store, threading.RLock())
 
 
 def _checked(store: Store | None, team: str, what: str) -> Store:
@@ -108,7 +105,7 @@ class BoardEvent:
 
 class TaskBoard:
     """Tasks several agents share, kept in ``store`` (a new one if omitted) under
-    ``state:<team>/board/`` (see the module docstring).
+    ``state:<team>/board/``.
 
     >>> board = TaskBoard(tasks=[BoardTask(id="draft", title="Draft")])
     >>> board.claim("draft", "ann").status
@@ -130,6 +127,7 @@ class TaskBoard:
     # ------------------------------------------------------------------ reads
 
     def get(self, task_id: str) -> BoardTask | None:
+        """The task with this id, or None."""
         if not isinstance(task_id, str) or not task_id:
             return None
         entry = self.store.get(STATE, self._prefix + task_id)
@@ -167,6 +165,7 @@ class TaskBoard:
         depends_on: Iterable[str] = (),
         agent: str | None = None,
     ) -> BoardTask:
+        """Add an open task; its ``depends_on`` must already be on the board."""
         with self._lock:
             if not task_id or not isinstance(task_id, str):
                 raise ExecutorError(f"a board task needs a non-empty id, got {task_id!r}")
@@ -187,10 +186,10 @@ class TaskBoard:
                 added_by=agent,
                 number=len(self) + 1,
             )
-            self._write(task, "task_added", agent)
-            return task
+            return self._move(task, "task_added", agent)
 
     def claim(self, task_id: str, agent: str) -> BoardTask:
+        """Claim an open task whose dependencies completed."""
         with self._lock:
             task = self._need(task_id)
             if task.status != "open":
@@ -205,12 +204,15 @@ class TaskBoard:
             return self._move(task, "task_claimed", agent, status="claimed", assignee=agent)
 
     def release(self, task_id: str, agent: str) -> BoardTask:
+        """Hand a task ``agent`` claimed back to the board, open."""
         return self._settle(task_id, agent, "task_released", status="open", assignee=None)
 
     def complete(self, task_id: str, agent: str, result: Any) -> BoardTask:
+        """Complete a task ``agent`` claimed, with its result."""
         return self._settle(task_id, agent, "task_completed", status="completed", result=result)
 
     def fail(self, task_id: str, agent: str, reason: str) -> BoardTask:
+        """Give up a task ``agent`` claimed, saying why."""
         return self._settle(task_id, agent, "task_failed", status="failed", error=reason)
 
     def on_event(self, fn: Callable[[BoardEvent], object]) -> Callable[[], None]:
@@ -252,24 +254,21 @@ class TaskBoard:
                 )
             return self._move(task, move, agent, **changes)
 
-    def _move(self, task: BoardTask, move: EventType, agent: str, **changes: Any) -> BoardTask:
+    def _move(
+        self, task: BoardTask, move: EventType, agent: str | None, **changes: Any
+    ) -> BoardTask:
         moved = replace(task, **changes)
-        self._write(moved, move, agent)
-        return moved
-
-    def _write(self, task: BoardTask, move: EventType, agent: str | None) -> None:
+        meta = {"move": move, "agent": agent}
         self.store.write(
-            STATE,
-            self._prefix + task.id,
-            task.to_dict(),
-            source=agent,
-            meta={"move": move, "agent": agent},
-            replace=True,
+            STATE, self._prefix + task.id, moved.to_dict(), source=agent, meta=meta, replace=True
         )
+        return moved
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TeamMessage:
+    """One message on the bus; ``to`` is a member's name or ``"*"`` (everyone else)."""
+
     sender: str
     to: str
     content: str
@@ -278,9 +277,7 @@ class TeamMessage:
 
 class MessageBus:
     """Messages between agents, kept in ``store`` (a new one if omitted) under
-    ``state:<team>/`` (see the module docstring): ``send`` to one agent or ``"*"``
-    (everyone else); ``receive`` returns an agent's unread messages, oldest first, and
-    marks them read.
+    ``state:<team>/``.
 
     >>> bus = MessageBus()
     >>> bus.register("ann"); bus.register("bob")
@@ -301,6 +298,7 @@ class MessageBus:
         self.store.declare(STATE, self._members, reducers.union)
 
     def register(self, agent: str) -> None:
+        """Make ``agent`` a member (again: nothing changes)."""
         if not isinstance(agent, str) or not agent:
             raise ExecutorError(f"a teammate needs a non-empty name, got {agent!r}")
         with self._lock:
@@ -309,9 +307,11 @@ class MessageBus:
 
     @property
     def members(self) -> tuple[str, ...]:
+        """The registered members, in the order they joined."""
         return tuple(self.store.value(STATE, self._members, ()))
 
     def send(self, sender: str, to: str, content: str) -> TeamMessage:
+        """Send ``content`` to one member or to ``"*"``."""
         with self._lock:
             members = self.members
             if to != "*" and to not in members:
@@ -324,6 +324,7 @@ class MessageBus:
             return message
 
     def receive(self, agent: str) -> list[TeamMessage]:
+        """The messages to ``agent`` it has not received yet, oldest first."""
         with self._lock:
             log = self.history
             start = self.store.value(STATE, self._read + agent, 0)
