@@ -153,7 +153,7 @@ class StepExecutor:
                 reply = await self.model.achat(messages, tools=offered)
             except ModelError as exc:
                 problem = f"the model failed on call {iteration}: {exc}"
-                return self._failed(problem, iteration, usage, messages)
+                return self._end(iteration, usage, messages, problem=problem)
             if reply.usage is not None:
                 usage = reply.usage if usage is None else usage + reply.usage
                 spent += _tokens(reply.usage)
@@ -163,11 +163,10 @@ class StepExecutor:
                 continue
             for call in reply.tool_calls:
                 if call.name == FINISH_STEP:
-                    done = self._finish(call, iteration, usage, messages)
-                    if done is not None:
-                        return done
-                    continue
-                if concluding:
+                    if (wrong := self._problem(call)) is None:
+                        return self._end(iteration, usage, messages, call.arguments["result"])
+                    result = error(wrong)
+                elif concluding:
                     result = error(f"only {FINISH_STEP} is available now: {CONCLUSION_NOTE}")
                 else:
                     result = await self.tools.call(call)
@@ -176,42 +175,43 @@ class StepExecutor:
             f"step {self.step.id!r} did not call {FINISH_STEP} with a valid result within "
             f"{self.max_iterations} model calls"
         )
-        return self._failed(problem, self.max_iterations, usage, messages)
+        return self._end(self.max_iterations, usage, messages, problem=problem)
 
-    def _finish(
-        self, call: ToolCall, iteration: int, usage: Usage | None, messages: list[ChatMessage]
-    ) -> StepResult | None:
-        """Take a ``finish_step`` call: the step's result, or None (the error was sent)."""
-        arguments = dict(call.arguments)
+    def _problem(self, call: ToolCall) -> str | None:
+        """What is wrong with a ``finish_step`` call (sent back to the model), or None."""
         if call.parse_error is not None:
-            problem = f'{call.parse_error}; call {FINISH_STEP} with {{"result": ...}}'
-        elif "result" not in arguments:
-            problem = f"{FINISH_STEP} needs the argument 'result' holding the step's result"
-        elif self.step.output_schema is not None and (
-            found := schema_problems(self.step.output_schema, arguments["result"])
-        ):
-            problem = (
+            return f'{call.parse_error}; call {FINISH_STEP} with {{"result": ...}}'
+        if "result" not in call.arguments:
+            return f"{FINISH_STEP} needs the argument 'result' holding the step's result"
+        schema = self.step.output_schema
+        if schema is not None and (found := schema_problems(schema, call.arguments["result"])):
+            return (
                 f"the result does not match the step's JSON Schema: {'; '.join(found)}. "
                 f"Call {FINISH_STEP} again with a corrected result"
             )
-        else:
-            return self._succeeded(arguments["result"], iteration, usage, messages)
-        messages.append(ChatMessage.tool(error(problem), tool_call_id=call.id, name=call.name))
         return None
 
-    def _succeeded(
-        self, result: Any, iteration: int, usage: Usage | None, messages: list[ChatMessage]
+    def _end(
+        self,
+        iterations: int,
+        usage: Usage | None,
+        messages: list[ChatMessage],
+        result: Any = None,
+        *,
+        problem: str | None = None,
     ) -> StepResult:
-        step = self.step
-        description = " ".join(step.instructions.split())[:200]
-        self.memory.set(
-            memory_keys.step(step.id),
-            result,
-            source=step.id,
-            title=step.label,
-            description=description or None,
-        )
-        if self.finish_task and self.task_id is not None:
+        """Write the step's result (``{"error": problem}`` when it failed), and the task's
+        when it finishes its task, and say how the step ended."""
+        step, ok = self.step, problem is None
+        key = memory_keys.step(step.id)
+        if ok:
+            description = " ".join(step.instructions.split())[:200] or None
+            self.memory.set(key, result, source=step.id, title=step.label, description=description)
+        else:
+            logger.info("step %s failed: %s", step.id, problem)
+            result = {"error": problem}
+            self.memory.set(key, result, source=step.id, title=step.label)
+        if ok and self.finish_task and self.task_id is not None:
             title, task_description = self.task or (self.task_id, "")
             self.memory.set(
                 memory_keys.task(self.task_id),
@@ -222,31 +222,13 @@ class StepExecutor:
             )
         return StepResult(
             step_id=step.id,
-            ok=True,
-            result=self.memory.get_value(memory_keys.step(step.id)),
-            error=None,
-            iterations=iteration,
-            usage=usage,
-            messages=tuple(messages),
-            task_result=self.finish_task,
-        )
-
-    def _failed(
-        self, problem: str, iterations: int, usage: Usage | None, messages: list[ChatMessage]
-    ) -> StepResult:
-        logger.info("step %s failed: %s", self.step.id, problem)
-        record = {"error": problem}
-        self.memory.set(
-            memory_keys.step(self.step.id), record, source=self.step.id, title=self.step.label
-        )
-        return StepResult(
-            step_id=self.step.id,
-            ok=False,
-            result=record,
+            ok=ok,
+            result=self.memory.get_value(key) if ok else result,
             error=problem,
             iterations=iterations,
             usage=usage,
             messages=tuple(messages),
+            task_result=ok and self.finish_task,
         )
 
 
