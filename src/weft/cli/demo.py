@@ -63,13 +63,17 @@ def call_tool(
     """Run one tool call as a model would send it (JSON text), and print call and result."""
     run.console.print(f"[bold cyan]{escape(agent)}[/] calls [bold]{tool}[/] {escape(arguments)}")
     result = memory_tools(run.memory, source=agent).call(tool, arguments)
-    style = "green" if result.get("ok") else "red"
-    title = "result" if result.get("ok") else "refused"
-    body = _JSON_COLOURS(Text(json.dumps(result, indent=2, ensure_ascii=False)))
-    run.console.print(Panel(body, title=title, border_style=style, expand=False))
+    ok = result.get("ok")
+    show_json(run, result, "result" if ok else "refused", style="green" if ok else "red")
     if label:
         run.results[label] = result
     return result
+
+
+def show_json(run: DemoRun, value: Any, title: str, *, style: str = "none") -> None:
+    """Print ``value`` as coloured JSON in a panel."""
+    body = _JSON_COLOURS(Text(json.dumps(value, indent=2, ensure_ascii=False)))
+    run.console.print(Panel(body, title=title, border_style=style, expand=False))
 
 
 def _live_feed(run: DemoRun, event: MemoryEvent) -> None:

@@ -8,15 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from rich.highlighter import JSONHighlighter
 from rich.markup import escape
-from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
-from rich.text import Text
 
 from weft.calls import Plan, Tool
-from weft.cli.demo import DemoRun, Scene
+from weft.cli.demo import DemoRun, Scene, show_json
 from weft.errors import PlanValidationError
 from weft.refs import ChosenPath
 
@@ -52,7 +49,6 @@ PLAN_JSON: Final[list[dict[str, Any]]] = [
         "_instance": "*",
     },
 ]
-_JSON: Final = JSONHighlighter()
 
 
 def score_risk(orders: list[int], limit: int) -> ChosenPath:
@@ -99,15 +95,10 @@ def review_tools() -> list[Tool]:
     ]
 
 
-def _show_json(run: DemoRun, value: Any, title: str) -> None:
-    body = _JSON(Text(json.dumps(value, indent=2, ensure_ascii=False)))
-    run.console.print(Panel(body, title=title, expand=False))
-
-
 def scene_plan_validation(run: DemoRun) -> None:
     """A broken plan is refused with every problem listed, before any tool runs."""
     run.console.print(Rule("Plan 1. A plan of tool calls, checked before it runs"))
-    _show_json(run, PLAN_JSON, "the plan: one global call, three calls per instance")
+    show_json(run, PLAN_JSON, "the plan: one global call, three calls per instance")
     broken = json.loads(json.dumps(PLAN_JSON))
     broken[1]["userId"] = "†input.userid"
     broken[2]["_tool"] = "scoreRisks"
