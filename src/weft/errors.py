@@ -122,8 +122,7 @@ class UnresolvedReferenceError(RefError, LookupError):
 
 
 class OutputPathError(RefError):
-    """A tool result an output path cannot take: no alternative accepts it, a method that
-    does not fit the value or the field's declared reducer, a target that is not a dict."""
+    """A tool result an output path cannot take (no alternative accepts it, say)."""
 
 
 class MemoryKeyError(WeftError, ValueError):
@@ -220,9 +219,8 @@ class PlanValidationError(PlanError, ValueError):
 
 
 class PlanRunError(PlanError):
-    """A call of a plan failed while the plan ran (its tool raised, a reference did not
-    resolve, its output path refused the result). ``call`` names it (id), ``tool`` its
-    tool, ``index`` its place in the plan; the original error is ``__cause__``."""
+    """A call of a plan failed while the plan ran; ``call`` is its id, ``index`` its place
+    in the plan, and the original error is ``__cause__``."""
 
     def __init__(
         self, message: str, *, call: str = "", tool: str = "", index: int | None = None
@@ -243,8 +241,7 @@ class TurnError(WeftError):
 
 
 class SchemaError(TurnError, ValueError):
-    """A state schema, an input or output view, or a node declaration that is wrong; found
-    when the runtime is built, before any turn runs."""
+    """A state schema, view or node declaration that is wrong, found when the runtime is built."""
 
 
 class ChannelOwnershipError(TurnError):

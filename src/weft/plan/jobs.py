@@ -38,9 +38,8 @@ UPSTREAM: Final = "upstream"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DagReport:
-    """What became of each job: completed (in the order they completed), failed (with
-    why), blocked (with the failed job they waited for), skipped (recorded as completed
-    by an earlier run with the same run id)."""
+    """What became of each job: completed (in the order they completed), failed and
+    blocked (each with why), skipped (on record from an earlier run with the run id)."""
 
     completed: tuple[str, ...] = ()
     failed: Mapping[str, str] = field(default_factory=dict)
@@ -87,13 +86,8 @@ async def run_jobs(
     kind: str = "step",
     max_concurrency: int | None = None,
 ) -> DagReport:
-    """Run ``jobs`` as a WorkGraph, each on a fork of ``store`` when given and recorded as
-    a ``kind`` under ``run_id`` when given (see the module docstring), and report.
-
-    ``what`` names the jobs in errors ("the steps of task 'report'"). A graph that
-    cannot be built (a cycle, an unknown dependency, a bad ``max_concurrency``), a bad
-    ``run_id`` or one recorded for other jobs is an ``ExecutorError`` naming them.
-    """
+    """Run ``jobs`` as a WorkGraph and report. ``what`` names them in errors ("the steps of
+    task 'report'"); a graph that cannot be built or a bad ``run_id`` is an ``ExecutorError``."""
     log = None
     if run_id is not None:
         if store is None:

@@ -59,9 +59,8 @@ PLAN_SCHEMA: Final[dict[str, Any]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModeResult:
-    """What a run produced: its mode, whether it succeeded, the result (``task:<name>``
-    in loop mode, the last task's result in plan mode, the completed board tasks'
-    results in team mode), the mode's own report, and the plan it ran (plan mode)."""
+    """What a run produced: the result (``task:<name>`` in loop mode, the last task's in plan
+    mode, the completed board tasks' in team mode), the mode's report, the plan it ran."""
 
     mode: Mode
     ok: bool

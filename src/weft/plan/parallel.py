@@ -24,9 +24,8 @@ from weft.store import Store
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PlanReport:
-    """What a task plan's run did: the tasks' report (completed, failed with why,
-    blocked with what they waited for, skipped as on record from an earlier run with the
-    same run id) and each run task's ``TaskResult``."""
+    """What a task plan's run did: the tasks' ``DagReport``, each run task's ``TaskResult``
+    and the final result."""
 
     report: DagReport
     tasks: Mapping[str, TaskResult] = field(default_factory=dict)
@@ -55,16 +54,7 @@ class PlanReport:
 
 
 class ParallelTaskExecutor:
-    """Run a ``TaskPlan`` with ``model`` on ``memory`` (see the module docstring).
-
-    >>> from weft.llm import ScriptedChatModel
-    >>> from weft.plan import Step, Task
-    >>> plan = TaskPlan(tasks=[Task(id="a", steps=[Step(id="s", instructions="Do a.")])])
-    >>> done = ScriptedChatModel([ScriptedChatModel.tool_call("finish_step", {"result": 1})])
-    >>> executor = ParallelTaskExecutor(plan, model=done)
-    >>> executor.execute().ok, executor.get_final_result()
-    (True, 1)
-    """
+    """Run a ``TaskPlan`` with ``model`` on ``memory`` (the README's "Executors" shows one)."""
 
     def __init__(
         self,
@@ -114,8 +104,7 @@ class ParallelTaskExecutor:
         )
 
     async def _run_task(self, task_id: str, fork: Store | None, run_id: str | None) -> str | None:
-        """Run one task (its steps on the memory, each on record as it settles); then the
-        idempotent task write, on the task's fork, which commits with its record."""
+        """Run one task, then the idempotent task write on its fork (see the module docstring)."""
         assert fork is not None
         task = self.plan.task(task_id)
         executor = TaskExecutor(

@@ -56,12 +56,9 @@ class StepResult:
 
 
 class StepExecutor:
-    """Run one ``Step`` with ``model`` on ``memory`` (see the module docstring).
-
-    ``task_id`` with ``finish_task=True`` makes the step write ``task:<task_id>`` too;
-    ``task`` is ``(title, description)`` of its task, shown to the model; ``item`` is
-    the work item of a process step.
-    """
+    """Run one ``Step`` with ``model`` on ``memory``. With ``finish_task=True`` the step
+    writes ``task:<task_id>`` too; ``task`` is its task's ``(title, description)``, shown
+    to the model, and ``item`` the work item of a process step."""
 
     def __init__(
         self,
@@ -200,8 +197,7 @@ class StepExecutor:
         *,
         problem: str | None = None,
     ) -> StepResult:
-        """Write the step's result (``{"error": problem}`` when it failed), and the task's
-        when it finishes its task, and say how the step ended."""
+        """Write the step's result (``{"error": problem}`` if it failed), and the task's."""
         step, ok = self.step, problem is None
         key = memory_keys.step(step.id)
         if ok:

@@ -25,9 +25,8 @@ from weft.store import MISSING, Store
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskResult:
-    """How a task ended: ``ok``, its result (``task:<id>``, None if it failed), each
-    step's ``StepResult`` (a process step's per-item results under ``<id>[<i>]``) and
-    the steps' report (completed, failed, blocked)."""
+    """How a task ended: its result (``task:<id>``, None if it failed), each step's
+    ``StepResult`` (a process step's items under ``<id>[<i>]``) and the steps' report."""
 
     task_id: str
     ok: bool
@@ -37,7 +36,7 @@ class TaskResult:
 
 
 class TaskExecutor:
-    """Run one ``Task`` with ``model`` on ``memory`` (see the module docstring).
+    """Run one ``Task`` with ``model`` on ``memory``.
 
     >>> from weft.llm import ScriptedChatModel
     >>> task = Task(id="greet", steps=[Step(id="hello", instructions="Say hello.")])
@@ -80,8 +79,7 @@ class TaskExecutor:
         return run_sync(self.aexecute(run_id=run_id))
 
     async def aexecute(self, *, run_id: str | None = None) -> TaskResult:
-        """Seed the inputs, run the steps (those ``run_id`` recorded as completed are
-        skipped), and report."""
+        """Seed the inputs, run the steps (skipping those on record under ``run_id``), report."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         task = self.task

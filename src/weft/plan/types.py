@@ -57,8 +57,7 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Step:
-        """A step from JSON (``depends_on`` or ``dependsOn``, ``output_schema`` or
-        ``outputSchema``)."""
+        """A step from JSON (snake_case or camelCase keys)."""
         return cls(
             id=_text(data, "id"),
             instructions=str(data.get("instructions", "")),
