@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -75,13 +75,10 @@ class ToolBox:
                 "rename them"
             )
 
-    def specs(self, *, only: Iterable[str] | None = None) -> list[Any]:
+    def specs(self, *, only: Collection[str] | None = None) -> list[Any]:
         """The tool definitions to offer (all, or just the names in ``only``)."""
         every: list[Any] = [*self._memory, *self._caller.values(), *self._local.values()]
-        if only is None:
-            return every
-        names = set(only)
-        return [tool for tool in every if tool.name in names]
+        return every if only is None else [tool for tool in every if tool.name in only]
 
     async def call(self, call: ToolCall) -> dict[str, Any]:
         """The JSON result of one tool call."""
