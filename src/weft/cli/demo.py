@@ -47,9 +47,8 @@ class DemoRun:
     console: Console
     memory: AgentMemory
     feed: list[MemoryEvent] = field(default_factory=list)
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
-    """What later scenes keep for the ones after them (the planner's run, say)."""
+    results: dict[str, Any] = field(default_factory=dict)
+    """What the scenes produced, by name (a tool call's reply, the planner's run ...)."""
 
 
 Scene = Callable[[DemoRun], None]
@@ -345,7 +344,7 @@ def scene_plan_and_run(run: DemoRun) -> None:
         result = planner.run(f"Compute the invoice from the files in {folder.name}/")
     finally:
         unsubscribe()
-    run.extras["planner"] = result
+    run.results["planner"] = result
     sinks = result.states[0].action_results
     for solved in sinks if isinstance(sinks, list) else [sinks]:
         run.console.print(f"  {solved.id} gave: {escape(render_value(solved.result))}")

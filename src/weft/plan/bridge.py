@@ -56,15 +56,12 @@ class AgentStepExecutor:
 
     async def __call__(self, *args: Any, **inputs: Any) -> Any:
         """Run as a node: write the edge inputs, run the step, return its result."""
-        named = {f"arg{i}": value for i, value in enumerate(args)}
-        named.update(inputs)
         keys = []
-        for key, value in named.items():
-            if value is None:
-                continue
-            memory_key = memory_keys.input(f"{self.node_id}.{key}")
-            self.memory.set(memory_key, value, source=self.node_id, title=f"{self.node_id}.{key}")
-            keys.append(memory_key)
+        for key, value in {**{f"arg{i}": arg for i, arg in enumerate(args)}, **inputs}.items():
+            if value is not None:
+                name = f"{self.node_id}.{key}"
+                self.memory.set(memory_keys.input(name), value, source=self.node_id, title=name)
+                keys.append(memory_keys.input(name))
         result = await StepExecutor(
             self.step,
             model=self.model,

@@ -57,6 +57,7 @@ class TeamReport:
 
     @property
     def ok(self) -> bool:
+        """Whether every board task completed and no member's model failed."""
         return not self.failed and not self.unfinished and not self.errors
 
 
@@ -120,7 +121,7 @@ class TeamExecutor:
             self.board.add("objective", self.objective)
         for task in self.board.list("completed"):  # stopped between a move and its mirror
             if not self.memory.has(memory_keys.task(task.id)):
-                self._write_result(task.id)
+                self._write_result(task)
         unsubscribe = self.board.on_event(self._mirror)
         rounds = 0
         stop: StopReason = "max_rounds"
@@ -146,13 +147,10 @@ class TeamExecutor:
 
     def _mirror(self, event: BoardEvent) -> None:
         """A completed board task becomes ``task:<id>`` in memory."""
-        if event.type == "task_completed":
-            self._write_result(event.task_id)
+        if event.type == "task_completed" and (task := self.board.get(event.task_id)):
+            self._write_result(task)
 
-    def _write_result(self, task_id: str) -> None:
-        task = self.board.get(task_id)
-        if task is None:
-            return
+    def _write_result(self, task: BoardTask) -> None:
         self.memory.set(
             memory_keys.task(task.id),
             task.result,
