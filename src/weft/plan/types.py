@@ -26,14 +26,9 @@ from weft.refs.schemas import schema_error
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One step: instructions for a model, the steps it depends on, and the JSON Schema
-    its result must match (``None``: any JSON value).
-
-    ``tools`` names the caller tools the step may use (``None``: all of them; the memory
-    tools and ``finish_step`` are always there). ``process_from`` makes it a *process
-    step*: it runs once per item of the list that step ``process_from`` (its discover
-    step) returned, and its result is the list of the items' results.
-    """
+    """One step for a model; ``output_schema`` is what its result must match (``None``: any
+    JSON). ``tools`` names the caller tools it may use (``None``: all). ``process_from``
+    makes it a process step: it runs once per item of the list that step returned."""
 
     id: str
     instructions: str
@@ -71,13 +66,9 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Task:
-    """A task: steps run as a DAG, the tasks it depends on, and its finishing step.
-
-    The finishing step (``final_step_id``, default the last step listed) writes the
-    task's result ``task:<id>`` as well as its own ``step:<id>``, so it runs after every
-    other step of the task (declared in its ``depends_on`` or not), and no step may
-    depend on it.
-    """
+    """Steps run as a DAG. The finishing step (``final_step_id``, default the last listed)
+    writes the task's result ``task:<id>`` too, so it runs after every other step of the
+    task, and no step may depend on it."""
 
     id: str
     title: str = ""
@@ -125,21 +116,17 @@ class Task:
             for dep in step.depends_on:
                 if dep not in ids:
                     out.append(f"{label} depends on {dep!r}, which is not a step of this task")
-            if step.output_schema is not None:
-                problem = schema_error(step.output_schema)
-                if problem is not None:
-                    out.append(f"{label}: its output_schema is not a JSON Schema ({problem})")
+            if step.output_schema is not None and (problem := schema_error(step.output_schema)):
+                out.append(f"{label}: its output_schema is not a JSON Schema ({problem})")
         final = self.final_step_id or ids[-1]
         if final not in ids:
             out.append(f"{where}: final_step_id {final!r} is not one of its steps")
-        else:
-            dependents = [s.id for s in self.steps if final in s.depends_on]
-            if dependents:
-                out.append(
-                    f"{where}: its finishing step {final!r} writes the task's result, so no "
-                    f"step may depend on it, but {', '.join(dependents)} do; make the last "
-                    "step the one that finishes the task, or set final_step_id"
-                )
+        elif dependents := [s.id for s in self.steps if final in s.depends_on]:
+            out.append(
+                f"{where}: its finishing step {final!r} writes the task's result, so no "
+                f"step may depend on it, but {', '.join(dependents)} do; make the last "
+                "step the one that finishes the task, or set final_step_id"
+            )
         out.extend(
             f"{where}: {p}" for p in _cycle("steps", {s.id: s.depends_on for s in self.steps})
         )
