@@ -105,14 +105,7 @@ class BoardEvent:
 
 class TaskBoard:
     """Tasks several agents share, kept in ``store`` (a new one if omitted) under
-    ``state:<team>/board/``.
-
-    >>> board = TaskBoard(tasks=[BoardTask(id="draft", title="Draft")])
-    >>> board.claim("draft", "ann").status
-    'claimed'
-    >>> board.store.value("state", "team/board/draft")["assignee"]
-    'ann'
-    """
+    ``state:<team>/board/`` (the README's "Executors" shows one)."""
 
     def __init__(
         self, store: Store | None = None, *, team: str = "team", tasks: Iterable[BoardTask] = ()

@@ -127,10 +127,9 @@ class MultiModeAgent:
         tools = memory_tools(self.memory, source=self.name)
         actor: dict[str, Any] = {tool.name: _memory_actor(tool) for tool in tools}
         actor.update({tool.name: tool.fn for tool in self.tools if tool.fn is not None})
-        model = self.model
 
         async def reasoner(prompt: str) -> Completion:  # any chat model, as a reasoner
-            reply = await model.achat([ChatMessage.user(prompt)])
+            reply = await self.model.achat([ChatMessage.user(prompt)])
             return Completion(reply.text, usage=reply.usage)
 
         agent = Agent(

@@ -170,14 +170,8 @@ class TeamExecutor:
             allowed=member.tools,
             local=self._team_tools(member.name),
         )
-        conversation = self._conversations.setdefault(
-            member.name,
-            [
-                ChatMessage.system(
-                    team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
-                )
-            ],
-        )
+        prompt = team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
+        conversation = self._conversations.setdefault(member.name, [ChatMessage.system(prompt)])
         conversation.append(ChatMessage.user(self._briefing(member.name, round_number)))
         acted = False
         for _ in range(self.max_turn_iterations):
