@@ -22,7 +22,6 @@ from urllib.parse import quote
 from weft.errors import ExecutorError, GraphBuildError, NodeError, WeftError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.graph.build import check_acyclic
-from weft.graph.build import find_cycle as graph_cycle
 from weft.store import RunLog, StepRecord, Store, register_type
 from weft.store.records import check_run_id
 
@@ -126,20 +125,6 @@ async def run_jobs(
     if log is not None and report.ok:
         log.complete(None)
     return report
-
-
-def find_cycle(depends_on: Mapping[str, Sequence[str]]) -> str | None:
-    """A cycle among ``depends_on`` (ids mapped to the ids they depend on; unknown ids are
-    ignored) as ``"a -> b -> a"``, or None when there is none."""
-    ids = list(depends_on)
-    index = {job: i for i, job in enumerate(ids)}
-    succs: list[list[int]] = [[] for _ in ids]
-    for job, deps in depends_on.items():
-        for dep in dict.fromkeys(deps):
-            if dep in index:
-                succs[index[dep]].append(index[job])
-    ring = graph_cycle(succs)
-    return None if ring is None else " -> ".join(ids[i] for i in [*ring, ring[0]])
 
 
 def _job_node(

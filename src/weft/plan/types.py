@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weft.errors import PlanValidationError
-from weft.plan.jobs import find_cycle
+from weft.graph.build import find_cycle
 from weft.refs.schemas import schema_error
 
 
@@ -235,8 +235,16 @@ def _invalid(what: str, problems: list[str]) -> PlanValidationError:
 
 
 def _cycle(what: str, deps: Mapping[str, Sequence[str]]) -> list[str]:
-    """The cycle among ``deps`` as the WorkGraph's check finds it, as a problem."""
-    found = find_cycle(deps)
-    if found is None:
+    """The cycle among ``deps`` (unknown ids ignored), found by the WorkGraph's own check."""
+    ids = list(deps)
+    index = {name: i for i, name in enumerate(ids)}
+    succs: list[list[int]] = [[] for _ in ids]
+    for name, names in deps.items():
+        for dep in dict.fromkeys(names):
+            if dep in index:
+                succs[index[dep]].append(index[name])
+    ring = find_cycle(succs)
+    if ring is None:
         return []
+    found = " -> ".join(ids[i] for i in [*ring, ring[0]])
     return [f"the {what}' depends_on form a cycle, so none of them could ever run ({found})"]
