@@ -291,8 +291,11 @@ def _planner_reply(prompt: str) -> str:
 
 
 def _agent_feed(run: DemoRun, event: Event) -> None:
+    """Print the agents' writes to the store as they happen, and the plan when it is made."""
     if not event.path.startswith("agent/") or event.op != "write":
         return
+    if event.path == "agent/planner/current" and event.value["response"].get("problem_graph"):
+        _show_plan(run, event.value["response"])
     if event.path.count("/") > 2 and not event.path.endswith("/actions"):
         return  # a sub-task agent's bookkeeping: only its actions are shown
     value = event.value
@@ -306,16 +309,10 @@ def _agent_feed(run: DemoRun, event: Event) -> None:
     )
 
 
-def _show_plan(run: DemoRun, event: Event) -> None:
-    if event.path != "agent/planner/current" or event.op != "write":
-        return
-    response = event.value["response"]
-    paths = response.get("problem_graph")
-    if not paths:
-        return
+def _show_plan(run: DemoRun, response: dict[str, Any]) -> None:
     for problem in response["problems"]:
         run.console.print(f"  [bold]{problem['id']}[/]: {escape(problem['args']['request'])}")
-    drawing = WorkGraph([list(path) for path in paths]).to_mermaid("LR")
+    drawing = WorkGraph([list(path) for path in response["problem_graph"]]).to_mermaid("LR")
     run.console.print(Panel(drawing, title="the plan as a WorkGraph (mermaid)", expand=False))
 
 
@@ -334,12 +331,7 @@ def scene_plan_and_run(run: DemoRun) -> None:
     planner = PromptBasedActionPlanningAgent(
         ScriptedReasoner(_planner_reply), solver=worker, name="planner", store=store
     )
-
-    def watch(event: Event) -> None:
-        _show_plan(run, event)
-        _agent_feed(run, event)
-
-    unsubscribe = store.subscribe(watch)
+    unsubscribe = store.subscribe(lambda event: _agent_feed(run, event))
     try:
         result = planner.run(f"Compute the invoice from the files in {folder.name}/")
     finally:

@@ -208,6 +208,6 @@ def _chain(
         left.remove(job)
         placed.add(job)
         node = nodes[job]
-        if previous is not None and not any(n is node for n in previous.next):
+        if previous is not None and node not in previous.next:  # nodes compare by identity
             previous.add_next(node)
         previous = node
