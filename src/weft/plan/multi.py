@@ -18,6 +18,7 @@ from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError, PlanValidationError
 from weft.llm import ChatMessage, ChatModel, Completion
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
+from weft.memory.prompts import upstream_memory_hint
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.prompts import planner_system_prompt
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport
@@ -121,8 +122,6 @@ class MultiModeAgent:
         """The last run's result (None before a run)."""
         return None if self.result is None else self.result.result
 
-    # -------------------------------------------------------------------- loop
-
     async def _loop(self) -> ModeResult:
         tools = memory_tools(self.memory, source=self.name)
         actor: dict[str, Any] = {tool.name: _memory_actor(tool) for tool in tools}
@@ -158,20 +157,14 @@ class MultiModeAgent:
             f"- {t.name}: {t.description} Arguments (JSON Schema): {json.dumps(dict(t.parameters))}"
             for t in tools
         )
-        keys = "\n".join(f"- {memory_keys.input(key)}" for key in self.inputs)
         parts = [
             self.system_prompt or "",
             f"# Objective\n{self.objective}",
             memory_tools_prompt_section(),
             f"# Actions (the action type is the tool's name; args are its arguments)\n{actions}",
+            upstream_memory_hint(memory_keys.input(key) for key in self.inputs),
         ]
-        if keys:
-            parts.append(
-                f"# Required upstream memory (call `memory_read` with these keys):\n{keys}"
-            )
         return "\n\n".join(part for part in parts if part)
-
-    # -------------------------------------------------------------------- plan
 
     async def _plan(self) -> ModeResult:
         plan = self.plan if self.plan is not None else await self._make_plan()
@@ -236,8 +229,6 @@ class MultiModeAgent:
             f"{self.name}: the model did not submit a valid plan in {self.max_iterations} "
             "calls; pass plan=TaskPlan(...) or raise max_iterations"
         )
-
-    # -------------------------------------------------------------------- team
 
     async def _team(self) -> ModeResult:
         executor = TeamExecutor(
