@@ -9,7 +9,7 @@ on the task's fork, so it commits with the task's record.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from weft._sync import run_sync
@@ -23,34 +23,17 @@ from weft.store import Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlanReport:
+class PlanReport(DagReport):
     """What a task plan's run did: the tasks' ``DagReport``, each run task's ``TaskResult``
     and the final result."""
 
-    report: DagReport
     tasks: Mapping[str, TaskResult] = field(default_factory=dict)
     final_result: Any = None
 
     @property
-    def ok(self) -> bool:
-        """Whether every task completed (now or in an earlier run)."""
-        return self.report.ok
-
-    @property
-    def completed(self) -> tuple[str, ...]:
-        return self.report.completed
-
-    @property
-    def failed(self) -> Mapping[str, str]:
-        return self.report.failed
-
-    @property
-    def blocked(self) -> Mapping[str, str]:
-        return self.report.blocked
-
-    @property
-    def skipped(self) -> tuple[str, ...]:
-        return self.report.skipped
+    def report(self) -> DagReport:
+        """The tasks' report alone."""
+        return DagReport(**{f.name: getattr(self, f.name) for f in fields(DagReport)})
 
 
 class ParallelTaskExecutor:
@@ -100,7 +83,9 @@ class ParallelTaskExecutor:
             max_concurrency=self.max_concurrency,
         )
         return PlanReport(
-            report=report, tasks=dict(self._results), final_result=self.get_final_result()
+            **{f.name: getattr(report, f.name) for f in fields(report)},
+            tasks=dict(self._results),
+            final_result=self.get_final_result(),
         )
 
     async def _run_task(self, task_id: str, fork: Store | None, run_id: str | None) -> str | None:
