@@ -165,8 +165,7 @@ class TaskBoard:
             if self.get(task_id) is not None:
                 raise ExecutorError(f"the board already has a task {task_id!r}; pick another id")
             deps = tuple(depends_on)
-            unknown = [d for d in deps if self.get(d) is None]
-            if unknown:
+            if unknown := [d for d in deps if self.get(d) is None]:
                 raise ExecutorError(
                     f"task {task_id!r} depends on {', '.join(unknown)}, which the board does "
                     "not have; add those tasks first"
@@ -188,8 +187,7 @@ class TaskBoard:
             if task.status != "open":
                 who = f" by {task.assignee}" if task.assignee else ""
                 raise ExecutorError(f"task {task_id!r} is {task.status}{who}, not open")
-            waiting = [d for d in task.depends_on if self._need(d).status != "completed"]
-            if waiting:
+            if waiting := [d for d in task.depends_on if self._need(d).status != "completed"]:
                 raise ExecutorError(
                     f"task {task_id!r} waits for {', '.join(waiting)} to complete; claim "
                     "another task meanwhile"

@@ -106,8 +106,7 @@ def step_user_message(
         parts.append("# Item to process\n" + _json(item))
     if step.output_schema is not None:
         parts.append("# The result must match this JSON Schema\n" + _json(step.output_schema))
-    hint = upstream_memory_hint(upstream_keys, memory)
-    if hint:
+    if hint := upstream_memory_hint(upstream_keys, memory):
         parts.append(hint)
     return "\n\n".join(parts)
 

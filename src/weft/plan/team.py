@@ -195,8 +195,7 @@ class TeamExecutor:
             f"# Objective\n{self.objective}",
             f"# Round {round_number}: the task board\n{json.dumps(board, ensure_ascii=False)}",
         ]
-        inbox = self._inbox(name)
-        if inbox:
+        if inbox := self._inbox(name):
             parts.append(f"# New messages\n{json.dumps(inbox, ensure_ascii=False)}")
         return "\n\n".join(parts)
 

@@ -57,8 +57,7 @@ class ToolBox:
         self._memory = memory_tools(memory, source=source)
         caller = {tool.name: tool for tool in tools}
         if allowed is not None:
-            unknown = [name for name in allowed if name not in caller]
-            if unknown:
+            if unknown := [name for name in allowed if name not in caller]:
                 raise ExecutorError(
                     f"{source}: it may use the tools {', '.join(unknown)}, which the executor "
                     f"was not given (it has: {', '.join(caller) or 'none'}); pass them in tools="
@@ -67,8 +66,7 @@ class ToolBox:
         self._caller = caller
         self._local = {tool.name: tool for tool in local}
         reserved = {t.name for t in self._memory} | set(self._local)
-        clash = sorted(reserved & set(caller))
-        if clash:
+        if clash := sorted(reserved & set(caller)):
             raise ExecutorError(
                 f"{source}: the caller tools {', '.join(clash)} have the names of built-in "
                 "tools (memory_list, memory_read, memory_write, finish_step, the team tools); "
@@ -86,8 +84,7 @@ class ToolBox:
             return error(f"{call.parse_error}; send the arguments as one JSON object")
         local = self._local.get(call.name)
         if local is not None:
-            problems = schema_problems(local.parameters, dict(call.arguments))
-            if problems:
+            if problems := schema_problems(local.parameters, dict(call.arguments)):
                 return error(f"{call.name}: {'; '.join(problems)}")
             try:
                 result = local.handler(dict(call.arguments))
@@ -108,8 +105,7 @@ class ToolBox:
 
 async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
     arguments = dict(call.arguments)
-    problems = schema_problems(tool.arguments_schema, arguments)
-    if problems:
+    if problems := schema_problems(tool.arguments_schema, arguments):
         return error(f"{tool.name}: the arguments do not fit its schema: {'; '.join(problems)}")
     if tool.fn is None:
         return error(f"{tool.name} has no function to run; it cannot be called")

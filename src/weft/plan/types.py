@@ -80,8 +80,7 @@ class Task:
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "depends_on", _names(self.depends_on))
-        problems = self.problems()
-        if problems:
+        if problems := self.problems():
             raise _invalid(f"task {self.id!r}", problems)
 
     @property
@@ -156,8 +155,7 @@ class TaskPlan:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
-        problems = self.problems()
-        if problems:
+        if problems := self.problems():
             raise _invalid("the task plan", problems)
 
     def task(self, task_id: str) -> Task:
