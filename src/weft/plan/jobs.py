@@ -93,14 +93,37 @@ async def run_jobs(
             raise ExecutorError(f"{what}: run_id={run_id!r} needs the store to record into")
         log = RunLog(store, check_run_id(run_id, ExecutorError))
     outcomes: list[JobOutcome] = []
-    nodes = {
-        job: WorkGraphNode(
-            _job_node(job, tuple(depends_on.get(job, ())), run, outcomes, store, log, kind),
-            UPSTREAM,
-            id=job,
-        )
-        for job in jobs
-    }
+
+    def job_node(job: str) -> Callable[..., Awaitable[JobOutcome]]:
+        """The value of one job's node: it never raises for a failure of the job."""
+        deps = tuple(depends_on.get(job, ()))
+
+        async def settle(*, upstream: Any = None) -> JobOutcome:
+            if log is not None and log.get(job) is not None:
+                return JobOutcome(job, "completed")  # on record: skipped
+            if (why := _blocked_by(deps, upstream)) is not None:
+                outcome = JobOutcome(job, "blocked", why)
+            else:
+                fork = None if store is None else store.fork(name=job)
+                try:
+                    problem = await run(job, fork)
+                    outcome = JobOutcome(job, "failed" if problem else "completed", problem or "")
+                    if fork is not None and store is not None:
+                        if log is not None and problem is None:
+                            record = StepRecord(kind=kind, label=job, result=outcome)
+                            log.record(job, record, into=fork)
+                        store.merge([fork])  # its writes and its record: one commit
+                except Exception as exc:  # a job's bug fails the job, never the other jobs
+                    if not isinstance(exc, WeftError):
+                        logger.exception("job %s raised", job)
+                    outcome = JobOutcome(job, "failed", _described(exc))
+            outcomes.append(outcome)
+            return outcome
+
+        settle.__qualname__ = f"job {job!r}"
+        return settle
+
+    nodes = {job: WorkGraphNode(job_node(job), UPSTREAM, id=job) for job in jobs}
     try:
         _wire(nodes, depends_on, what)
         check_acyclic(nodes.values())
@@ -125,42 +148,6 @@ async def run_jobs(
     if log is not None and report.ok:
         log.complete(None)
     return report
-
-
-def _job_node(
-    job: str,
-    deps: tuple[str, ...],
-    run: Job,
-    outcomes: list[JobOutcome],
-    store: Store | None,
-    log: RunLog | None,
-    kind: str,
-) -> Callable[..., Awaitable[JobOutcome]]:
-    """The value of one job's node: it never raises for a failure of the job."""
-
-    async def job_node(*, upstream: Any = None) -> JobOutcome:
-        if log is not None and log.get(job) is not None:
-            return JobOutcome(job, "completed")  # on record: skipped
-        if (why := _blocked_by(deps, upstream)) is not None:
-            outcome = JobOutcome(job, "blocked", why)
-        else:
-            fork = None if store is None else store.fork(name=job)
-            try:
-                problem = await run(job, fork)
-                outcome = JobOutcome(job, "failed" if problem else "completed", problem or "")
-                if fork is not None and store is not None:
-                    if log is not None and problem is None:
-                        log.record(job, StepRecord(kind=kind, label=job, result=outcome), into=fork)
-                    store.merge([fork])  # its writes and its record: one commit
-            except Exception as exc:  # a job's bug fails the job, never the other jobs
-                if not isinstance(exc, WeftError):
-                    logger.exception("job %s raised", job)
-                outcome = JobOutcome(job, "failed", _described(exc))
-        outcomes.append(outcome)
-        return outcome
-
-    job_node.__qualname__ = f"job {job!r}"
-    return job_node
 
 
 def _blocked_by(deps: Sequence[str], upstream: Any) -> str | None:
