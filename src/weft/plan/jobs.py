@@ -1,14 +1,11 @@
-"""The executors' jobs (a task's steps, a plan's tasks, a process step's items) as a
-``WorkGraph``: one node per job, an edge from each job it depends on.
+"""The executors' jobs (a task's steps, a plan's tasks, a process step's items) as one
+``WorkGraph`` node each. A node never raises for a failed job (that would stop the
+graph): it returns its ``JobOutcome``, passed down as ``upstream``, and a job after a
+failed or blocked one is blocked without running, so every node settles.
 
-A job's node never raises for an ordinary failure (that would stop the whole graph): it
-returns its ``JobOutcome``, passed down as ``upstream``, and a job whose dependency
-failed or was blocked is blocked without running, so every node settles.
-
-With a ``store``, each job works on its own fork, merged back as it settles; with a
-``run_id`` its ``StepRecord`` (``<run id>/<job>``) commits with its writes, so a crash
-never leaves one without the other, and a run again with that id skips it (README,
-"Runs"). A failed or blocked job is not recorded, so it runs again.
+With a ``store`` each job works on its own fork; with a ``run_id`` its ``StepRecord``
+(``<run id>/<job>``) commits with its writes, and a run again with that id skips it
+(README, "Runs"). A failed or blocked job is not recorded, so it runs again.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """``TeamExecutor``: several agents on a shared task board and message bus, one memory.
 
-The team works in rounds: in each, every member takes a turn (concurrently), a
-tool-calling conversation that carries over from round to round and ends when the
-member answers in plain text or after ``max_turn_iterations`` calls. A completed board
-task is mirrored into memory as ``task:<id>``. The run ends when every board task is
-completed or failed, after ``max_rounds``, or after a round in which no member called a
-tool (nothing can change any more). With no tasks and an empty board, the board starts
-with one task, the objective.
+It plays rounds: every member takes a turn at once, a tool-calling conversation kept
+from round to round that ends at a plain-text answer or ``max_turn_iterations`` calls.
+Completed board tasks are mirrored into memory as ``task:<id>``. The run ends when the
+board is finished, after ``max_rounds``, or after a round in which no member called a
+tool (nothing can change any more). An empty board starts with the objective as its task.
 """
 
 from __future__ import annotations
@@ -115,6 +113,7 @@ class TeamExecutor:
         return run_sync(self.aexecute())
 
     async def aexecute(self) -> TeamReport:
+        """Seed the inputs, play the rounds, and report."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         if not len(self.board):
