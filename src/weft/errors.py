@@ -232,8 +232,7 @@ class PlanRunError(PlanError):
 
 
 class ExecutorError(PlanError, ValueError):
-    """A step, task or team executor configured wrong, or one that could not go on; the
-    message names the step or task."""
+    """A step, task or team executor set up wrong, or one that could not go on."""
 
 
 class TurnError(WeftError):
@@ -255,8 +254,7 @@ class ChannelOwnershipError(TurnError):
 
 
 class StateVersionError(TurnError):
-    """A thread saved by a schema version this runtime cannot load: a newer one, or an
-    older one with no migration."""
+    """A thread saved by a newer schema version, or by an older one with no migration."""
 
     def __init__(
         self, message: str, *, thread_id: str = "", found: int = 0, current: int = 0

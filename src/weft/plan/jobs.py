@@ -122,7 +122,14 @@ async def run_jobs(
 
     nodes = {job: WorkGraphNode(job_node(job), UPSTREAM, id=job) for job in jobs}
     try:
-        _wire(nodes, depends_on, what)
+        for job, node in nodes.items():
+            for dep in dict.fromkeys(depends_on.get(job, ())):
+                if dep not in nodes:
+                    raise ExecutorError(
+                        f"{what}: {job!r} depends on {dep!r}, which is none of them "
+                        f"({', '.join(nodes)}); fix its depends_on"
+                    )
+                nodes[dep].add_next(node)
         check_acyclic(nodes.values())
         if max_concurrency == 1:
             _chain(nodes, jobs, depends_on)
@@ -163,20 +170,6 @@ def _described(exc: Exception) -> str:
     while isinstance(cause, NodeError) and cause.__cause__ is not None:
         cause = cause.__cause__  # a graph inside the job: say what its node raised
     return f"{type(cause).__name__}: {cause}"
-
-
-def _wire(
-    nodes: Mapping[str, WorkGraphNode], depends_on: Mapping[str, Sequence[str]], what: str
-) -> None:
-    for job, node in nodes.items():
-        for dep in dict.fromkeys(depends_on.get(job, ())):
-            source = nodes.get(dep)
-            if source is None:
-                raise ExecutorError(
-                    f"{what}: {job!r} depends on {dep!r}, which is none of them "
-                    f"({', '.join(nodes)}); fix its depends_on"
-                )
-            source.add_next(node)
 
 
 def _chain(

@@ -108,10 +108,9 @@ class ParallelTaskExecutor:
             return result.report.summary()
         key = memory_keys.task(task_id)
         if not self.memory.has(key):  # the idempotent task write
-            last = memory_keys.step(task.final_step.id)
             AgentMemory(fork).set(
                 key,
-                self.memory.get_value(last),
+                self.memory.get_value(memory_keys.step(task.final_step.id)),
                 source=task_id,
                 title=task.label,
                 description=task.description or None,
