@@ -17,6 +17,7 @@ from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.jobs import DagReport, run_jobs, sub_run_id
+from weft.plan.step import write_task_result
 from weft.plan.task import TaskExecutor, TaskResult
 from weft.plan.types import TaskPlan
 from weft.store import Store
@@ -106,15 +107,9 @@ class ParallelTaskExecutor:
         self._results[task_id] = result
         if not result.report.ok:
             return result.report.summary()
-        key = memory_keys.task(task_id)
-        if not self.memory.has(key):  # the idempotent task write
-            AgentMemory(fork).set(
-                key,
-                self.memory.get_value(memory_keys.step(task.final_step.id)),
-                source=task_id,
-                title=task.label,
-                description=task.description or None,
-            )
+        if not self.memory.has(memory_keys.task(task_id)):  # the idempotent task write
+            last = self.memory.get_value(memory_keys.step(task.final_step.id))
+            write_task_result(AgentMemory(fork), task_id, last, task.label, task.description)
         return None
 
     def get_final_result(self) -> Any:

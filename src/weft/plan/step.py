@@ -208,14 +208,8 @@ class StepExecutor:
             result = {"error": problem}
             self.memory.set(key, result, source=step.id, title=step.label)
         if ok and self.finish_task and self.task_id is not None:
-            title, task_description = self.task or (self.task_id, "")
-            self.memory.set(
-                memory_keys.task(self.task_id),
-                result,
-                source=self.task_id,
-                title=title or self.task_id,
-                description=task_description or None,
-            )
+            title, description = self.task or (self.task_id, "")
+            write_task_result(self.memory, self.task_id, result, title or self.task_id, description)
         return StepResult(
             step_id=step.id,
             ok=ok,
@@ -226,6 +220,14 @@ class StepExecutor:
             messages=tuple(messages),
             task_result=ok and self.finish_task,
         )
+
+
+def write_task_result(
+    memory: AgentMemory, task_id: str, result: Any, title: str, description: str
+) -> None:
+    """Write ``task:<task_id>``, the result that marks a task done, by the task."""
+    key = memory_keys.task(task_id)
+    memory.set(key, result, source=task_id, title=title, description=description or None)
 
 
 def _tokens(usage: Usage) -> int:

@@ -18,7 +18,7 @@ from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.jobs import DagReport, run_jobs, sub_run_id
-from weft.plan.step import StepExecutor, StepResult
+from weft.plan.step import StepExecutor, StepResult, write_task_result
 from weft.plan.types import Step, Task
 from weft.store import MISSING, Store
 
@@ -178,13 +178,7 @@ class TaskExecutor:
         if failed := [sub_id for sub_id in subs if sub_id in report.failed]:
             return f"{len(failed)} of {len(results)} items failed: {', '.join(failed)}"
         if finishing:
-            memory.set(
-                memory_keys.task(self.task.id),
-                results,
-                source=self.task.id,
-                title=self.task.label,
-                description=self.task.description or None,
-            )
+            write_task_result(memory, self.task.id, results, self.task.label, self.task.description)
         return None
 
 

@@ -22,6 +22,7 @@ from weft.llm import ChatMessage, ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.prompts import team_system_prompt
+from weft.plan.step import write_task_result
 from weft.plan.tools import Handler, LocalTool, ToolBox
 from weft.plan.types import Task
 
@@ -120,7 +121,7 @@ class TeamExecutor:
             self.board.add("objective", self.objective)
         for task in self.board.list("completed"):  # stopped between a move and its mirror
             if not self.memory.has(memory_keys.task(task.id)):
-                self._write_result(task)
+                write_task_result(self.memory, task.id, task.result, task.title, task.description)
         unsubscribe = self.board.on_event(self._mirror)
         rounds = 0
         stop: StopReason = "max_rounds"
@@ -147,16 +148,7 @@ class TeamExecutor:
     def _mirror(self, event: BoardEvent) -> None:
         """A completed board task becomes ``task:<id>`` in memory."""
         if event.type == "task_completed" and (task := self.board.get(event.task_id)):
-            self._write_result(task)
-
-    def _write_result(self, task: BoardTask) -> None:
-        self.memory.set(
-            memory_keys.task(task.id),
-            task.result,
-            source=task.id,
-            title=task.title,
-            description=task.description or None,
-        )
+            write_task_result(self.memory, task.id, task.result, task.title, task.description)
 
     async def _turn(self, member: TeamMember, round_number: int) -> bool:
         """One turn of ``member``; whether it called any tool."""
