@@ -106,9 +106,8 @@ def step_user_message(
         parts.append("# Item to process\n" + _json(item))
     if step.output_schema is not None:
         parts.append("# The result must match this JSON Schema\n" + _json(step.output_schema))
-    if hint := upstream_memory_hint(upstream_keys, memory):
-        parts.append(hint)
-    return "\n\n".join(parts)
+    parts.append(upstream_memory_hint(upstream_keys, memory))  # "" without keys
+    return "\n\n".join(part for part in parts if part)
 
 
 def _json(value: Any) -> str:
