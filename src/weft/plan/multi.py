@@ -21,6 +21,7 @@ from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_pro
 from weft.memory.prompts import upstream_memory_hint
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.prompts import planner_system_prompt
+from weft.plan.step import write_task_result
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport
 from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import TaskPlan
@@ -139,12 +140,7 @@ class MultiModeAgent:
             max_iterations=self.max_iterations,
         )
         outcome = await agent.arun(self._loop_input([*tools, *self.tools]))
-        self.memory.set(
-            memory_keys.task(self.name),
-            outcome.output,
-            source=self.name,
-            title=self.objective[:200],
-        )
+        write_task_result(self.memory, self.name, outcome.output, self.objective[:200], "")
         return ModeResult(
             mode="loop",
             ok=outcome.stop_reason == "completed",
