@@ -1,50 +1,45 @@
 """Every error weft raises on purpose, as one tree.
 
-    WeftError
-    ├── StoreError                 the store refused a write or a read
-    │   ├── InvalidKeyError        a kind or path that is not well formed
-    │   ├── ValueTypeError         a value that is not JSON-serialisable
-    │   ├── ReducerError           a reducer declared twice, or one that failed
-    │   ├── MissingEntryError      a read of a key that holds nothing
-    │   ├── MergeConflictError     two branches wrote one last-write-wins field
-    │   └── CodecError             JSON that cannot be decoded into values
-    ├── RefError                   references (†kind.path) and _outputPath expressions
-    │   ├── ReferenceSyntaxError   text that does not parse (found before anything runs)
-    │   ├── UnresolvedReferenceError  a reference to nothing in the store (at run time)
-    │   └── OutputPathError        a value an output path cannot take (at run time)
-    ├── MemoryKeyError             an AgentMemory key with no memory namespace, or the wrong kind
-    ├── ModelError                 a model (reasoner or chat model) could not answer
-    │   ├── ModelConfigError       an adapter configured wrong: found before any request
-    │   ├── ProviderError          a provider refused, failed, or answered in an unknown shape
-    │   └── ScriptExhaustedError   a scripted model was asked more often than scripted
-    ├── GraphError                 the WorkGraph engine
-    │   ├── GraphBuildError        wired wrong: found before anything runs
-    │   ├── NodeError              a node raised while the graph ran
-    │   └── NodeTimeoutError       a node ran past its timeout
-    ├── AgentError                 the agent layer
-    │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
-    │   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
-    ├── PlanError                  plans of tool calls, and the step/task/team executors
-    │   ├── PlanValidationError    a plan wired wrong, every problem listed (build time)
-    │   ├── PlanRunError           a call that failed while a plan ran (run time)
-    │   └── ExecutorError          a step, task or team that could not go on (run time)
-    ├── TurnError                  the turn runtime: state schemas, turns and threads
-    │   ├── SchemaError            a schema, view or node declaration that is wrong (build time)
-    │   ├── ChannelOwnershipError  a write to a field the writer does not own, or to no field
-    │   ├── StateVersionError      a thread saved by a newer schema, or with no migration
-    │   └── MalformedStateError    a thread record that cannot be read (names thread and turn)
-    └── PersistError               a durable backend (event log or long-term memory)
-        ├── ConflictError          another writer appended to the thread first
-        ├── CorruptRecordError     a stored record that cannot be read
-        ├── FutureFormatError      a record or database written by a newer weft
-        ├── StepError              a step that is not stored (never written, or pruned)
-        ├── StorageError           the database itself failed (unreadable file, no server)
-        └── OwnerError             long-term memory with neither a user nor a session id
-
-Build-time errors (a graph wired wrong) and run-time errors (a node that
-raised) are separate families, so callers can tell a bug in their wiring from
-a failure in their work. Every message names what was involved (key, field,
-node) and says how to fix it.
+WeftError
+├── StoreError                 the store refused a write or a read
+│   ├── InvalidKeyError        a kind or path that is not well formed
+│   ├── ValueTypeError         a value that is not JSON-serialisable
+│   ├── ReducerError           a reducer declared twice, or one that failed
+│   ├── MissingEntryError      a read of a key that holds nothing
+│   ├── MergeConflictError     two branches wrote one last-write-wins field
+│   └── CodecError             JSON that cannot be decoded into values
+├── RefError                   references (†kind.path) and _outputPath expressions
+│   ├── ReferenceSyntaxError   text that does not parse (found before anything runs)
+│   ├── UnresolvedReferenceError  a reference to nothing in the store (at run time)
+│   └── OutputPathError        a value an output path cannot take (at run time)
+├── MemoryKeyError             an AgentMemory key with no memory namespace, or the wrong kind
+├── ModelError                 a model (reasoner or chat model) could not answer
+│   ├── ModelConfigError       an adapter configured wrong: found before any request
+│   ├── ProviderError          a provider refused, failed, or answered in an unknown shape
+│   └── ScriptExhaustedError   a scripted model was asked more often than scripted
+├── GraphError                 the WorkGraph engine
+│   ├── GraphBuildError        wired wrong: found before anything runs
+│   ├── NodeError              a node raised while the graph ran
+│   └── NodeTimeoutError       a node ran past its timeout
+├── AgentError                 the agent layer
+│   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
+│   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
+├── PlanError                  plans of tool calls, and the step/task/team executors
+│   ├── PlanValidationError    a plan wired wrong, every problem listed (build time)
+│   ├── PlanRunError           a call that failed while a plan ran (run time)
+│   └── ExecutorError          a step, task or team configured wrong, or that could not go on
+├── TurnError                  the turn runtime: state schemas, turns and threads
+│   ├── SchemaError            a schema, view or node declaration that is wrong (build time)
+│   ├── ChannelOwnershipError  a write to a field the writer does not own, or to no field
+│   ├── StateVersionError      a thread saved by a newer schema, or with no migration
+│   └── MalformedStateError    a thread record that cannot be read (names thread and turn)
+└── PersistError               a durable backend (event log or long-term memory)
+    ├── ConflictError          another writer appended to the thread first
+    ├── CorruptRecordError     a stored record that cannot be read
+    ├── FutureFormatError      a record or database written by a newer weft
+    ├── StepError              a step that is not stored (never written, or pruned)
+    ├── StorageError           the database itself failed (unreadable file, no server)
+    └── OwnerError             long-term memory with neither a user nor a session id
 """
 
 from __future__ import annotations
@@ -127,8 +122,7 @@ class UnresolvedReferenceError(RefError, LookupError):
 
 
 class OutputPathError(RefError):
-    """A tool result an output path cannot take: no alternative accepts it, a method that
-    does not fit the value or the field's declared reducer, a target that is not a dict."""
+    """A tool result an output path cannot take (no alternative accepts it, say)."""
 
 
 class MemoryKeyError(WeftError, ValueError):
@@ -146,10 +140,8 @@ class ModelConfigError(ModelError, ValueError):
 class ProviderError(ModelError):
     """A provider refused or failed a request, or answered in a shape its API does not document.
 
-    ``provider`` and ``model`` say who was asked, ``status`` is the HTTP status (``None``
-    when no response came, e.g. a timeout), ``provider_message`` and ``error_type`` are the
-    provider's own words, ``attempts`` counts the requests sent, ``request_id`` is the id to
-    quote to the provider's support.
+    ``status`` is ``None`` when no response came (a timeout); ``provider_message`` and
+    ``error_type`` are the provider's own words; ``request_id`` is the id its support asks for.
     """
 
     def __init__(
@@ -204,10 +196,7 @@ class AgentBuildError(AgentError, ValueError):
 
 class AgentResponseError(AgentError):
     """A reasoner's reply the agent could not use, even after one corrective retry.
-
-    ``raw`` is the last raw reply, ``problem`` says exactly what was wrong with it
-    (the text the reasoner was shown), ``agent`` names the agent.
-    """
+    ``raw`` is the last reply, ``problem`` what was wrong with it (as the reasoner was told)."""
 
     def __init__(self, message: str, *, raw: str, problem: str, agent: str | None = None) -> None:
         super().__init__(message)
@@ -230,9 +219,8 @@ class PlanValidationError(PlanError, ValueError):
 
 
 class PlanRunError(PlanError):
-    """A call of a plan failed while the plan ran (its tool raised, a reference did not
-    resolve, its output path refused the result). ``call`` names it (id), ``tool`` its
-    tool, ``index`` its place in the plan; the original error is ``__cause__``."""
+    """A call of a plan failed while the plan ran; ``call`` is its id, ``index`` its place
+    in the plan, and the original error is ``__cause__``."""
 
     def __init__(
         self, message: str, *, call: str = "", tool: str = "", index: int | None = None
@@ -243,9 +231,8 @@ class PlanRunError(PlanError):
         self.index = index
 
 
-class ExecutorError(PlanError):
-    """A step, task or team executor that could not go on (a step that never finished,
-    a model that failed); the message names the step or task."""
+class ExecutorError(PlanError, ValueError):
+    """A step, task or team executor set up wrong, or one that could not go on."""
 
 
 class TurnError(WeftError):
@@ -253,16 +240,12 @@ class TurnError(WeftError):
 
 
 class SchemaError(TurnError, ValueError):
-    """A state schema, an input or output view, or a node declaration that is wrong; found
-    when the runtime is built, before any turn runs."""
+    """A state schema, view or node declaration that is wrong, found when the runtime is built."""
 
 
 class ChannelOwnershipError(TurnError):
-    """A write to a field the writer does not declare, or to a name that is no field.
-
-    ``writer`` names the node (or ``"the caller"`` for a turn's input) and ``field`` the
-    field it wrote; nothing of that turn is stored.
-    """
+    """A write to a field the writer does not declare, or to a name that is no field; nothing
+    of that turn is stored. ``writer`` is the node, or ``"the caller"`` for a turn's input."""
 
     def __init__(self, message: str, *, writer: str = "", field: str = "") -> None:
         super().__init__(message)
@@ -271,8 +254,7 @@ class ChannelOwnershipError(TurnError):
 
 
 class StateVersionError(TurnError):
-    """A thread saved by a schema version this runtime cannot load: a newer one, or an
-    older one with no migration. ``found`` and ``current`` are the two versions."""
+    """A thread saved by a newer schema version, or by an older one with no migration."""
 
     def __init__(
         self, message: str, *, thread_id: str = "", found: int = 0, current: int = 0
@@ -301,11 +283,8 @@ class PersistError(WeftError):
 
 
 class ConflictError(PersistError):
-    """Another writer appended to the thread first (optimistic concurrency on the step).
-
-    ``thread_id``, ``expected`` (the step the loser saw) and ``actual`` (the step the
-    winner left) say what happened; the loser's batch was not written at all.
-    """
+    """Another writer appended to the thread first (optimistic concurrency on the step); the
+    loser's batch was not written. ``expected`` is the step it saw, ``actual`` the step now."""
 
     def __init__(self, message: str, *, thread_id: str, expected: int, actual: int) -> None:
         super().__init__(message)

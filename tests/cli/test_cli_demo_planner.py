@@ -51,7 +51,7 @@ def test_the_demo_shows_the_plan_each_step_and_the_store() -> None:
 
 def test_the_planner_runs_on_the_demo_store_without_touching_memory() -> None:
     run = run_demo(quiet(), scenes=[scene_plan_and_run])
-    result = run.extras["planner"]
+    result = run.results["planner"]
     assert result.stop_reason == "completed"
     assert result.instant_response == "The invoice total is 12.65."
     assert len(run.memory) == 0  # agents keep their state under state:, not in memory

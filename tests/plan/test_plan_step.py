@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from plan_helpers import call, finish, text_of, tool_results
 
 from weft.calls import Tool
-from weft.errors import ScriptExhaustedError
+from weft.errors import ExecutorError, ScriptExhaustedError
 from weft.llm import ScriptedChatModel
 from weft.memory import AgentMemory, memory_tools_prompt_section
 from weft.plan import Step, StepExecutor, StepResult
@@ -162,3 +163,15 @@ def test_a_step_limited_to_some_tools_is_offered_only_those() -> None:
     tools = [Tool(name="a", fn=lambda: 1), Tool(name="b", fn=lambda: 2)]
     _, model, _ = run(Step(id="s", instructions="Go.", tools=("b",)), [finish(1)], tools=tools)
     assert "b" in model.calls[0].tool_names and "a" not in model.calls[0].tool_names
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [({"max_iterations": 0}, "max_iterations=0"), ({"finish_task": True}, "task_id")],
+)
+def test_a_step_configured_wrong_is_an_executor_error_and_a_value_error(
+    options: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ExecutorError, match=named) as caught:
+        run(Step(id="s", instructions="Go."), [finish(1)], **options)
+    assert isinstance(caught.value, ValueError)

@@ -146,6 +146,13 @@ def test_a_step_cycle_is_refused() -> None:
                 Step(id="c", instructions="C."),
             ],
         )
+    Task(  # a dependency named twice is no cycle
+        id="t",
+        steps=[
+            Step(id="a", instructions="A."),
+            Step(id="b", instructions="B.", depends_on=("a", "a")),
+        ],
+    )
 
 
 def test_the_finishing_step_cannot_have_dependents() -> None:

@@ -1,13 +1,8 @@
-"""``weft demo``: a scripted research workflow walked through one real store.
+"""``weft demo``: scripted agents walked through one real store, scene by scene.
 
-Each scene is a function of a ``DemoRun``, so later work can add scenes (a
-WorkGraph, a fork and merge, a checkpoint) by appending to ``SCENES``. The
-"agents" here are scripted: their tool calls are the raw JSON-string arguments
-a model would send, run through the real memory tools.
-
-Scenes 6 and 7 add a planning agent on the same store: a scripted planner splits an
-invoice into three sub-tasks with dependencies, real local tools read
-``examples/data/`` and compute, and attachments carry the results between sub-tasks.
+The "agents" are scripted: their tool calls are the raw JSON arguments a model would
+send, run through the real memory tools; the planning agent's tools really read
+``examples/data/``.
 """
 
 from __future__ import annotations
@@ -52,9 +47,8 @@ class DemoRun:
     console: Console
     memory: AgentMemory
     feed: list[MemoryEvent] = field(default_factory=list)
-    results: dict[str, dict[str, Any]] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
-    """What later scenes keep for the ones after them (the planner's run, say)."""
+    results: dict[str, Any] = field(default_factory=dict)
+    """What the scenes produced, by name (a tool call's reply, the planner's run ...)."""
 
 
 Scene = Callable[[DemoRun], None]
@@ -68,13 +62,17 @@ def call_tool(
     """Run one tool call as a model would send it (JSON text), and print call and result."""
     run.console.print(f"[bold cyan]{escape(agent)}[/] calls [bold]{tool}[/] {escape(arguments)}")
     result = memory_tools(run.memory, source=agent).call(tool, arguments)
-    style = "green" if result.get("ok") else "red"
-    title = "result" if result.get("ok") else "refused"
-    body = _JSON_COLOURS(Text(json.dumps(result, indent=2, ensure_ascii=False)))
-    run.console.print(Panel(body, title=title, border_style=style, expand=False))
+    ok = result.get("ok")
+    show_json(run, result, "result" if ok else "refused", style="green" if ok else "red")
     if label:
         run.results[label] = result
     return result
+
+
+def show_json(run: DemoRun, value: Any, title: str, *, style: str = "none") -> None:
+    """Print ``value`` as coloured JSON in a panel."""
+    body = _JSON_COLOURS(Text(json.dumps(value, indent=2, ensure_ascii=False)))
+    run.console.print(Panel(body, title=title, border_style=style, expand=False))
 
 
 def _live_feed(run: DemoRun, event: MemoryEvent) -> None:
@@ -293,8 +291,11 @@ def _planner_reply(prompt: str) -> str:
 
 
 def _agent_feed(run: DemoRun, event: Event) -> None:
+    """Print the agents' writes to the store as they happen, and the plan when it is made."""
     if not event.path.startswith("agent/") or event.op != "write":
         return
+    if event.path == "agent/planner/current" and event.value["response"].get("problem_graph"):
+        _show_plan(run, event.value["response"])
     if event.path.count("/") > 2 and not event.path.endswith("/actions"):
         return  # a sub-task agent's bookkeeping: only its actions are shown
     value = event.value
@@ -308,16 +309,10 @@ def _agent_feed(run: DemoRun, event: Event) -> None:
     )
 
 
-def _show_plan(run: DemoRun, event: Event) -> None:
-    if event.path != "agent/planner/current" or event.op != "write":
-        return
-    response = event.value["response"]
-    paths = response.get("problem_graph")
-    if not paths:
-        return
+def _show_plan(run: DemoRun, response: dict[str, Any]) -> None:
     for problem in response["problems"]:
         run.console.print(f"  [bold]{problem['id']}[/]: {escape(problem['args']['request'])}")
-    drawing = WorkGraph([list(path) for path in paths]).to_mermaid("LR")
+    drawing = WorkGraph([list(path) for path in response["problem_graph"]]).to_mermaid("LR")
     run.console.print(Panel(drawing, title="the plan as a WorkGraph (mermaid)", expand=False))
 
 
@@ -336,17 +331,12 @@ def scene_plan_and_run(run: DemoRun) -> None:
     planner = PromptBasedActionPlanningAgent(
         ScriptedReasoner(_planner_reply), solver=worker, name="planner", store=store
     )
-
-    def watch(event: Event) -> None:
-        _show_plan(run, event)
-        _agent_feed(run, event)
-
-    unsubscribe = store.subscribe(watch)
+    unsubscribe = store.subscribe(lambda event: _agent_feed(run, event))
     try:
         result = planner.run(f"Compute the invoice from the files in {folder.name}/")
     finally:
         unsubscribe()
-    run.extras["planner"] = result
+    run.results["planner"] = result
     sinks = result.states[0].action_results
     for solved in sinks if isinstance(sinks, list) else [sinks]:
         run.console.print(f"  {solved.id} gave: {escape(render_value(solved.result))}")

@@ -1,11 +1,6 @@
-"""``weft demo`` scenes: a plan of tool calls over several instances.
-
-Three accounts are reviewed by one plan: a global call loads the review policy once, and
-every other call runs on each account's own instance (``_instance: "*"``), a fork of the
-demo store holding the account's inputs. References wire the calls together; output paths
-write each result, one of them choosing between two paths. The scenes show validation
-catching a broken plan before anything runs, the run itself, and a simulation on the
-tools' output examples. The tools are local functions: nothing leaves the machine.
+"""``weft demo`` scenes: a plan of tool calls over three accounts, each on its own instance
+(a fork of the demo store): validation, the run, and a simulation on output examples.
+The tools are local functions: nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -13,15 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from rich.highlighter import JSONHighlighter
 from rich.markup import escape
-from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
-from rich.text import Text
 
 from weft.calls import Plan, Tool
-from weft.cli.demo import DemoRun, Scene
+from weft.cli.demo import DemoRun, Scene, show_json
 from weft.errors import PlanValidationError
 from weft.refs import ChosenPath
 
@@ -57,7 +49,6 @@ PLAN_JSON: Final[list[dict[str, Any]]] = [
         "_instance": "*",
     },
 ]
-_JSON: Final = JSONHighlighter()
 
 
 def score_risk(orders: list[int], limit: int) -> ChosenPath:
@@ -104,15 +95,10 @@ def review_tools() -> list[Tool]:
     ]
 
 
-def _show_json(run: DemoRun, value: Any, title: str) -> None:
-    body = _JSON(Text(json.dumps(value, indent=2, ensure_ascii=False)))
-    run.console.print(Panel(body, title=title, expand=False))
-
-
 def scene_plan_validation(run: DemoRun) -> None:
     """A broken plan is refused with every problem listed, before any tool runs."""
     run.console.print(Rule("Plan 1. A plan of tool calls, checked before it runs"))
-    _show_json(run, PLAN_JSON, "the plan: one global call, three calls per instance")
+    show_json(run, PLAN_JSON, "the plan: one global call, three calls per instance")
     broken = json.loads(json.dumps(PLAN_JSON))
     broken[1]["userId"] = "†input.userid"
     broken[2]["_tool"] = "scoreRisks"

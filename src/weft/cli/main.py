@@ -10,7 +10,6 @@ from weft import __version__
 
 app = typer.Typer(
     name="weft",
-    help="weft: state and memory for LLM-agent workflows, on one store.",
     no_args_is_help=True,
     add_completion=False,
 )

@@ -1,6 +1,5 @@
-"""The executors on AgentMemory and the chat-model protocol (Step, Task, ParallelTask,
-Team, the WorkGraph bridge, the multi-mode agent), and the team's board and bus on the
-store. Every DAG here (a task's steps, a plan's tasks) runs as a WorkGraph."""
+"""The executors of seed 001 (Step, Task, ParallelTask, Team, the WorkGraph bridge, the
+multi-mode agent) on AgentMemory, and the team's board and bus on the store."""
 
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.bridge import AgentStepExecutor

@@ -1,24 +1,12 @@
 """The team's shared ``TaskBoard`` and ``MessageBus``: views over entries of the team's store.
 
-A board task moves ``open`` -> ``claimed`` (by one agent) -> ``completed`` (with a
-result) or ``failed`` (with a reason); a claimed task can be released back to
-``open``. A task with ``depends_on`` can be claimed only once those tasks completed.
-A refused move raises ``ExecutorError`` saying why (the team tools hand that text to
-the model) and writes nothing.
-
-Both keep everything in the store they are given (the team's ``AgentMemory.store``) as
-``state`` entries under the team's name (``team`` by default): ``state:team/board/<id>``
-per task (``BoardTask.to_dict``, written whole on every move, the agent as ``source``,
-the move and agent in ``meta``); ``state:team/bus`` the messages (``append``),
-``state:team/members`` (``union``) and ``state:team/read/<member>`` a read cursor. So
-every move and message is an event in the store's log, a fork carries the board as it
-was, and a team on a durable store finds its board and messages after a restart.
-AgentMemory never sees ``state``, so models see the board only through the team tools
-(which show no results) and a ``memory_write`` cannot forge a move.
-
-``on_event`` subscribers hear every move as a ``BoardEvent``, in order (a store
-subscription, translated). Moves and sends are atomic across threads and across every
-board and bus over the same store.
+Store layout (``state`` entries under the team's name): ``<team>/board/<id>`` one per
+task (``BoardTask.to_dict``, written whole on every move, the move and agent in
+``meta``), ``<team>/bus`` the messages (``append``), ``<team>/members`` (``union``),
+``<team>/read/<member>`` a read cursor. AgentMemory never sees ``state``, so models see
+the board only through the team tools and a ``memory_write`` cannot forge a move.
+A refused move raises ``ExecutorError`` (the team tools hand its text to the model) and
+writes nothing; moves and sends are atomic across every board and bus on one store.
 """
 
 from __future__ import annotations
@@ -44,10 +32,7 @@ _locks_guard: Final = threading.Lock()
 def _lock_of(store: Store) -> threading.RLock:
     """One lock per store, shared by every board and bus over it (check, then write)."""
     with _locks_guard:
-        lock = _locks.get(store)
-        if lock is None:
-            lock = _locks[store] = threading.RLock()
-        return lock
+        return _locks.setdefault(store, threading.RLock())
 
 
 def _checked(store: Store | None, team: str, what: str) -> Store:
@@ -120,14 +105,7 @@ class BoardEvent:
 
 class TaskBoard:
     """Tasks several agents share, kept in ``store`` (a new one if omitted) under
-    ``state:<team>/board/`` (see the module docstring).
-
-    >>> board = TaskBoard(tasks=[BoardTask(id="draft", title="Draft")])
-    >>> board.claim("draft", "ann").status
-    'claimed'
-    >>> board.store.value("state", "team/board/draft")["assignee"]
-    'ann'
-    """
+    ``state:<team>/board/`` (the README's "Executors" shows one)."""
 
     def __init__(
         self, store: Store | None = None, *, team: str = "team", tasks: Iterable[BoardTask] = ()
@@ -142,6 +120,7 @@ class TaskBoard:
     # ------------------------------------------------------------------ reads
 
     def get(self, task_id: str) -> BoardTask | None:
+        """The task with this id, or None."""
         if not isinstance(task_id, str) or not task_id:
             return None
         entry = self.store.get(STATE, self._prefix + task_id)
@@ -179,14 +158,14 @@ class TaskBoard:
         depends_on: Iterable[str] = (),
         agent: str | None = None,
     ) -> BoardTask:
+        """Add an open task; its ``depends_on`` must already be on the board."""
         with self._lock:
             if not task_id or not isinstance(task_id, str):
                 raise ExecutorError(f"a board task needs a non-empty id, got {task_id!r}")
             if self.get(task_id) is not None:
                 raise ExecutorError(f"the board already has a task {task_id!r}; pick another id")
             deps = tuple(depends_on)
-            unknown = [d for d in deps if self.get(d) is None]
-            if unknown:
+            if unknown := [d for d in deps if self.get(d) is None]:
                 raise ExecutorError(
                     f"task {task_id!r} depends on {', '.join(unknown)}, which the board does "
                     "not have; add those tasks first"
@@ -199,17 +178,16 @@ class TaskBoard:
                 added_by=agent,
                 number=len(self) + 1,
             )
-            self._write(task, "task_added", agent)
-            return task
+            return self._move(task, "task_added", agent)
 
     def claim(self, task_id: str, agent: str) -> BoardTask:
+        """Claim an open task whose dependencies completed."""
         with self._lock:
             task = self._need(task_id)
             if task.status != "open":
                 who = f" by {task.assignee}" if task.assignee else ""
                 raise ExecutorError(f"task {task_id!r} is {task.status}{who}, not open")
-            waiting = [d for d in task.depends_on if self._need(d).status != "completed"]
-            if waiting:
+            if waiting := [d for d in task.depends_on if self._need(d).status != "completed"]:
                 raise ExecutorError(
                     f"task {task_id!r} waits for {', '.join(waiting)} to complete; claim "
                     "another task meanwhile"
@@ -217,12 +195,15 @@ class TaskBoard:
             return self._move(task, "task_claimed", agent, status="claimed", assignee=agent)
 
     def release(self, task_id: str, agent: str) -> BoardTask:
+        """Hand a task ``agent`` claimed back to the board, open."""
         return self._settle(task_id, agent, "task_released", status="open", assignee=None)
 
     def complete(self, task_id: str, agent: str, result: Any) -> BoardTask:
+        """Complete a task ``agent`` claimed, with its result."""
         return self._settle(task_id, agent, "task_completed", status="completed", result=result)
 
     def fail(self, task_id: str, agent: str, reason: str) -> BoardTask:
+        """Give up a task ``agent`` claimed, saying why."""
         return self._settle(task_id, agent, "task_failed", status="failed", error=reason)
 
     def on_event(self, fn: Callable[[BoardEvent], object]) -> Callable[[], None]:
@@ -264,24 +245,21 @@ class TaskBoard:
                 )
             return self._move(task, move, agent, **changes)
 
-    def _move(self, task: BoardTask, move: EventType, agent: str, **changes: Any) -> BoardTask:
+    def _move(
+        self, task: BoardTask, move: EventType, agent: str | None, **changes: Any
+    ) -> BoardTask:
         moved = replace(task, **changes)
-        self._write(moved, move, agent)
-        return moved
-
-    def _write(self, task: BoardTask, move: EventType, agent: str | None) -> None:
+        meta = {"move": move, "agent": agent}
         self.store.write(
-            STATE,
-            self._prefix + task.id,
-            task.to_dict(),
-            source=agent,
-            meta={"move": move, "agent": agent},
-            replace=True,
+            STATE, self._prefix + task.id, moved.to_dict(), source=agent, meta=meta, replace=True
         )
+        return moved
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TeamMessage:
+    """One message on the bus; ``to`` is a member's name or ``"*"`` (everyone else)."""
+
     sender: str
     to: str
     content: str
@@ -290,9 +268,7 @@ class TeamMessage:
 
 class MessageBus:
     """Messages between agents, kept in ``store`` (a new one if omitted) under
-    ``state:<team>/`` (see the module docstring): ``send`` to one agent or ``"*"``
-    (everyone else); ``receive`` returns an agent's unread messages, oldest first, and
-    marks them read.
+    ``state:<team>/``.
 
     >>> bus = MessageBus()
     >>> bus.register("ann"); bus.register("bob")
@@ -313,6 +289,7 @@ class MessageBus:
         self.store.declare(STATE, self._members, reducers.union)
 
     def register(self, agent: str) -> None:
+        """Make ``agent`` a member (again: nothing changes)."""
         if not isinstance(agent, str) or not agent:
             raise ExecutorError(f"a teammate needs a non-empty name, got {agent!r}")
         with self._lock:
@@ -321,9 +298,11 @@ class MessageBus:
 
     @property
     def members(self) -> tuple[str, ...]:
+        """The registered members, in the order they joined."""
         return tuple(self.store.value(STATE, self._members, ()))
 
     def send(self, sender: str, to: str, content: str) -> TeamMessage:
+        """Send ``content`` to one member or to ``"*"``."""
         with self._lock:
             members = self.members
             if to != "*" and to not in members:
@@ -336,6 +315,7 @@ class MessageBus:
             return message
 
     def receive(self, agent: str) -> list[TeamMessage]:
+        """The messages to ``agent`` it has not received yet, oldest first."""
         with self._lock:
             log = self.history
             start = self.store.value(STATE, self._read + agent, 0)

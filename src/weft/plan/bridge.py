@@ -1,12 +1,8 @@
 """``AgentStepExecutor``: a WorkGraph node that runs an agent step on shared memory.
 
-When the node runs, every input it receives from its upstream edges is written to memory
-as ``input:<node_id>.<key>`` (keyword inputs by their keyword, positional ones as
-``arg0``, ``arg1`` ...; ``None`` is skipped), and the step runs as a ``StepExecutor``
-whose user message names those keys. Its result is written under ``step:<node_id>``, so
-a later agent step of the same graph finds earlier nodes' outputs with ``memory_list``;
-the node also returns the result, so plain pass-down works as well. A step that fails
-raises ``ExecutorError`` (the graph's ``NodeError`` keeps it as its cause).
+The node writes each input it receives as ``input:<node_id>.<key>`` (positional ones as
+``arg0``, ``arg1`` ...; ``None`` is skipped), runs the step, and returns its result
+(also in ``step:<node_id>``); a failed step raises ``ExecutorError``.
 
 >>> from weft.graph import WorkGraph
 >>> from weft.llm import ScriptedChatModel
@@ -60,15 +56,12 @@ class AgentStepExecutor:
 
     async def __call__(self, *args: Any, **inputs: Any) -> Any:
         """Run as a node: write the edge inputs, run the step, return its result."""
-        named = {f"arg{i}": value for i, value in enumerate(args)}
-        named.update(inputs)
         keys = []
-        for key, value in named.items():
-            if value is None:
-                continue
-            memory_key = memory_keys.input(f"{self.node_id}.{key}")
-            self.memory.set(memory_key, value, source=self.node_id, title=f"{self.node_id}.{key}")
-            keys.append(memory_key)
+        for key, value in {**{f"arg{i}": arg for i, arg in enumerate(args)}, **inputs}.items():
+            if value is not None:
+                name = f"{self.node_id}.{key}"
+                self.memory.set(memory_keys.input(name), value, source=self.node_id, title=name)
+                keys.append(memory_keys.input(name))
         result = await StepExecutor(
             self.step,
             model=self.model,

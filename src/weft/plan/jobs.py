@@ -1,28 +1,17 @@
-"""The executors' jobs (a task's steps, a plan's tasks, a process step's items) as a
-``WorkGraph``: one node per job, an edge from each job it depends on, ``max_concurrency``.
+"""The executors' jobs (a task's steps, a plan's tasks, a process step's items) as one
+``WorkGraph`` node each. A node never raises for a failed job (that would stop the
+graph): it returns its ``JobOutcome``, passed down as ``upstream``, and a job after a
+failed or blocked one is blocked without running, so every node settles.
 
-A job's node never raises for an ordinary failure (that would stop the whole graph): it
-returns its ``JobOutcome``, which reaches the jobs after it as the keyword ``upstream``.
-A job whose dependency failed or was blocked is *blocked* without running, so every
-node settles (no deadlock, no hang). ``max_concurrency=1`` runs one job at a time, in the
-order given as far as the dependencies allow (extra edges that only order).
-
-Forks and records (the one run model, ``weft.store.RunLog``). With a ``store``, each job
-works on its own fork, merged back as the job settles: its writes and, with a ``run_id``,
-its ``StepRecord`` (at ``<run id>/<job>``, its ``JobOutcome`` the result) are one commit,
-so a crash never leaves one without the other; parallel jobs meet in the store's one
-merge rule (of two replacing one field, the second fails, naming it). Running again with
-the run id skips every job on record (``skipped`` in the report); a failed or blocked
-job is not recorded, so it runs again. ``sub_run_id`` names the run of a graph nested in
-a job, so that it resumes too. Jobs commit as they settle, not in graph order, so a job
-that finished is on record however the others fare. Cycles are found by the graph's own
-check, when a plan is validated (``find_cycle``) and when its graph is built.
+With a ``store`` each job works on its own fork; with a ``run_id`` its ``StepRecord``
+(``<run id>/<job>``) commits with its writes, and a run again with that id skips it
+(README, "Runs"). A failed or blocked job is not recorded, so it runs again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import quote
@@ -30,7 +19,6 @@ from urllib.parse import quote
 from weft.errors import ExecutorError, GraphBuildError, NodeError, WeftError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.graph.build import check_acyclic
-from weft.graph.build import find_cycle as graph_cycle
 from weft.store import RunLog, StepRecord, Store, register_type
 from weft.store.records import check_run_id
 
@@ -46,9 +34,8 @@ UPSTREAM: Final = "upstream"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DagReport:
-    """What became of each job: completed (in the order they completed), failed (with
-    why), blocked (with the failed job they waited for), skipped (recorded as completed
-    by an earlier run with the same run id)."""
+    """What became of each job: completed (in the order they completed), failed and
+    blocked (each with why), skipped (on record from an earlier run with the run id)."""
 
     completed: tuple[str, ...] = ()
     failed: Mapping[str, str] = field(default_factory=dict)
@@ -95,32 +82,57 @@ async def run_jobs(
     kind: str = "step",
     max_concurrency: int | None = None,
 ) -> DagReport:
-    """Run ``jobs`` as a WorkGraph, each on a fork of ``store`` when given and recorded as
-    a ``kind`` under ``run_id`` when given (see the module docstring), and report.
-
-    ``what`` names the jobs in errors ("the steps of task 'report'"). A graph that
-    cannot be built (a cycle, an unknown dependency, a bad ``max_concurrency``), a bad
-    ``run_id`` or one recorded for other jobs is an ``ExecutorError`` naming them.
-    """
+    """Run ``jobs`` as a WorkGraph and report. ``what`` names them in errors ("the steps of
+    task 'report'"); a graph that cannot be built or a bad ``run_id`` is an ``ExecutorError``."""
     log = None
     if run_id is not None:
         if store is None:
             raise ExecutorError(f"{what}: run_id={run_id!r} needs the store to record into")
         log = RunLog(store, check_run_id(run_id, ExecutorError))
     outcomes: list[JobOutcome] = []
-    nodes = {
-        job: WorkGraphNode(
-            _job_node(job, tuple(depends_on.get(job, ())), run, outcomes, store, log, kind),
-            UPSTREAM,
-            id=job,
-        )
-        for job in jobs
-    }
+
+    def job_node(job: str) -> Callable[..., Awaitable[JobOutcome]]:
+        """The value of one job's node: it never raises for a failure of the job."""
+        deps = tuple(depends_on.get(job, ()))
+
+        async def settle(*, upstream: Any = None) -> JobOutcome:
+            if log is not None and log.get(job) is not None:
+                return JobOutcome(job, "completed")  # on record: skipped
+            if (why := _blocked_by(deps, upstream)) is not None:
+                outcome = JobOutcome(job, "blocked", why)
+            else:
+                fork = None if store is None else store.fork(name=job)
+                try:
+                    problem = await run(job, fork)
+                    outcome = JobOutcome(job, "failed" if problem else "completed", problem or "")
+                    if fork is not None and store is not None:
+                        if log is not None and problem is None:
+                            record = StepRecord(kind=kind, label=job, result=outcome)
+                            log.record(job, record, into=fork)
+                        store.merge([fork])  # its writes and its record: one commit
+                except Exception as exc:  # a job's bug fails the job, never the other jobs
+                    if not isinstance(exc, WeftError):
+                        logger.exception("job %s raised", job)
+                    outcome = JobOutcome(job, "failed", _described(exc))
+            outcomes.append(outcome)
+            return outcome
+
+        settle.__qualname__ = f"job {job!r}"
+        return settle
+
+    nodes = {job: WorkGraphNode(job_node(job), UPSTREAM, id=job) for job in jobs}
     try:
-        _wire(nodes, depends_on, what)
+        for job, node in nodes.items():
+            for dep in dict.fromkeys(depends_on.get(job, ())):
+                if dep not in nodes:
+                    raise ExecutorError(
+                        f"{what}: {job!r} depends on {dep!r}, which is none of them "
+                        f"({', '.join(nodes)}); fix its depends_on"
+                    )
+                nodes[dep].add_next(node)
         check_acyclic(nodes.values())
         if max_concurrency == 1:
-            _chain(nodes, _serial_order(jobs, depends_on))
+            _chain(nodes, jobs, depends_on)
         graph = WorkGraph(
             start_nodes=[node for node in nodes.values() if not node.previous],
             max_concurrency=max_concurrency,
@@ -142,70 +154,14 @@ async def run_jobs(
     return report
 
 
-def find_cycle(depends_on: Mapping[str, Sequence[str]]) -> str | None:
-    """A cycle among ``depends_on`` (ids mapped to the ids they depend on; unknown ids are
-    ignored) as ``"a -> b -> a"``, or None when there is none."""
-    ids = list(depends_on)
-    index = {job: i for i, job in enumerate(ids)}
-    succs: list[list[int]] = [[] for _ in ids]
-    for job, deps in depends_on.items():
-        for dep in dict.fromkeys(deps):
-            if dep in index:
-                succs[index[dep]].append(index[job])
-    ring = graph_cycle(succs)
-    return None if ring is None else " -> ".join(ids[i] for i in [*ring, ring[0]])
-
-
-def _job_node(
-    job: str,
-    deps: tuple[str, ...],
-    run: Job,
-    outcomes: list[JobOutcome],
-    store: Store | None,
-    log: RunLog | None,
-    kind: str,
-) -> Callable[..., Awaitable[JobOutcome]]:
-    """The value of one job's node: it never raises for a failure of the job."""
-
-    async def job_node(*, upstream: Any = None) -> JobOutcome:
-        if log is not None and log.get(job) is not None:
-            return JobOutcome(job, "completed")  # on record: skipped
-        if (why := _blocked_by(deps, upstream)) is not None:
-            outcome = JobOutcome(job, "blocked", why)
-        else:
-            fork = None if store is None else store.fork(name=job)
-            try:
-                problem = await run(job, fork)
-                outcome = JobOutcome(job, "failed" if problem else "completed", problem or "")
-                if fork is not None and store is not None:
-                    if log is not None and problem is None:
-                        log.record(job, StepRecord(kind=kind, label=job, result=outcome), into=fork)
-                    store.merge([fork])  # its writes and its record: one commit
-            except Exception as exc:  # a job's bug fails the job, never the other jobs
-                if not isinstance(exc, WeftError):
-                    logger.exception("job %s raised", job)
-                outcome = JobOutcome(job, "failed", _described(exc))
-        outcomes.append(outcome)
-        return outcome
-
-    job_node.__qualname__ = f"job {job!r}"
-    return job_node
-
-
 def _blocked_by(deps: Sequence[str], upstream: Any) -> str | None:
-    """Why a job cannot run: the first of its dependencies that failed or was blocked."""
-    if not deps or upstream is None:
-        return None
+    """Why a job cannot run: the first of its dependencies that failed or was blocked
+    (outcomes come in the order the edges were added: the order of ``deps``)."""
     received = upstream if isinstance(upstream, list) else [upstream]
-    outcomes = {o.job: o for o in received if isinstance(o, JobOutcome)}
-    for dep in deps:
-        outcome = outcomes.get(dep)
-        if outcome is None:
-            continue
-        if outcome.status == "failed":
-            return f"it depends on {dep!r}, which failed ({outcome.why})"
-        if outcome.status == "blocked":
-            return f"it depends on {dep!r}, which was blocked ({outcome.why})"
+    for o in received:
+        if isinstance(o, JobOutcome) and o.job in deps and o.status != "completed":
+            which = "failed" if o.status == "failed" else "was blocked"
+            return f"it depends on {o.job!r}, which {which} ({o.why})"
     return None
 
 
@@ -216,40 +172,19 @@ def _described(exc: Exception) -> str:
     return f"{type(cause).__name__}: {cause}"
 
 
-def _wire(
-    nodes: Mapping[str, WorkGraphNode], depends_on: Mapping[str, Sequence[str]], what: str
+def _chain(
+    nodes: Mapping[str, WorkGraphNode], jobs: Sequence[str], depends_on: Mapping[str, Sequence[str]]
 ) -> None:
-    for job, node in nodes.items():
-        for dep in dict.fromkeys(depends_on.get(job, ())):
-            source = nodes.get(dep)
-            if source is None:
-                raise ExecutorError(
-                    f"{what}: {job!r} depends on {dep!r}, which is none of them "
-                    f"({', '.join(nodes)}); fix its depends_on"
-                )
-            source.add_next(node)
-
-
-def _serial_order(jobs: Sequence[str], depends_on: Mapping[str, Sequence[str]]) -> list[str]:
-    """The jobs one at a time: each time the first listed whose dependencies are placed
-    (the graph is acyclic by now, so there always is one)."""
-    order: list[str] = []
-    placed: set[str] = set()
-    left = list(jobs)
+    """Edges that run the jobs one at a time, each time the first listed whose dependencies
+    have run (the graph is acyclic by now, so there always is one). They pass outcomes,
+    which a job reads only for its own dependencies, so they never block."""
+    left, placed = list(jobs), set[str]()
+    previous: WorkGraphNode | None = None
     while left:
         job = next(j for j in left if all(d in placed for d in depends_on.get(j, ())))
         left.remove(job)
         placed.add(job)
-        order.append(job)
-    return order
-
-
-def _chain(nodes: Mapping[str, WorkGraphNode], order: Iterable[str]) -> None:
-    """Edges that make the jobs run in ``order`` (they pass outcomes, which a job reads
-    only for its own dependencies, so they never block)."""
-    previous: WorkGraphNode | None = None
-    for job in order:
         node = nodes[job]
-        if previous is not None and not any(n is node for n in previous.next):
+        if previous is not None and node not in previous.next:  # nodes compare by identity
             previous.add_next(node)
         previous = node

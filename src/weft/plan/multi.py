@@ -1,18 +1,8 @@
-"""``MultiModeAgent``: one entry point that runs an objective in one of three modes.
-
-- ``"loop"``: the agent loop of ``weft.agent`` (``Agent``) with the model as its
-  reasoner; its actions are the memory tools and the caller's tools, and the objective
-  comes with the memory-tools section and the keys of the inputs. Its output is written
-  as ``task:<name>``.
-- ``"plan"``: a ``TaskPlan`` on the ``ParallelTaskExecutor``: the one given, or one the
-  model writes first through a ``submit_plan`` tool (checked; a plan with problems is
-  sent back with them, up to ``max_iterations`` tries).
-- ``"team"``: a ``TeamExecutor`` of ``team`` members on a board holding the plan's tasks
-  (or the objective as one task).
-
-Memory behaves the same in all three: one ``AgentMemory``, inputs as ``input:<name>``,
-results as ``task:<id>``, the three memory tools offered to every model, upstream
-values read through ``memory_read``, never pasted into prompts.
+"""``MultiModeAgent``: one entry point that runs an objective as an agent loop
+(``"loop"``, its output written as ``task:<name>``), a ``TaskPlan`` (``"plan"``: the
+one given, or one the model submits through ``submit_plan``) or a team (``"team"``).
+Memory behaves the same in all three: inputs as ``input:<name>``, results as
+``task:<id>``, values read through ``memory_read``, never pasted into prompts.
 """
 
 from __future__ import annotations
@@ -28,8 +18,10 @@ from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError, PlanValidationError
 from weft.llm import ChatMessage, ChatModel, Completion
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
+from weft.memory.prompts import upstream_memory_hint
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.prompts import planner_system_prompt
+from weft.plan.step import write_task_result
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport
 from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import TaskPlan
@@ -69,9 +61,8 @@ PLAN_SCHEMA: Final[dict[str, Any]] = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModeResult:
-    """What a run produced: its mode, whether it succeeded, the result (``task:<name>``
-    in loop mode, the last task's result in plan mode, the completed board tasks'
-    results in team mode), the mode's own report, and the plan it ran (plan mode)."""
+    """What a run produced: the result (``task:<name>`` in loop mode, the last task's in plan
+    mode, the completed board tasks' in team mode), the mode's report, the plan it ran."""
 
     mode: Mode
     ok: bool
@@ -132,16 +123,13 @@ class MultiModeAgent:
         """The last run's result (None before a run)."""
         return None if self.result is None else self.result.result
 
-    # -------------------------------------------------------------------- loop
-
     async def _loop(self) -> ModeResult:
         tools = memory_tools(self.memory, source=self.name)
         actor: dict[str, Any] = {tool.name: _memory_actor(tool) for tool in tools}
         actor.update({tool.name: tool.fn for tool in self.tools if tool.fn is not None})
-        model = self.model
 
         async def reasoner(prompt: str) -> Completion:  # any chat model, as a reasoner
-            reply = await model.achat([ChatMessage.user(prompt)])
+            reply = await self.model.achat([ChatMessage.user(prompt)])
             return Completion(reply.text, usage=reply.usage)
 
         agent = Agent(
@@ -152,12 +140,7 @@ class MultiModeAgent:
             max_iterations=self.max_iterations,
         )
         outcome = await agent.arun(self._loop_input([*tools, *self.tools]))
-        self.memory.set(
-            memory_keys.task(self.name),
-            outcome.output,
-            source=self.name,
-            title=self.objective[:200],
-        )
+        write_task_result(self.memory, self.name, outcome.output, self.objective[:200], "")
         return ModeResult(
             mode="loop",
             ok=outcome.stop_reason == "completed",
@@ -170,20 +153,14 @@ class MultiModeAgent:
             f"- {t.name}: {t.description} Arguments (JSON Schema): {json.dumps(dict(t.parameters))}"
             for t in tools
         )
-        keys = "\n".join(f"- {memory_keys.input(key)}" for key in self.inputs)
         parts = [
             self.system_prompt or "",
             f"# Objective\n{self.objective}",
             memory_tools_prompt_section(),
             f"# Actions (the action type is the tool's name; args are its arguments)\n{actions}",
+            upstream_memory_hint(memory_keys.input(key) for key in self.inputs),
         ]
-        if keys:
-            parts.append(
-                f"# Required upstream memory (call `memory_read` with these keys):\n{keys}"
-            )
         return "\n\n".join(part for part in parts if part)
-
-    # -------------------------------------------------------------------- plan
 
     async def _plan(self) -> ModeResult:
         plan = self.plan if self.plan is not None else await self._make_plan()
@@ -248,8 +225,6 @@ class MultiModeAgent:
             f"{self.name}: the model did not submit a valid plan in {self.max_iterations} "
             "calls; pass plan=TaskPlan(...) or raise max_iterations"
         )
-
-    # -------------------------------------------------------------------- team
 
     async def _team(self) -> ModeResult:
         executor = TeamExecutor(

@@ -1,31 +1,15 @@
 """``ParallelTaskExecutor``: a ``TaskPlan``'s tasks as a DAG, on one AgentMemory.
 
-It owns no private results: everything is in memory.
-
-- Start: the caller's ``inputs`` are written as ``input:<name>``.
-- The tasks compile to a WorkGraph (``weft.plan.jobs``): each task runs as a
-  ``TaskExecutor`` as soon as the tasks it depends on completed, ``max_concurrency``
-  at once (with ``1``, in the order listed as far as the dependencies allow); its
-  steps are told the keys ``task:<dep>`` of those tasks (never their values).
-- After a task completed: the idempotent task write. ``task:<id>`` is set only if it
-  is not there yet, from ``step:<finishing step id>`` (the finishing step, the last
-  of the task to run, normally wrote it).
-- A failed task blocks every task that depends on it, directly or not; the report says
-  which failed, why (its steps' failures) and what each blocked task waited for.
-  Cycles and unknown dependencies are refused when the ``TaskPlan`` is built.
-- Resume (``weft.plan.jobs``): ``execute(run_id=...)`` records each task, and each
-  task's steps in a run of their own (``<run id>.<task id>``). Running again with that id
-  (in a new process too, on a ``DurableRun``) skips every task and step on record
-  (``report.skipped``). The idempotent task write commits with its task's record.
-
-``get_final_result()`` is ``task:<last task listed>``, ``get_task_result(id)`` one
-task's, ``get_all_results()`` every task result in memory.
+The tasks run as jobs (``weft.plan.jobs``), each a ``TaskExecutor`` whose steps have a
+run of their own (``<run id>.<task id>``). After a task completed comes the idempotent
+task write: ``task:<id>`` from its finishing step's result unless it is there already,
+on the task's fork, so it commits with the task's record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from weft._sync import run_sync
@@ -33,53 +17,28 @@ from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.jobs import DagReport, run_jobs, sub_run_id
+from weft.plan.step import write_task_result
 from weft.plan.task import TaskExecutor, TaskResult
 from weft.plan.types import TaskPlan
 from weft.store import Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlanReport:
-    """What a task plan's run did: the tasks' report (completed, failed with why,
-    blocked with what they waited for, skipped as on record from an earlier run with the
-    same run id) and each run task's ``TaskResult``."""
+class PlanReport(DagReport):
+    """What a task plan's run did: the tasks' ``DagReport``, each run task's ``TaskResult``
+    and the final result."""
 
-    report: DagReport
     tasks: Mapping[str, TaskResult] = field(default_factory=dict)
     final_result: Any = None
 
     @property
-    def ok(self) -> bool:
-        return self.report.ok
-
-    @property
-    def completed(self) -> tuple[str, ...]:
-        return self.report.completed
-
-    @property
-    def failed(self) -> Mapping[str, str]:
-        return self.report.failed
-
-    @property
-    def blocked(self) -> Mapping[str, str]:
-        return self.report.blocked
-
-    @property
-    def skipped(self) -> tuple[str, ...]:
-        return self.report.skipped
+    def report(self) -> DagReport:
+        """The tasks' report alone."""
+        return DagReport(**{f.name: getattr(self, f.name) for f in fields(DagReport)})
 
 
 class ParallelTaskExecutor:
-    """Run a ``TaskPlan`` with ``model`` on ``memory`` (see the module docstring).
-
-    >>> from weft.llm import ScriptedChatModel
-    >>> from weft.plan import Step, Task
-    >>> plan = TaskPlan(tasks=[Task(id="a", steps=[Step(id="s", instructions="Do a.")])])
-    >>> done = ScriptedChatModel([ScriptedChatModel.tool_call("finish_step", {"result": 1})])
-    >>> executor = ParallelTaskExecutor(plan, model=done)
-    >>> executor.execute().ok, executor.get_final_result()
-    (True, 1)
-    """
+    """Run a ``TaskPlan`` with ``model`` on ``memory`` (the README's "Executors" shows one)."""
 
     def __init__(
         self,
@@ -114,15 +73,10 @@ class ParallelTaskExecutor:
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         tasks = self.plan.tasks
-
-        async def run_task(task_id: str, store: Store | None) -> str | None:
-            assert store is not None
-            return await self._run_task(task_id, AgentMemory(store), sub_run_id(run_id, task_id))
-
         report = await run_jobs(
             [t.id for t in tasks],
             {t.id: t.depends_on for t in tasks},
-            run_task,
+            lambda task_id, fork: self._run_task(task_id, fork, sub_run_id(run_id, task_id)),
             what=f"the tasks of plan {self.plan.title!r}" if self.plan.title else "the tasks",
             store=self.memory.store,
             run_id=run_id,
@@ -130,12 +84,14 @@ class ParallelTaskExecutor:
             max_concurrency=self.max_concurrency,
         )
         return PlanReport(
-            report=report, tasks=dict(self._results), final_result=self.get_final_result()
+            **{f.name: getattr(report, f.name) for f in fields(report)},
+            tasks=dict(self._results),
+            final_result=self.get_final_result(),
         )
 
-    async def _run_task(self, task_id: str, fork: AgentMemory, run_id: str | None) -> str | None:
-        """Run one task (its steps on the memory, each on record as it settles); then the
-        idempotent task write, on the task's fork, which commits with its record."""
+    async def _run_task(self, task_id: str, fork: Store | None, run_id: str | None) -> str | None:
+        """Run one task, then the idempotent task write on its fork (see the module docstring)."""
+        assert fork is not None
         task = self.plan.task(task_id)
         executor = TaskExecutor(
             task,
@@ -151,19 +107,10 @@ class ParallelTaskExecutor:
         self._results[task_id] = result
         if not result.report.ok:
             return result.report.summary()
-        key = memory_keys.task(task_id)
-        if not self.memory.has(key):  # the idempotent task write
-            last = memory_keys.step(task.final_step.id)
-            fork.set(
-                key,
-                self.memory.get_value(last),
-                source=task_id,
-                title=task.label,
-                description=task.description or None,
-            )
+        if not self.memory.has(memory_keys.task(task_id)):  # the idempotent task write
+            last = self.memory.get_value(memory_keys.step(task.final_step.id))
+            write_task_result(AgentMemory(fork), task_id, last, task.label, task.description)
         return None
-
-    # ------------------------------------------------------------------ results
 
     def get_final_result(self) -> Any:
         """The result of the last task listed (None until it completed)."""

@@ -1,10 +1,7 @@
 """What the executors tell a model: system prompts, user messages, nudges.
 
-Every default system prompt carries the memory-tools section of ``weft.memory`` and the
-``finish_step`` discipline. A caller's own system prompt is a *preamble*, placed before
-the default one, never a replacement: the contract (memory tools, output schema,
-completion protocol, conclusion-stage rule) cannot be bypassed. User messages name the
-upstream memory keys a step depends on, never their values.
+A caller's system prompt is a preamble before the default one, never a replacement, so
+the contract (memory tools, output schema, ``finish_step``) cannot be bypassed.
 """
 
 from __future__ import annotations
@@ -109,10 +106,8 @@ def step_user_message(
         parts.append("# Item to process\n" + _json(item))
     if step.output_schema is not None:
         parts.append("# The result must match this JSON Schema\n" + _json(step.output_schema))
-    hint = upstream_memory_hint(upstream_keys, memory)
-    if hint:
-        parts.append(hint)
-    return "\n\n".join(parts)
+    parts.append(upstream_memory_hint(upstream_keys, memory))  # "" without keys
+    return "\n\n".join(part for part in parts if part)
 
 
 def _json(value: Any) -> str:

@@ -1,21 +1,6 @@
 """``StepExecutor``: one step as a tool-calling loop over a chat model, on AgentMemory.
 
-The contract of seed 001:
-
-- the system prompt is the default execution prompt with its memory-tools section; a
-  caller's ``system_prompt`` is a preamble before it, never a replacement;
-- the user message holds the step's instructions and names the declared upstream keys
-  (``step:<dep>`` for each ``depends_on``, plus ``upstream_memory_keys``) without their
-  values: the model pulls values with ``memory_read``;
-- the three memory tools are always attached (their writes recorded as the step's),
-  with the caller's tools and ``finish_step``;
-- ``finish_step`` validates ``result`` against the step's JSON Schema (an invalid one is
-  returned to the model as an error, so it can fix it) and writes ``step:<id>``, and
-  ``task:<task id>`` when the step finishes its task;
-- once the replies' tokens pass 90% of ``max_token_budget``, only ``finish_step`` is
-  offered (the conclusion stage);
-- after ``max_iterations`` model calls without a valid ``finish_step``, ``step:<id>``
-  gets ``{"error": ...}`` and the step fails; so does a model that raises.
+It keeps seed 001's contract of a step, as the README's "Executors" lists it.
 
 >>> from weft.llm import ScriptedChatModel
 >>> from weft.memory import AgentMemory
@@ -36,7 +21,7 @@ from typing import Any, Final
 
 from weft._sync import run_sync
 from weft.calls import Tool
-from weft.errors import ModelError
+from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel, ToolCall, Usage
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.prompts import (
@@ -71,12 +56,9 @@ class StepResult:
 
 
 class StepExecutor:
-    """Run one ``Step`` with ``model`` on ``memory`` (see the module docstring).
-
-    ``task_id`` with ``finish_task=True`` makes the step write ``task:<task_id>`` too;
-    ``task`` is ``(title, description)`` of its task, shown to the model; ``item`` is
-    the work item of a process step.
-    """
+    """Run one ``Step`` with ``model`` on ``memory``. With ``finish_task=True`` the step
+    writes ``task:<task_id>`` too; ``task`` is its task's ``(title, description)``, shown
+    to the model, and ``item`` the work item of a process step."""
 
     def __init__(
         self,
@@ -95,9 +77,9 @@ class StepExecutor:
         max_token_budget: int | None = None,
     ) -> None:
         if max_iterations < 1:
-            raise ValueError(f"max_iterations={max_iterations}; a step needs at least one call")
+            raise ExecutorError(f"max_iterations={max_iterations}; a step needs at least one call")
         if finish_task and task_id is None:
-            raise ValueError(f"step {step.id!r}: finish_task=True needs the task_id to write")
+            raise ExecutorError(f"step {step.id!r}: finish_task=True needs the task_id to write")
         self.step = step
         self.model = model
         self.memory = memory
@@ -168,7 +150,7 @@ class StepExecutor:
                 reply = await self.model.achat(messages, tools=offered)
             except ModelError as exc:
                 problem = f"the model failed on call {iteration}: {exc}"
-                return self._failed(problem, iteration, usage, messages)
+                return self._end(iteration, usage, messages, problem=problem)
             if reply.usage is not None:
                 usage = reply.usage if usage is None else usage + reply.usage
                 spent += _tokens(reply.usage)
@@ -178,11 +160,10 @@ class StepExecutor:
                 continue
             for call in reply.tool_calls:
                 if call.name == FINISH_STEP:
-                    done = self._finish(call, iteration, usage, messages)
-                    if done is not None:
-                        return done
-                    continue
-                if concluding:
+                    if (wrong := self._problem(call)) is None:
+                        return self._end(iteration, usage, messages, call.arguments["result"])
+                    result = error(wrong)
+                elif concluding:
                     result = error(f"only {FINISH_STEP} is available now: {CONCLUSION_NOTE}")
                 else:
                     result = await self.tools.call(call)
@@ -191,78 +172,62 @@ class StepExecutor:
             f"step {self.step.id!r} did not call {FINISH_STEP} with a valid result within "
             f"{self.max_iterations} model calls"
         )
-        return self._failed(problem, self.max_iterations, usage, messages)
+        return self._end(self.max_iterations, usage, messages, problem=problem)
 
-    def _finish(
-        self, call: ToolCall, iteration: int, usage: Usage | None, messages: list[ChatMessage]
-    ) -> StepResult | None:
-        """Take a ``finish_step`` call: the step's result, or None (the error was sent)."""
-        arguments = dict(call.arguments)
+    def _problem(self, call: ToolCall) -> str | None:
+        """What is wrong with a ``finish_step`` call (sent back to the model), or None."""
         if call.parse_error is not None:
-            problem = f'{call.parse_error}; call {FINISH_STEP} with {{"result": ...}}'
-        elif "result" not in arguments:
-            problem = f"{FINISH_STEP} needs the argument 'result' holding the step's result"
-        elif self.step.output_schema is not None and (
-            found := schema_problems(self.step.output_schema, arguments["result"])
-        ):
-            problem = (
+            return f'{call.parse_error}; call {FINISH_STEP} with {{"result": ...}}'
+        if "result" not in call.arguments:
+            return f"{FINISH_STEP} needs the argument 'result' holding the step's result"
+        schema = self.step.output_schema
+        if schema is not None and (found := schema_problems(schema, call.arguments["result"])):
+            return (
                 f"the result does not match the step's JSON Schema: {'; '.join(found)}. "
                 f"Call {FINISH_STEP} again with a corrected result"
             )
-        else:
-            return self._succeeded(arguments["result"], iteration, usage, messages)
-        messages.append(ChatMessage.tool(error(problem), tool_call_id=call.id, name=call.name))
         return None
 
-    def _succeeded(
-        self, result: Any, iteration: int, usage: Usage | None, messages: list[ChatMessage]
+    def _end(
+        self,
+        iterations: int,
+        usage: Usage | None,
+        messages: list[ChatMessage],
+        result: Any = None,
+        *,
+        problem: str | None = None,
     ) -> StepResult:
-        step = self.step
-        description = " ".join(step.instructions.split())[:200]
-        self.memory.set(
-            memory_keys.step(step.id),
-            result,
-            source=step.id,
-            title=step.label,
-            description=description or None,
-        )
-        if self.finish_task and self.task_id is not None:
-            title, task_description = self.task or (self.task_id, "")
-            self.memory.set(
-                memory_keys.task(self.task_id),
-                result,
-                source=self.task_id,
-                title=title or self.task_id,
-                description=task_description or None,
-            )
+        """Write the step's result (``{"error": problem}`` if it failed), and the task's."""
+        step, ok = self.step, problem is None
+        key = memory_keys.step(step.id)
+        if ok:
+            description = " ".join(step.instructions.split())[:200] or None
+            self.memory.set(key, result, source=step.id, title=step.label, description=description)
+        else:
+            logger.info("step %s failed: %s", step.id, problem)
+            result = {"error": problem}
+            self.memory.set(key, result, source=step.id, title=step.label)
+        if ok and self.finish_task and self.task_id is not None:
+            title, description = self.task or (self.task_id, "")
+            write_task_result(self.memory, self.task_id, result, title or self.task_id, description)
         return StepResult(
             step_id=step.id,
-            ok=True,
-            result=self.memory.get_value(memory_keys.step(step.id)),
-            error=None,
-            iterations=iteration,
-            usage=usage,
-            messages=tuple(messages),
-            task_result=self.finish_task,
-        )
-
-    def _failed(
-        self, problem: str, iterations: int, usage: Usage | None, messages: list[ChatMessage]
-    ) -> StepResult:
-        logger.info("step %s failed: %s", self.step.id, problem)
-        record = {"error": problem}
-        self.memory.set(
-            memory_keys.step(self.step.id), record, source=self.step.id, title=self.step.label
-        )
-        return StepResult(
-            step_id=self.step.id,
-            ok=False,
-            result=record,
+            ok=ok,
+            result=self.memory.get_value(key) if ok else result,
             error=problem,
             iterations=iterations,
             usage=usage,
             messages=tuple(messages),
+            task_result=ok and self.finish_task,
         )
+
+
+def write_task_result(
+    memory: AgentMemory, task_id: str, result: Any, title: str, description: str
+) -> None:
+    """Write ``task:<task_id>``, the result that marks a task done, by the task."""
+    key = memory_keys.task(task_id)
+    memory.set(key, result, source=task_id, title=title, description=description or None)
 
 
 def _tokens(usage: Usage) -> int:

@@ -1,25 +1,15 @@
 """``TaskExecutor``: a task's steps as a DAG by ``depends_on``, each a ``StepExecutor``.
 
-On start it seeds the caller's ``inputs`` as ``input:<name>``. The steps compile to a
-WorkGraph (``weft.plan.jobs``): a step runs as soon as the steps it depends on completed
-(``max_concurrency`` at once), on its own fork of the memory's store, committed with its
-record; a failed step blocks the steps after it, and the task fails. The finishing step
-(``Task.final_step``) writes ``task:<id>``, which marks the task done, so it runs after
-*every* other step, and never after one that failed. ``upstream_memory_keys``
-(``task:<id>`` of the tasks this one depends on) are named to every step as hints.
-``execute(run_id=...)`` records each step; running again with that id skips the steps
-that completed (``report.skipped``). Without a run id nothing is recorded.
-
-Process mode: a step with ``process_from="discover"`` reads the list ``step:discover``
-holds and runs once per item (the item in its user message; each writes
-``step:<id>[<i>]``), the items as the jobs of a nested graph (with a run id, a run of its
-own: a re-run runs only items that did not complete), and writes the items' results, in
-item order, to ``step:<id>``; a failed item is ``{"error": ...}`` there, and fails the step.
+The steps run as jobs (``weft.plan.jobs``). The finishing step writes ``task:<id>``,
+which marks the task done, so it runs after every other step, never after one that
+failed. A process step (``process_from``) runs once per item of its discover step's
+list, the items as the jobs of a nested run, and writes their results in item order
+(a failed item is ``{"error": ...}`` there, and fails the step).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,16 +18,15 @@ from weft.calls import Tool
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.jobs import DagReport, run_jobs, sub_run_id
-from weft.plan.step import StepExecutor, StepResult
+from weft.plan.step import StepExecutor, StepResult, write_task_result
 from weft.plan.types import Step, Task
 from weft.store import MISSING, Store
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskResult:
-    """How a task ended: ``ok``, its result (``task:<id>``, None if it failed), each
-    step's ``StepResult`` (a process step's per-item results under ``<id>[<i>]``) and
-    the steps' report (completed, failed, blocked)."""
+    """How a task ended: its result (``task:<id>``, None if it failed), each step's
+    ``StepResult`` (a process step's items under ``<id>[<i>]``) and the steps' report."""
 
     task_id: str
     ok: bool
@@ -47,7 +36,7 @@ class TaskResult:
 
 
 class TaskExecutor:
-    """Run one ``Task`` with ``model`` on ``memory`` (see the module docstring).
+    """Run one ``Task`` with ``model`` on ``memory``.
 
     >>> from weft.llm import ScriptedChatModel
     >>> task = Task(id="greet", steps=[Step(id="hello", instructions="Say hello.")])
@@ -90,15 +79,17 @@ class TaskExecutor:
         return run_sync(self.aexecute(run_id=run_id))
 
     async def aexecute(self, *, run_id: str | None = None) -> TaskResult:
-        """Seed the inputs, run the steps (those ``run_id`` recorded as completed are
-        skipped), and report."""
+        """Seed the inputs, run the steps (skipping those on record under ``run_id``), report."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         task = self.task
 
         async def run_step(step_id: str, store: Store | None) -> str | None:
+            step, finishing = task.step(step_id), step_id == task.final_step.id
+            if step.process_from is None:
+                return await self._run(step, store, finishing=finishing)
             assert store is not None
-            return await self._run_step(task.step(step_id), AgentMemory(store), run_id)
+            return await self._process(step, finishing, store, sub_run_id(run_id, step_id))
 
         report = await run_jobs(
             [step.id for step in task.steps],
@@ -119,22 +110,15 @@ class TaskExecutor:
             report=report,
         )
 
-    async def _run_step(self, step: Step, memory: AgentMemory, run_id: str | None) -> str | None:
-        """One step on ``memory`` (over the step's fork)."""
-        finishing = step.id == self.task.final_step.id
-        if step.process_from is not None:
-            return await self._process(step, finishing, memory, sub_run_id(run_id, step.id))
-        result = await self._executor(step, memory, finishing=finishing).aexecute()
-        self.results[step.id] = result
-        return None if result.ok else result.error
-
-    def _executor(
-        self, step: Step, memory: AgentMemory, *, finishing: bool, item: Any = MISSING
-    ) -> StepExecutor:
-        return StepExecutor(
+    async def _run(
+        self, step: Step, store: Store | None, *, finishing: bool = False, item: Any = MISSING
+    ) -> str | None:
+        """One step (or item) on its fork: None when it completed, else why it failed."""
+        assert store is not None
+        result = await StepExecutor(
             step,
             model=self.model,
-            memory=memory,
+            memory=AgentMemory(store),
             tools=self.tools,
             system_prompt=self.system_prompt,
             upstream_memory_keys=self.upstream_memory_keys,
@@ -144,13 +128,16 @@ class TaskExecutor:
             item=item,
             max_iterations=self.max_iterations,
             max_token_budget=self.max_token_budget,
-        )
+        ).aexecute()
+        self.results[step.id] = result
+        return None if result.ok else result.error
 
     async def _process(
-        self, step: Step, finishing: bool, memory: AgentMemory, run_id: str | None
+        self, step: Step, finishing: bool, store: Store, run_id: str | None
     ) -> str | None:
         """Process mode: one job per item of the discover step's list, results in order."""
         assert step.process_from is not None
+        memory = AgentMemory(store)
         items = memory.get_value(memory_keys.step(step.process_from))
         if not isinstance(items, list):
             problem = (
@@ -161,25 +148,13 @@ class TaskExecutor:
             memory.set(memory_keys.step(step.id), {"error": problem}, source=step.id)
             return problem
         others = tuple(d for d in step.depends_on if d != step.process_from)
-        subs = {
-            f"{step.id}[{index}]": replace(
-                step,
-                id=f"{step.id}[{index}]",
-                title=f"{step.label} [item {index}]",
-                process_from=None,
-                depends_on=others,
-            )
-            for index in range(len(items))
-        }
-        indexes = {sub_id: index for index, sub_id in enumerate(subs)}
+        subs = {f"{step.id}[{index}]": index for index in range(len(items))}
 
-        async def run_item(sub_id: str, store: Store | None) -> str | None:
-            assert store is not None
-            sub, item = subs[sub_id], items[indexes[sub_id]]
-            executor = self._executor(sub, AgentMemory(store), finishing=False, item=item)
-            result = await executor.aexecute()
-            self.results[sub_id] = result
-            return None if result.ok else result.error
+        def run_item(sub_id: str, fork: Store | None) -> Awaitable[str | None]:
+            index = subs[sub_id]
+            title = f"{step.label} [item {index}]"
+            sub = replace(step, id=sub_id, title=title, process_from=None, depends_on=others)
+            return self._run(sub, fork, item=items[index])
 
         report = DagReport()
         if subs:
@@ -203,13 +178,7 @@ class TaskExecutor:
         if failed := [sub_id for sub_id in subs if sub_id in report.failed]:
             return f"{len(failed)} of {len(results)} items failed: {', '.join(failed)}"
         if finishing:
-            memory.set(
-                memory_keys.task(self.task.id),
-                results,
-                source=self.task.id,
-                title=self.task.label,
-                description=self.task.description or None,
-            )
+            write_task_result(memory, self.task.id, results, self.task.label, self.task.description)
         return None
 
 

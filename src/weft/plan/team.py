@@ -1,26 +1,10 @@
 """``TeamExecutor``: several agents on a shared task board and message bus, one memory.
 
-Each member is a chat model with a name and a role. The team works in rounds: in each
-round every member takes a turn (concurrently), a tool-calling conversation that goes
-on until the member answers in plain text or ``max_turn_iterations`` model calls pass;
-its conversation carries over from round to round. A turn opens with the board (ids,
-titles, statuses, never results) and the member's new messages.
-
-Every member has the team tools (``board_list``, ``board_add_task``, ``board_claim``,
-``board_complete``, ``board_fail``, ``send_message``, ``read_messages``), the memory
-tools (their writes recorded as the member's) and the caller's tools. The executor
-subscribes to the board: a ``task_completed`` event mirrors the task's result into
-memory as ``task:<id>``, so teammates read each other's results with ``memory_read``.
-
-The board and bus live on the memory's store (``weft.plan.board``), so a team on a
-durable store continues after a restart: a new ``TeamExecutor`` on the reopened store
-finds them as they were (tasks given again are left as the board holds them; the
-members' conversations start anew).
-
-The run ends when every board task is completed or failed, after ``max_rounds``, or
-after a round in which no member called any tool (nothing can change any more: no
-hang). With no tasks given and an empty board, the board starts with one task, the
-objective.
+It plays rounds: every member takes a turn at once, a tool-calling conversation kept
+from round to round that ends at a plain-text answer or ``max_turn_iterations`` calls.
+Completed board tasks are mirrored into memory as ``task:<id>``. The run ends when the
+board is finished, after ``max_rounds``, or after a round in which no member called a
+tool (nothing can change any more). An empty board starts with the objective as its task.
 """
 
 from __future__ import annotations
@@ -38,6 +22,7 @@ from weft.llm import ChatMessage, ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.prompts import team_system_prompt
+from weft.plan.step import write_task_result
 from weft.plan.tools import Handler, LocalTool, ToolBox
 from weft.plan.types import Task
 
@@ -71,6 +56,7 @@ class TeamReport:
 
     @property
     def ok(self) -> bool:
+        """Whether every board task completed and no member's model failed."""
         return not self.failed and not self.unfinished and not self.errors
 
 
@@ -128,13 +114,14 @@ class TeamExecutor:
         return run_sync(self.aexecute())
 
     async def aexecute(self) -> TeamReport:
+        """Seed the inputs, play the rounds, and report."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         if not len(self.board):
             self.board.add("objective", self.objective)
         for task in self.board.list("completed"):  # stopped between a move and its mirror
             if not self.memory.has(memory_keys.task(task.id)):
-                self._write_result(task.id)
+                write_task_result(self.memory, task.id, task.result, task.title, task.description)
         unsubscribe = self.board.on_event(self._mirror)
         rounds = 0
         stop: StopReason = "max_rounds"
@@ -160,20 +147,8 @@ class TeamExecutor:
 
     def _mirror(self, event: BoardEvent) -> None:
         """A completed board task becomes ``task:<id>`` in memory."""
-        if event.type == "task_completed":
-            self._write_result(event.task_id)
-
-    def _write_result(self, task_id: str) -> None:
-        task = self.board.get(task_id)
-        if task is None:
-            return
-        self.memory.set(
-            memory_keys.task(task.id),
-            task.result,
-            source=task.id,
-            title=task.title,
-            description=task.description or None,
-        )
+        if event.type == "task_completed" and (task := self.board.get(event.task_id)):
+            write_task_result(self.memory, task.id, task.result, task.title, task.description)
 
     async def _turn(self, member: TeamMember, round_number: int) -> bool:
         """One turn of ``member``; whether it called any tool."""
@@ -186,14 +161,8 @@ class TeamExecutor:
             allowed=member.tools,
             local=self._team_tools(member.name),
         )
-        conversation = self._conversations.setdefault(
-            member.name,
-            [
-                ChatMessage.system(
-                    team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
-                )
-            ],
-        )
+        prompt = team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
+        conversation = self._conversations.setdefault(member.name, [ChatMessage.system(prompt)])
         conversation.append(ChatMessage.user(self._briefing(member.name, round_number)))
         acted = False
         for _ in range(self.max_turn_iterations):
@@ -217,8 +186,7 @@ class TeamExecutor:
             f"# Objective\n{self.objective}",
             f"# Round {round_number}: the task board\n{json.dumps(board, ensure_ascii=False)}",
         ]
-        inbox = self._inbox(name)
-        if inbox:
+        if inbox := self._inbox(name):
             parts.append(f"# New messages\n{json.dumps(inbox, ensure_ascii=False)}")
         return "\n\n".join(parts)
 

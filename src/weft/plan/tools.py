@@ -1,18 +1,14 @@
 """The tools an executor offers a model, and how a model's tool calls are answered.
 
-A toolbox holds the memory tools (always), the caller's ``weft.calls.Tool`` s, and the
-executor's own tools (``finish_step``, the team tools), each a ``LocalTool``: a name, a
-description, a JSON Schema and a handler of the parsed arguments. A call is answered
-with a JSON result the model reads; it never raises into the loop: unknown tools,
-arguments the schema refuses and tools that raise all come back as
-``{"ok": false, "error": ...}`` saying what to do instead.
+A call never raises into the loop: unknown tools, arguments the schema refuses and tools
+that raise all come back as ``{"ok": false, "error": ...}`` saying what to do instead.
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -61,8 +57,7 @@ class ToolBox:
         self._memory = memory_tools(memory, source=source)
         caller = {tool.name: tool for tool in tools}
         if allowed is not None:
-            unknown = [name for name in allowed if name not in caller]
-            if unknown:
+            if unknown := [name for name in allowed if name not in caller]:
                 raise ExecutorError(
                     f"{source}: it may use the tools {', '.join(unknown)}, which the executor "
                     f"was not given (it has: {', '.join(caller) or 'none'}); pass them in tools="
@@ -71,21 +66,17 @@ class ToolBox:
         self._caller = caller
         self._local = {tool.name: tool for tool in local}
         reserved = {t.name for t in self._memory} | set(self._local)
-        clash = sorted(reserved & set(caller))
-        if clash:
+        if clash := sorted(reserved & set(caller)):
             raise ExecutorError(
                 f"{source}: the caller tools {', '.join(clash)} have the names of built-in "
                 "tools (memory_list, memory_read, memory_write, finish_step, the team tools); "
                 "rename them"
             )
 
-    def specs(self, *, only: Iterable[str] | None = None) -> list[Any]:
+    def specs(self, *, only: Collection[str] | None = None) -> list[Any]:
         """The tool definitions to offer (all, or just the names in ``only``)."""
         every: list[Any] = [*self._memory, *self._caller.values(), *self._local.values()]
-        if only is None:
-            return every
-        names = set(only)
-        return [tool for tool in every if tool.name in names]
+        return every if only is None else [tool for tool in every if tool.name in only]
 
     async def call(self, call: ToolCall) -> dict[str, Any]:
         """The JSON result of one tool call."""
@@ -93,8 +84,7 @@ class ToolBox:
             return error(f"{call.parse_error}; send the arguments as one JSON object")
         local = self._local.get(call.name)
         if local is not None:
-            problems = schema_problems(local.parameters, dict(call.arguments))
-            if problems:
+            if problems := schema_problems(local.parameters, dict(call.arguments)):
                 return error(f"{call.name}: {'; '.join(problems)}")
             try:
                 result = local.handler(dict(call.arguments))
@@ -115,8 +105,7 @@ class ToolBox:
 
 async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
     arguments = dict(call.arguments)
-    problems = schema_problems(tool.arguments_schema, arguments)
-    if problems:
+    if problems := schema_problems(tool.arguments_schema, arguments):
         return error(f"{tool.name}: the arguments do not fit its schema: {'; '.join(problems)}")
     if tool.fn is None:
         return error(f"{tool.name} has no function to run; it cannot be called")

@@ -1,11 +1,7 @@
 """``Step``, ``Task`` and ``TaskPlan``: the work the executors run, checked when built.
 
-A step is one tool-calling conversation that ends with ``finish_step``; a task is a DAG
-of steps (``depends_on``); a task plan is a DAG of tasks. Ids name memory keys: a step
-writes ``step:<id>`` and a task ``task:<id>``, so step ids are unique across a whole
-plan, and so are task ids. Everything wrong with a plan (duplicate ids, unknown
-dependencies, a cycle (found by the WorkGraph's own check), a bad output schema, a
-process step without its discover step) is reported at once, as a
+Ids name memory keys (``step:<id>``, ``task:<id>``), so step ids are unique across a
+whole plan, and so are task ids. Everything wrong with a plan is reported at once, as a
 ``PlanValidationError`` whose ``problems`` list each one.
 
 >>> plan = TaskPlan.from_dict({"tasks": [
@@ -24,20 +20,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weft.errors import PlanValidationError
-from weft.plan.jobs import find_cycle
+from weft.graph.build import find_cycle
 from weft.refs.schemas import schema_error
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """One step: instructions for a model, the steps it depends on, and the JSON Schema
-    its result must match (``None``: any JSON value).
-
-    ``tools`` names the caller tools the step may use (``None``: all of them; the memory
-    tools and ``finish_step`` are always there). ``process_from`` makes it a *process
-    step*: it runs once per item of the list that step ``process_from`` (its discover
-    step) returned, and its result is the list of the items' results.
-    """
+    """One step for a model; ``output_schema`` is what its result must match (``None``: any
+    JSON). ``tools`` names the caller tools it may use (``None``: all). ``process_from``
+    makes it a process step: it runs once per item of the list that step returned."""
 
     id: str
     instructions: str
@@ -61,8 +52,7 @@ class Step:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Step:
-        """A step from JSON (``depends_on`` or ``dependsOn``, ``output_schema`` or
-        ``outputSchema``)."""
+        """A step from JSON (snake_case or camelCase keys)."""
         return cls(
             id=_text(data, "id"),
             instructions=str(data.get("instructions", "")),
@@ -76,13 +66,9 @@ class Step:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Task:
-    """A task: steps run as a DAG, the tasks it depends on, and its finishing step.
-
-    The finishing step (``final_step_id``, default the last step listed) writes the
-    task's result ``task:<id>`` as well as its own ``step:<id>``, so it runs after every
-    other step of the task (declared in its ``depends_on`` or not), and no step may
-    depend on it.
-    """
+    """Steps run as a DAG. The finishing step (``final_step_id``, default the last listed)
+    writes the task's result ``task:<id>`` too, so it runs after every other step of the
+    task, and no step may depend on it."""
 
     id: str
     title: str = ""
@@ -94,8 +80,7 @@ class Task:
     def __post_init__(self) -> None:
         object.__setattr__(self, "steps", tuple(self.steps))
         object.__setattr__(self, "depends_on", _names(self.depends_on))
-        problems = self.problems()
-        if problems:
+        if problems := self.problems():
             raise _invalid(f"task {self.id!r}", problems)
 
     @property
@@ -130,21 +115,17 @@ class Task:
             for dep in step.depends_on:
                 if dep not in ids:
                     out.append(f"{label} depends on {dep!r}, which is not a step of this task")
-            if step.output_schema is not None:
-                problem = schema_error(step.output_schema)
-                if problem is not None:
-                    out.append(f"{label}: its output_schema is not a JSON Schema ({problem})")
+            if step.output_schema is not None and (problem := schema_error(step.output_schema)):
+                out.append(f"{label}: its output_schema is not a JSON Schema ({problem})")
         final = self.final_step_id or ids[-1]
         if final not in ids:
             out.append(f"{where}: final_step_id {final!r} is not one of its steps")
-        else:
-            dependents = [s.id for s in self.steps if final in s.depends_on]
-            if dependents:
-                out.append(
-                    f"{where}: its finishing step {final!r} writes the task's result, so no "
-                    f"step may depend on it, but {', '.join(dependents)} do; make the last "
-                    "step the one that finishes the task, or set final_step_id"
-                )
+        elif dependents := [s.id for s in self.steps if final in s.depends_on]:
+            out.append(
+                f"{where}: its finishing step {final!r} writes the task's result, so no "
+                f"step may depend on it, but {', '.join(dependents)} do; make the last "
+                "step the one that finishes the task, or set final_step_id"
+            )
         out.extend(
             f"{where}: {p}" for p in _cycle("steps", {s.id: s.depends_on for s in self.steps})
         )
@@ -174,8 +155,7 @@ class TaskPlan:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tasks", tuple(self.tasks))
-        problems = self.problems()
-        if problems:
+        if problems := self.problems():
             raise _invalid("the task plan", problems)
 
     def task(self, task_id: str) -> Task:
@@ -253,8 +233,16 @@ def _invalid(what: str, problems: list[str]) -> PlanValidationError:
 
 
 def _cycle(what: str, deps: Mapping[str, Sequence[str]]) -> list[str]:
-    """The cycle among ``deps`` as the WorkGraph's check finds it, as a problem."""
-    found = find_cycle(deps)
-    if found is None:
+    """The cycle among ``deps`` (unknown ids ignored), found by the WorkGraph's own check."""
+    ids = list(deps)
+    index = {name: i for i, name in enumerate(ids)}
+    succs: list[list[int]] = [[] for _ in ids]
+    for name, names in deps.items():
+        for dep in dict.fromkeys(names):
+            if dep in index:
+                succs[index[dep]].append(index[name])
+    ring = find_cycle(succs)
+    if ring is None:
         return []
+    found = " -> ".join(ids[i] for i in [*ring, ring[0]])
     return [f"the {what}' depends_on form a cycle, so none of them could ever run ({found})"]
