@@ -79,19 +79,17 @@ class Run(Dispatching):
         schedule: Schedule,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        *,
         store: Store | None,
         run_id: str | None,
+        events: bool,
+        context: Any,
         limit: int | None,
-        driven: bool,
-        events: bool = True,
-        context: Any = None,
     ) -> None:
         n = schedule.size
         self.schedule = schedule
         self.base: Args = (args, kwargs)
         self.limit = limit
-        self.driven = driven  # run by drive(): no event loop; waits block on the bell
+        self.driven = schedule.loopless  # run by drive(): no event loop; waits block on the bell
         self.status = [PENDING] * n
         self.results: list[Any] = [None] * n
         self.inputs: list[Args | None] = [None] * n
@@ -160,7 +158,11 @@ class Run(Dispatching):
 
     # ------------------------------------------------------------------ the core
 
-    async def execute(self) -> Any:
+    async def execute(self, *, driven: bool = True) -> Any:
+        """Run to the end; ``driven=False``: on the running event loop even when the
+        schedule could run without one."""
+        if not driven:
+            self.driven = False
         log = self.log
         started_at = time()
         if log is not None:
