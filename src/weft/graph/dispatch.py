@@ -30,7 +30,6 @@ from typing import Any, Final
 from weft._sync import run_sync
 from weft.graph.build import Schedule
 from weft.graph.modes import Args
-from weft.graph.node import RetryPolicy
 from weft.graph.observe import Observer
 from weft.graph.outcome import SKIPPED, TimedOut
 from weft.graph.pool import SyncQueue
@@ -224,50 +223,35 @@ class Dispatching:
         return self.sync
 
     def _work(self, item: tuple[Any, ...]) -> None:
-        """On a worker thread: run one sync node (with retries unless it has a timeout)."""
+        """On a worker thread: run one sync node, with its retries (sleeping their backoff)
+        unless it has a timeout (the loop retries those)."""
         i, token, args, kwargs, context = item
-        timed = self.timed
+        fn, timed = self.schedule.fns[i], self.timed
+        retry = self.schedule.retries[i] if self.schedule.timeouts[i] is None else None
         started = perf_counter() if timed else 0.0
-        try:
-            value = context.run(self.schedule.fns[i], *args, **kwargs)
-            if value.__class__ is _CORO:
-                value = run_sync(value)
-            self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
-        except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run, not hang it
-            retry = self.schedule.retries[i]
-            if (
-                retry is None
-                or self.schedule.timeouts[i] is not None  # the loop retries those
-                or not isinstance(exc, Exception)
-            ):
-                self.done.append((i, token, False, exc, started, perf_counter(), 1))
-            else:
-                self._work_again(item, retry, exc, started)
-        if not self.signalled:
-            self._signal()
-
-    def _work_again(
-        self, item: tuple[Any, ...], retry: RetryPolicy, exc: Exception, started: float
-    ) -> None:
-        """On a worker thread: the retries of a sync node, sleeping between attempts."""
-        i, token, args, kwargs, context = item
         attempt = 1
-        while attempt < retry.attempts and isinstance(exc, retry.retry_on):
-            time.sleep(retry.delay(attempt))
-            attempt += 1
+        while True:
             try:
-                value = context.run(self.schedule.fns[i], *args, **kwargs)
+                value = context.run(fn, *args, **kwargs)
                 if value.__class__ is _CORO:
                     value = run_sync(value)
-            except Exception as again:
-                exc = again
-            except BaseException as fatal:
-                self.done.append((i, token, False, fatal, started, perf_counter(), attempt))
-                return
+            except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run
+                if (
+                    retry is None
+                    or attempt >= retry.attempts
+                    or not isinstance(exc, retry.retry_on)
+                    or not isinstance(exc, Exception)
+                ):
+                    self.done.append((i, token, False, exc, started, perf_counter(), attempt))
+                    break
+                time.sleep(retry.delay(attempt))
+                attempt += 1
             else:
-                self.done.append((i, token, True, value, started, perf_counter(), attempt))
-                return
-        self.done.append((i, token, False, exc, started, perf_counter(), attempt))
+                ended = perf_counter() if timed else 0.0
+                self.done.append((i, token, True, value, started, ended, attempt))
+                break
+        if not self.signalled:
+            self._signal()
 
     def _drop(self, item: tuple[Any, ...]) -> None:
         self.done.append((item[0], item[1], None, None, 0.0, 0.0, 0))
@@ -294,16 +278,14 @@ class Dispatching:
 
     def _drain(self) -> None:
         observer = self.observer
-        if observer is None:
-            self._drain_all()
-            self._commit_due()
-            return
-        observer.hold()  # the notes of the batch go in one go, after its commit
+        if observer is not None:
+            observer.hold()  # the notes of the batch go in one go, after its commit
         try:
             self._drain_all()
             self._commit_due()
         finally:
-            observer.release()
+            if observer is not None:
+                observer.release()
 
     def _drain_all(self) -> None:
         done, tokens, schedule = self.done, self.tokens, self.schedule
@@ -343,11 +325,9 @@ class Dispatching:
 
     def _again(self, i: int) -> None:
         """Retry a sync node with a timeout (its running count was kept)."""
-        if self.halted:
-            self.running -= 1
-            self.status[i] = SKIPPED
-            self._wake()
-            return
         self.running -= 1
-        self.ready.appendleft(i)
+        if self.halted:
+            self.status[i] = SKIPPED
+        else:
+            self.ready.appendleft(i)
         self._wake()
