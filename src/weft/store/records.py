@@ -192,16 +192,14 @@ class RunLog:
     ) -> RunRecord:
         """The run's record: written now (status ``running``) if the run is new, else the
         one recorded, checked to be of the same kind and units (else ``error``)."""
-        known = self.store.value(KIND, self.run_id, None)
-        if known is None:
-            record = RunRecord(
-                kind=kind, units=units, began=self.store.last_seq, started_at=time.time()
-            )
-            self.store.write(KIND, self.run_id, record, source=f"weft.{kind}")
-            return record
-        if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
-            raise error(_not_this_run(self.run_id, known, kind, units))
-        return known
+        known = self.check(kind, units, error=error)
+        if known is not None:
+            return known
+        record = RunRecord(
+            kind=kind, units=units, began=self.store.last_seq, started_at=time.time()
+        )
+        self.store.write(KIND, self.run_id, record, source=f"weft.{kind}")
+        return record
 
     def check(
         self, kind: str, units: tuple[str, ...], *, error: type[Exception] = StoreError
