@@ -993,8 +993,6 @@ class Store(Merging):
         declared = self._declared.get(key)
         if declared is None:
             builtin = _reducers.by_name(reducer)
-            if builtin is None and reducer == "operator.add":
-                builtin = operator.add
             if builtin is None:
                 raise ReducerError(
                     f"the log writes {key} through the reducer {reducer!r}, which is not a "
