@@ -24,6 +24,7 @@ import queue
 import time
 import types
 from collections import deque
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Final
 
@@ -67,19 +68,11 @@ class Dispatching:
     driven: bool
     bell: queue.SimpleQueue[None] | None
 
-    def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
-        raise NotImplementedError
-
-    def _fail(
-        self, i: int, exc: BaseException, started: float, attempts: int = 1, ended: float = 0.0
-    ) -> None:
-        raise NotImplementedError
-
-    def _call_args(self, i: int) -> Args:
-        raise NotImplementedError
-
-    def _commit_due(self) -> None:
-        raise NotImplementedError
+    # Run's settling: (i, result, started, ended), (i, exc, started, attempts, ended)
+    _complete: Callable[[int, Any, float, float], None]
+    _fail: Callable[[int, BaseException, float, int, float], None]
+    _call_args: Callable[[int], Args]
+    _commit_due: Callable[[], None]
 
     # -------------------------------------------------------------- waiting
 

@@ -126,6 +126,13 @@ class Merging:
     _merged: list[Merging] | None
     _parent: Any
     _root: Any
+    # Store's own (see there)
+    _settle: Callable[[], None]
+    _publish: Callable[[Sequence[EventRow], _Mark], None]
+    _stage_batch: Callable[
+        [Sequence[tuple[str, str, Any, str | None, bool]], float], list[EventRow]
+    ]
+    _reducer_name: Callable[[str], str]
 
     def _mark(self) -> _Mark:
         return (
@@ -142,18 +149,7 @@ class Merging:
         self._recent = recent  # after settled: see Store._settle
         del self._own[length:]
 
-    def _settle(self) -> None:
-        raise NotImplementedError
-
-    def _publish(self, rows: Sequence[EventRow], mark: _Mark) -> None:
-        raise NotImplementedError
-
     def _replay(self, event: Event | EventRow, *, keep_seq: bool = True) -> EventRow:
-        raise NotImplementedError
-
-    def _stage_batch(
-        self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
-    ) -> list[EventRow]:
         raise NotImplementedError
 
     def _apply_batch(
@@ -362,9 +358,6 @@ class Merging:
                 f"keeps only the last write; declare a reducer for it (e.g. store.declare("
                 f"{kind!r}, {path!r}, reducers.append)) or let one branch write it"
             )
-
-    def _reducer_name(self, key: str) -> str:
-        raise NotImplementedError
 
 
 def _refused(exc: ReducerError, writer: str | None) -> ReducerError:
