@@ -260,13 +260,7 @@ class Run(Dispatching):
                 if result is _FAILED_CALL:
                     return None
             if result.__class__ is _CORO:
-                if not self.driven:
-                    return i, result, started
-                try:
-                    result = run_sync(result)
-                except Exception as exc:
-                    self._fail(i, exc, started)
-                    return None
+                return self._after_inline(i, result, started)
             self._complete(i, result, started)
             if len(ready) != 1 or self.running or self.halted or self.replay:
                 return None
@@ -390,20 +384,20 @@ class Run(Dispatching):
             i = s
 
     def _after_inline(
-        self, i: int, result: Any
+        self, i: int, result: Any, started: float = 0.0
     ) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
-        """Leave the chain loop with a result it does not handle (a flag, a coroutine)."""
+        """Leave an inline loop with a result it does not handle (a flag, a coroutine)."""
         if result is _FAILED_CALL:
             return None
         if result.__class__ is _CORO:
             if not self.driven:
-                return i, result, 0.0
+                return i, result, started
             try:
                 result = run_sync(result)
             except Exception as exc:
-                self._fail(i, exc, 0.0)
+                self._fail(i, exc, started)
                 return None
-        self._complete(i, result, 0.0)
+        self._complete(i, result, started)
         return None
 
     def _retry_inline(

@@ -425,22 +425,6 @@ class RunStores:
         if not due:
             return
         self.due = []
-        self._commit(due)
-
-    def flush(self) -> None:
-        """At the end of a run: commit what is due and, past nodes that never ran (after
-        ``Terminate``), every node that finished, in canonical order."""
-        n = self.schedule.size
-        late = [
-            k
-            for k in range(self.frontier, n)
-            if self.finished[k] and (self.changes[k] is not None or k in self.waiting)
-        ]
-        self.frontier = n
-        self.due.extend(late)
-        self.commit_due()
-
-    def _commit(self, due: list[int]) -> None:
         store, changes, waiting, records = self.store, self.changes, self.waiting, self.records
         final, self.final = self.final, None  # the run's own record, with its last commit
         if not any(k in waiting for k in due):
@@ -468,14 +452,20 @@ class RunStores:
                 tx.write(KIND, final[0], final[1], source="weft.graph")
 
     def complete(self, started_at: float | None) -> None:
-        """The run ended well: commit what is left, and (a recorded run started at
-        ``started_at``) its record, in the same commit."""
-        log = self.log
+        """The run ended well: commit what is due and, past nodes that never ran (after
+        ``Terminate``), every node that finished, in canonical order; with them (a recorded
+        run started at ``started_at``) the run's record, in the same commit."""
+        log, n = self.log, self.schedule.size
         if log is not None and started_at is not None:
-            schedule = self.schedule
-            record = log.completed("graph", schedule.keys, started_at)
+            record = log.completed("graph", self.schedule.keys, started_at)
             self.final = (log.run_id, record)
-        self.flush()
+        self.due.extend(
+            k
+            for k in range(self.frontier, n)
+            if self.finished[k] and (self.changes[k] is not None or k in self.waiting)
+        )
+        self.frontier = n
+        self.commit_due()
         if self.final is not None:  # nothing was left to commit with it
             run_id, record = self.final
             self.store.write(KIND, run_id, record, source="weft.graph")
