@@ -76,6 +76,12 @@ class _Declared:
     frozen_output: bool
     persist: bool = True
 
+    def replacing(self) -> _Declared:
+        """This field's declaration for a write of the whole value, past its reducer."""
+        if self.name == "replace":
+            return self
+        return _Declared("replace", _reducers.replace, True, self.persist)
+
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
 _NOTHING: Final[frozenset[str]] = frozenset()
@@ -213,8 +219,8 @@ class Store(Merging):
         """
         key = _checked_key(kind, path)
         declared = self._declared.get(key, _REPLACE)
-        if replace and declared.name != "replace":
-            declared = _Declared("replace", _reducers.replace, True, declared.persist)
+        if replace:
+            declared = declared.replacing()
         update = (
             value
             if type(value) in _AS_IS
@@ -314,8 +320,8 @@ class Store(Merging):
         for kind, path, value, source, whole in items:
             key = f"{kind}:{path}"
             declared = declared_of(key, _REPLACE)
-            if whole and declared.name != "replace":
-                declared = _Declared("replace", _reducers.replace, True, declared.persist)
+            if whole:
+                declared = declared.replacing()
             reducer = declared.name
             slot = staged.get(key)
             if slot is None:
@@ -986,10 +992,7 @@ class Store(Merging):
 
     def _declared_for_replay(self, key: str, reducer: str) -> _Declared:
         if reducer == "replace":
-            known = self._declared.get(key)
-            if known is None or known.name == "replace":
-                return known or _REPLACE
-            return _Declared("replace", _reducers.replace, True, known.persist)
+            return self._declared.get(key, _REPLACE).replacing()
         declared = self._declared.get(key)
         if declared is None:
             builtin = _reducers.by_name(reducer)
