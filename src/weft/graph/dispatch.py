@@ -161,7 +161,11 @@ class Dispatching:
     # -------------------------------------------------------------- dispatching
 
     def _dispatch(self) -> None:
-        ready, observer = self.ready, self.observer
+        """Start the ready nodes there is room for: tasks and timed sync nodes now, the
+        other sync nodes as one batch for the threads."""
+        ready, schedule, loop, observer = self.ready, self.schedule, self.loop, self.observer
+        asyncs, timeouts, call_args = schedule.asyncs, schedule.timeouts, self._call_args
+        copy_context, timed = contextvars.copy_context, self.timed
         room = len(ready) if self.limit is None else self.limit - self.running
         room = min(room, len(ready))
         self.running += max(room, 0)
@@ -169,36 +173,23 @@ class Dispatching:
         if observer is not None:
             observer.hold()  # the started notes go in one batch, before any of the nodes runs
         try:
-            self._dispatch_some(room, batch)
-        finally:
-            if observer is not None:
-                observer.release()
-        if batch:
-            self._queue().push(batch)
-
-    def _dispatch_some(self, room: int, batch: list[tuple[Any, ...]]) -> None:
-        """Start ``room`` ready nodes: tasks and timed sync nodes now, the others into ``batch``."""
-        ready, schedule, loop, observer = self.ready, self.schedule, self.loop, self.observer
-        asyncs, timeouts, call_args = schedule.asyncs, schedule.timeouts, self._call_args
-        copy_context = contextvars.copy_context
-        timed = self.timed
-        for _ in range(room):
-            i = ready.popleft()
-            args, kwargs = call_args(i)
-            if observer is not None:
-                observer.started(i)
-            started = perf_counter() if timed else 0.0
-            if asyncs[i]:
-                assert loop is not None, "a run with async nodes has an event loop"
-                task = loop.create_task(self._attempts(i, args, kwargs))
-                self.tasks[task] = (i, started)
-                task.add_done_callback(self._task_done)
-                continue
-            item = (i, self.tokens[i], args, kwargs, copy_context())
-            timeout = timeouts[i]
-            if timeout is None:
-                batch.append(item)
-            else:
+            for _ in range(room):
+                i = ready.popleft()
+                args, kwargs = call_args(i)
+                if observer is not None:
+                    observer.started(i)
+                started = perf_counter() if timed else 0.0
+                if asyncs[i]:
+                    assert loop is not None, "a run with async nodes has an event loop"
+                    task = loop.create_task(self._attempts(i, args, kwargs))
+                    self.tasks[task] = (i, started)
+                    task.add_done_callback(self._task_done)
+                    continue
+                item = (i, self.tokens[i], args, kwargs, copy_context())
+                timeout = timeouts[i]
+                if timeout is None:
+                    batch.append(item)
+                    continue
                 if observer is not None:
                     observer.flush()  # its started note before it runs
                 self._queue().run_alone(item)
@@ -206,6 +197,11 @@ class Dispatching:
                 self.timers[i] = loop.call_later(
                     timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
                 )
+        finally:
+            if observer is not None:
+                observer.release()
+        if batch:
+            self._queue().push(batch)
 
     def _queue(self) -> SyncQueue:
         if self.sync is None:
@@ -270,51 +266,48 @@ class Dispatching:
     # -------------------------------------------------------------- completions
 
     def _drain(self) -> None:
-        observer = self.observer
+        """Settle the completions that came in, then commit what they made due."""
+        done, tokens, schedule, observer = self.done, self.tokens, self.schedule, self.observer
         if observer is not None:
             observer.hold()  # the notes of the batch go in one go, after its commit
         try:
-            self._drain_all()
+            while done:
+                i, token, ok, value, started, ended, attempts = done.popleft()
+                if token != tokens[i]:
+                    continue  # a timed-out attempt that came back late
+                tokens[i] = token + 1
+                if self.timers:
+                    timer = self.timers.pop(i, None)
+                    if timer is not None:
+                        timer.cancel()
+                if ok:
+                    self.running -= 1
+                    self._complete(i, value, started, ended)
+                elif ok is None:
+                    self.running -= 1
+                    self.status[i] = SKIPPED
+                    if observer is not None:
+                        observer.skipped(i, "cancelled")
+                else:
+                    retry = schedule.retries[i]
+                    if (
+                        schedule.timeouts[i] is not None
+                        and not schedule.asyncs[i]
+                        and not self.halted
+                        and retry is not None
+                        and self.attempts[i] < retry.attempts
+                        and isinstance(value, retry.retry_on)
+                    ):
+                        assert self.loop is not None
+                        self.attempts[i] += 1
+                        self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
+                        continue
+                    self.running -= 1
+                    self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
             self._commit_due()
         finally:
             if observer is not None:
                 observer.release()
-
-    def _drain_all(self) -> None:
-        done, tokens, schedule = self.done, self.tokens, self.schedule
-        while done:
-            i, token, ok, value, started, ended, attempts = done.popleft()
-            if token != tokens[i]:
-                continue  # a timed-out attempt that came back late
-            tokens[i] = token + 1
-            if self.timers:
-                timer = self.timers.pop(i, None)
-                if timer is not None:
-                    timer.cancel()
-            if ok:
-                self.running -= 1
-                self._complete(i, value, started, ended)
-            elif ok is None:
-                self.running -= 1
-                self.status[i] = SKIPPED
-                if self.observer is not None:
-                    self.observer.skipped(i, "cancelled")
-            else:
-                retry = schedule.retries[i]
-                if (
-                    schedule.timeouts[i] is not None
-                    and not schedule.asyncs[i]
-                    and not self.halted
-                    and retry is not None
-                    and self.attempts[i] < retry.attempts
-                    and isinstance(value, retry.retry_on)
-                ):
-                    assert self.loop is not None
-                    self.attempts[i] += 1
-                    self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
-                    continue
-                self.running -= 1
-                self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
 
     def _again(self, i: int) -> None:
         """Retry a sync node with a timeout (its running count was kept)."""

@@ -452,7 +452,8 @@ class Run(Dispatching):
                     self._fail(i, exc, started)
                     return
             try:
-                stores.finish(i, flag, result, delta, self._wall(started))
+                wall = time() - (perf_counter() - started) if started else 0.0  # when it began
+                stores.finish(i, flag, result, delta, wall)
             except WeftError as exc:
                 self._fail_commit(i, exc)
                 return
@@ -669,8 +670,3 @@ class Run(Dispatching):
         if self.observer is not None:
             self.observer.started(i)
         return perf_counter() if self.timed else 0.0
-
-    @staticmethod
-    def _wall(started: float) -> float:
-        """The wall-clock time of a ``perf_counter`` reading (0.0: not timed)."""
-        return time() - (perf_counter() - started) if started else 0.0

@@ -108,7 +108,7 @@ def _base_and_extras(
     for p in preds:
         seen = ancestors[p] | (1 << p)
         extras = ancestors[j] & ~seen
-        if extras and _lowest(extras) < seen.bit_length() - 1:
+        if extras and (extras & -extras).bit_length() < seen.bit_length():
             continue  # its view plus the extras would not be in canonical order
         if best is None or extras.bit_count() < best[0]:
             best = (extras.bit_count(), p)
@@ -116,10 +116,6 @@ def _base_and_extras(
         return -1, _bits(ancestors[j])
     p = best[1]
     return p, _bits(ancestors[j] & ~(ancestors[p] | (1 << p)))
-
-
-def _lowest(bits: int) -> int:
-    return (bits & -bits).bit_length() - 1
 
 
 def _bits(bits: int) -> tuple[int, ...]:
@@ -330,7 +326,12 @@ class RunStores:
         assert log is not None
         key = schedule.keys[i]
         needed = self.views.needed[i]
-        changes = _events(change, self.marks[i])
+        if change is None:
+            changes: tuple[Event, ...] = ()
+        elif isinstance(change, Delta):
+            changes = change.events()
+        else:
+            changes = tuple(change.events(since=self.marks[i]))
         try:
             kept = (
                 not schedule.states[i]
@@ -476,15 +477,6 @@ def _within(ranges: list[tuple[int, int]], seq: int) -> bool:
     """Whether ``seq`` falls in one of the sorted, disjoint ``(low, high)`` ranges."""
     at = bisect_right(ranges, (seq, float("inf"))) - 1
     return at >= 0 and ranges[at][0] <= seq <= ranges[at][1]
-
-
-def _events(change: Delta | Store | None, mark: int) -> tuple[Event, ...]:
-    """A node's changes as events (to keep in its record)."""
-    if change is None:
-        return ()
-    if isinstance(change, Delta):
-        return change.events()
-    return tuple(change.events(since=mark))
 
 
 def _with_record(

@@ -166,7 +166,8 @@ class _Tree:
         """A tree of ``keys`` (sorted, distinct), its nodes three quarters full."""
         if not keys:
             return cls((), 0, 0, shape)
-        nodes: list[_Node] = _even_chunks(keys, shape[0] * 3 // 4)
+        bounds = _even_bounds(len(keys), shape[0] * 3 // 4)
+        nodes: list[_Node] = [tuple(keys[start:end]) for start, end in bounds]
         maxes = [leaf[-1] for leaf in nodes]
         height, fill = 0, shape[2] * 3 // 4
         while len(nodes) > 1:
@@ -369,7 +370,3 @@ def _even_bounds(count: int, fill: int) -> Iterator[tuple[int, int]]:
         end = start + size + (run < extra)
         yield start, end
         start = end
-
-
-def _even_chunks(keys: list[str], fill: int) -> list[tuple[str, ...]]:
-    return [tuple(keys[start:end]) for start, end in _even_bounds(len(keys), fill)]

@@ -48,12 +48,6 @@ NoteEvent = Literal["started", "finished", "failed", "skipped"]
 _SCALARS: Final = frozenset({str, int, float, bool})
 
 
-def _frozen(record: Any, name: str, where: str) -> None:
-    value = getattr(record, name)
-    if value is not None and value.__class__ not in _SCALARS:
-        object.__setattr__(record, name, freeze(value, where=where))
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunRecord:
     """A run: ``kind`` (``graph``, ``agent``, ``plan`` ...), ``status``, the ``units`` it is
@@ -72,7 +66,9 @@ class RunRecord:
     def __post_init__(self) -> None:
         if not isinstance(self.units, tuple):
             object.__setattr__(self, "units", tuple(self.units))
-        _frozen(self, "output", "the output of a run")
+        output = self.output
+        if output is not None and output.__class__ not in _SCALARS:
+            object.__setattr__(self, "output", freeze(output, where="the output of a run"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
