@@ -1,12 +1,7 @@
-"""``WorkGraph``: a DAG of ``WorkGraphNode`` s, checked when built, run by one async core.
-
-``arun()`` is the core; ``run()`` (and calling the graph) is a thin sync wrapper. A graph
-with no async node and no timeout runs with no event loop at all: one sync node at a time
-is called inline, and parallel ones go to threads while the calling thread waits for them
-in a blocking wait (Ctrl-C still reaches it). Any other graph runs on the calling thread's
-cached event loop, or, when that thread is already running a loop, on a helper thread (so
-a sync node or a sync agent inside an async app can still call ``graph.run()``; ``await
-graph.arun()`` is the better call there).
+"""``WorkGraph``: a DAG of ``WorkGraphNode`` s, checked when built, run by the engine
+(``weft.graph.engine``). ``arun()`` is the core; ``run()`` (and calling the graph) is a thin
+sync wrapper: on the calling thread's cached event loop, or, when that thread already runs
+a loop, on a helper thread (``await graph.arun()`` is the better call there).
 """
 
 from __future__ import annotations
