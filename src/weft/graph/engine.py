@@ -255,10 +255,9 @@ class Run(Dispatching):
             started = self._started(i)
             try:
                 result = fns[i](*args, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # after its retries, the main loop takes the next node
                 result = self._retry_inline(i, args, kwargs, exc, started)
-                if result is _FAILED_CALL:
-                    return None
+                return self._after_inline(i, result, started)
             if result.__class__ is _CORO:
                 return self._after_inline(i, result, started)
             self._complete(i, result, started)

@@ -196,7 +196,7 @@ class _Tree:
         added = sorted(key for key, add in latest.items() if add)
         if not self.length:
             return _Tree.from_sorted(added, self.shape)
-        merged = list(self.keys())
+        merged = [key for leaf in self.leaves() for key in leaf]
         merged += added
         merged.sort()  # two sorted runs: merged in one pass
         kept = dict.fromkeys(merged)  # drops keys added that were there already
@@ -323,9 +323,6 @@ class _Tree:
 
     def leaves(self) -> Iterator[tuple[str, ...]]:
         return _leaves(self.root, self.height)
-
-    def keys(self) -> Iterable[str]:
-        return (key for leaf in self.leaves() for key in leaf)
 
 
 def _leaves(node: _Node, height: int) -> Iterator[tuple[str, ...]]:

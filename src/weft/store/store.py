@@ -848,14 +848,12 @@ class Store(Merging):
         """Write ``update`` through ``declared``; returns the new entry's and event's rows."""
         recent = self._recent
         old = _entries.lookup(recent, self._settled, key)
+        new = self._reduce(key, MISSING if old is None else old[2], update, declared)  # [2]: stored
+        event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
         if old is None:
-            new = self._reduce(key, MISSING, update, declared)
-            event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
             row = (kind, path, new, source, at, at, self._seq, meta)
             self._index = self._index.add(key)
-        else:  # old[2], old[4], old[7]: stored, created_at, meta
-            new = self._reduce(key, old[2], update, declared)
-            event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
+        else:  # old[4], old[7]: created_at, meta
             row = (kind, path, new, source, old[4], at, self._seq, old[7] if meta is None else meta)
         self._recent = recent.set(key, row)
         if len(self._recent) > self._settle_at:
