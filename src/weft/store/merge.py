@@ -239,7 +239,12 @@ class Merging:
             return False
         assert isinstance(change, Merging)
         with self._lock, change._lock:
-            if change._merged is not None or not self._saw_nothing_since(change):
+            if (
+                change._merged is not None
+                or self._recent is not change._base
+                or self._settled is not change._base_settled
+                or self._seq != change._fork_seq
+            ):
                 return False
             mark = self._mark()
             self._publish(self._adopt(change), mark)  # a journal that refuses it undoes it
