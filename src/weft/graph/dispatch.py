@@ -128,11 +128,8 @@ class Dispatching:
         self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[bool, Any, int]:
         """Await async node ``i`` with its timeout and retries: ``(ok, value, attempts)``."""
-        fn, retry, timeout = (
-            self.schedule.fns[i],
-            self.schedule.retries[i],
-            self.schedule.timeouts[i],
-        )
+        schedule = self.schedule
+        fn, retry, timeout = schedule.fns[i], schedule.retries[i], schedule.timeouts[i]
         attempt = 1
         while True:
             try:

@@ -104,18 +104,17 @@ def _base_and_extras(
     j: int, preds: Sequence[int], ancestors: Sequence[int]
 ) -> tuple[int, tuple[int, ...]]:
     """The predecessor whose view to extend, and what to add, keeping canonical order."""
-    best: tuple[int, int] | None = None  # (extra count, pred)
+    best: tuple[int, int, int] | None = None  # (extra count, pred, extras)
     for p in preds:
         seen = ancestors[p] | (1 << p)
         extras = ancestors[j] & ~seen
         if extras and (extras & -extras).bit_length() < seen.bit_length():
             continue  # its view plus the extras would not be in canonical order
         if best is None or extras.bit_count() < best[0]:
-            best = (extras.bit_count(), p)
+            best = (extras.bit_count(), p, extras)
     if best is None:
         return -1, _bits(ancestors[j])
-    p = best[1]
-    return p, _bits(ancestors[j] & ~(ancestors[p] | (1 << p)))
+    return best[1], _bits(best[2])
 
 
 def _bits(bits: int) -> tuple[int, ...]:
