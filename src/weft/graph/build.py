@@ -226,14 +226,11 @@ def compile_schedule(start_nodes: Sequence[WorkGraphNode]) -> Schedule:
         mode_code(n.result_pass_down_mode, node=k) for n, k in zip(order, keys, strict=True)
     )
     _check_keywords(order, keys, codes, index)
-    multi = tuple(_multi_keywords(node, codes, index) for node in order)
     asyncs = tuple(is_async(n.value) for n in order)
     inline = tuple(
         not a and n.timeout is None and (n.retry is None or n.retry.backoff == 0)
         for n, a in zip(order, asyncs, strict=True)
     )
-    states = tuple(n.state for n in order)
-    ctxs = tuple(_takes_ctx(n.value) for n in order)
     return Schedule(
         nodes=tuple(order),
         keys=keys,
@@ -247,13 +244,13 @@ def compile_schedule(start_nodes: Sequence[WorkGraphNode]) -> Schedule:
         starts=tuple(index[id(n)] for n in start_nodes),
         sinks=tuple(sorted((i for i in range(len(order)) if not succs[i]), key=rank.__getitem__)),
         start_rank=tuple(rank),
-        multi_keywords=multi,
+        multi_keywords=tuple(_multi_keywords(node, codes, index) for node in order),
         asyncs=asyncs,
         inline=inline,
         timeouts=tuple(n.timeout for n in order),
         retries=tuple(n.retry for n in order),
-        states=states,
-        ctxs=ctxs,
+        states=tuple(n.state for n in order),
+        ctxs=tuple(_takes_ctx(n.value) for n in order),
         full=_full(succs),
         chain=tuple(
             succs[i][0] if len(succs[i]) == 1 and len(preds[succs[i][0]]) == 1 else -1

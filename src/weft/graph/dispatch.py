@@ -24,13 +24,13 @@ import queue
 import time
 import types
 from collections import deque
+from collections.abc import Callable
 from time import perf_counter
 from typing import Any, Final
 
 from weft._sync import run_sync
 from weft.graph.build import Schedule
 from weft.graph.modes import Args
-from weft.graph.node import RetryPolicy
 from weft.graph.observe import Observer
 from weft.graph.outcome import SKIPPED, TimedOut
 from weft.graph.pool import SyncQueue
@@ -68,19 +68,11 @@ class Dispatching:
     driven: bool
     bell: queue.SimpleQueue[None] | None
 
-    def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
-        raise NotImplementedError
-
-    def _fail(
-        self, i: int, exc: BaseException, started: float, attempts: int = 1, ended: float = 0.0
-    ) -> None:
-        raise NotImplementedError
-
-    def _call_args(self, i: int) -> Args:
-        raise NotImplementedError
-
-    def _commit_due(self) -> None:
-        raise NotImplementedError
+    # Run's settling: (i, result, started, ended), (i, exc, started, attempts, ended)
+    _complete: Callable[[int, Any, float, float], None]
+    _fail: Callable[[int, BaseException, float, int, float], None]
+    _call_args: Callable[[int], Args]
+    _commit_due: Callable[[], None]
 
     # -------------------------------------------------------------- waiting
 
@@ -136,11 +128,8 @@ class Dispatching:
         self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[bool, Any, int]:
         """Await async node ``i`` with its timeout and retries: ``(ok, value, attempts)``."""
-        fn, retry, timeout = (
-            self.schedule.fns[i],
-            self.schedule.retries[i],
-            self.schedule.timeouts[i],
-        )
+        schedule = self.schedule
+        fn, retry, timeout = schedule.fns[i], schedule.retries[i], schedule.timeouts[i]
         attempt = 1
         while True:
             try:
@@ -169,7 +158,11 @@ class Dispatching:
     # -------------------------------------------------------------- dispatching
 
     def _dispatch(self) -> None:
-        ready, observer = self.ready, self.observer
+        """Start the ready nodes there is room for: tasks and timed sync nodes now, the
+        other sync nodes as one batch for the threads."""
+        ready, schedule, loop, observer = self.ready, self.schedule, self.loop, self.observer
+        asyncs, timeouts, call_args = schedule.asyncs, schedule.timeouts, self._call_args
+        copy_context, timed = contextvars.copy_context, self.timed
         room = len(ready) if self.limit is None else self.limit - self.running
         room = min(room, len(ready))
         self.running += max(room, 0)
@@ -177,36 +170,23 @@ class Dispatching:
         if observer is not None:
             observer.hold()  # the started notes go in one batch, before any of the nodes runs
         try:
-            self._dispatch_some(room, batch)
-        finally:
-            if observer is not None:
-                observer.release()
-        if batch:
-            self._queue().push(batch)
-
-    def _dispatch_some(self, room: int, batch: list[tuple[Any, ...]]) -> None:
-        """Start ``room`` ready nodes: tasks and timed sync nodes now, the others into ``batch``."""
-        ready, schedule, loop, observer = self.ready, self.schedule, self.loop, self.observer
-        asyncs, timeouts, call_args = schedule.asyncs, schedule.timeouts, self._call_args
-        copy_context = contextvars.copy_context
-        timed = self.timed
-        for _ in range(room):
-            i = ready.popleft()
-            args, kwargs = call_args(i)
-            if observer is not None:
-                observer.started(i)
-            started = perf_counter() if timed else 0.0
-            if asyncs[i]:
-                assert loop is not None, "a run with async nodes has an event loop"
-                task = loop.create_task(self._attempts(i, args, kwargs))
-                self.tasks[task] = (i, started)
-                task.add_done_callback(self._task_done)
-                continue
-            item = (i, self.tokens[i], args, kwargs, copy_context())
-            timeout = timeouts[i]
-            if timeout is None:
-                batch.append(item)
-            else:
+            for _ in range(room):
+                i = ready.popleft()
+                args, kwargs = call_args(i)
+                if observer is not None:
+                    observer.started(i)
+                started = perf_counter() if timed else 0.0
+                if asyncs[i]:
+                    assert loop is not None, "a run with async nodes has an event loop"
+                    task = loop.create_task(self._attempts(i, args, kwargs))
+                    self.tasks[task] = (i, started)
+                    task.add_done_callback(self._task_done)
+                    continue
+                item = (i, self.tokens[i], args, kwargs, copy_context())
+                timeout = timeouts[i]
+                if timeout is None:
+                    batch.append(item)
+                    continue
                 if observer is not None:
                     observer.flush()  # its started note before it runs
                 self._queue().run_alone(item)
@@ -214,6 +194,11 @@ class Dispatching:
                 self.timers[i] = loop.call_later(
                     timeout, self._time_out, i, self.tokens[i], timeout, perf_counter()
                 )
+        finally:
+            if observer is not None:
+                observer.release()
+        if batch:
+            self._queue().push(batch)
 
     def _queue(self) -> SyncQueue:
         if self.sync is None:
@@ -224,50 +209,35 @@ class Dispatching:
         return self.sync
 
     def _work(self, item: tuple[Any, ...]) -> None:
-        """On a worker thread: run one sync node (with retries unless it has a timeout)."""
+        """On a worker thread: run one sync node, with its retries (sleeping their backoff)
+        unless it has a timeout (the loop retries those)."""
         i, token, args, kwargs, context = item
-        timed = self.timed
+        fn, timed = self.schedule.fns[i], self.timed
+        retry = self.schedule.retries[i] if self.schedule.timeouts[i] is None else None
         started = perf_counter() if timed else 0.0
-        try:
-            value = context.run(self.schedule.fns[i], *args, **kwargs)
-            if value.__class__ is _CORO:
-                value = run_sync(value)
-            self.done.append((i, token, True, value, started, perf_counter() if timed else 0.0, 1))
-        except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run, not hang it
-            retry = self.schedule.retries[i]
-            if (
-                retry is None
-                or self.schedule.timeouts[i] is not None  # the loop retries those
-                or not isinstance(exc, Exception)
-            ):
-                self.done.append((i, token, False, exc, started, perf_counter(), 1))
-            else:
-                self._work_again(item, retry, exc, started)
-        if not self.signalled:
-            self._signal()
-
-    def _work_again(
-        self, item: tuple[Any, ...], retry: RetryPolicy, exc: Exception, started: float
-    ) -> None:
-        """On a worker thread: the retries of a sync node, sleeping between attempts."""
-        i, token, args, kwargs, context = item
         attempt = 1
-        while attempt < retry.attempts and isinstance(exc, retry.retry_on):
-            time.sleep(retry.delay(attempt))
-            attempt += 1
+        while True:
             try:
-                value = context.run(self.schedule.fns[i], *args, **kwargs)
+                value = context.run(fn, *args, **kwargs)
                 if value.__class__ is _CORO:
                     value = run_sync(value)
-            except Exception as again:
-                exc = again
-            except BaseException as fatal:
-                self.done.append((i, token, False, fatal, started, perf_counter(), attempt))
-                return
+            except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run
+                if (
+                    retry is None
+                    or attempt >= retry.attempts
+                    or not isinstance(exc, retry.retry_on)
+                    or not isinstance(exc, Exception)
+                ):
+                    self.done.append((i, token, False, exc, started, perf_counter(), attempt))
+                    break
+                time.sleep(retry.delay(attempt))
+                attempt += 1
             else:
-                self.done.append((i, token, True, value, started, perf_counter(), attempt))
-                return
-        self.done.append((i, token, False, exc, started, perf_counter(), attempt))
+                ended = perf_counter() if timed else 0.0
+                self.done.append((i, token, True, value, started, ended, attempt))
+                break
+        if not self.signalled:
+            self._signal()
 
     def _drop(self, item: tuple[Any, ...]) -> None:
         self.done.append((item[0], item[1], None, None, 0.0, 0.0, 0))
@@ -293,61 +263,54 @@ class Dispatching:
     # -------------------------------------------------------------- completions
 
     def _drain(self) -> None:
-        observer = self.observer
-        if observer is None:
-            self._drain_all()
-            self._commit_due()
-            return
-        observer.hold()  # the notes of the batch go in one go, after its commit
+        """Settle the completions that came in, then commit what they made due."""
+        done, tokens, schedule, observer = self.done, self.tokens, self.schedule, self.observer
+        if observer is not None:
+            observer.hold()  # the notes of the batch go in one go, after its commit
         try:
-            self._drain_all()
+            while done:
+                i, token, ok, value, started, ended, attempts = done.popleft()
+                if token != tokens[i]:
+                    continue  # a timed-out attempt that came back late
+                tokens[i] = token + 1
+                if self.timers:
+                    timer = self.timers.pop(i, None)
+                    if timer is not None:
+                        timer.cancel()
+                if ok:
+                    self.running -= 1
+                    self._complete(i, value, started, ended)
+                elif ok is None:
+                    self.running -= 1
+                    self.status[i] = SKIPPED
+                    if observer is not None:
+                        observer.skipped(i, "cancelled")
+                else:
+                    retry = schedule.retries[i]
+                    if (
+                        schedule.timeouts[i] is not None
+                        and not schedule.asyncs[i]
+                        and not self.halted
+                        and retry is not None
+                        and self.attempts[i] < retry.attempts
+                        and isinstance(value, retry.retry_on)
+                    ):
+                        assert self.loop is not None
+                        self.attempts[i] += 1
+                        self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
+                        continue
+                    self.running -= 1
+                    self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
             self._commit_due()
         finally:
-            observer.release()
-
-    def _drain_all(self) -> None:
-        done, tokens, schedule = self.done, self.tokens, self.schedule
-        while done:
-            i, token, ok, value, started, ended, attempts = done.popleft()
-            if token != tokens[i]:
-                continue  # a timed-out attempt that came back late
-            tokens[i] = token + 1
-            if self.timers:
-                timer = self.timers.pop(i, None)
-                if timer is not None:
-                    timer.cancel()
-            if ok:
-                self.running -= 1
-                self._complete(i, value, started, ended)
-            elif ok is None:
-                self.running -= 1
-                self.status[i] = SKIPPED
-                if self.observer is not None:
-                    self.observer.skipped(i, "cancelled")
-            else:
-                retry = schedule.retries[i]
-                if (
-                    schedule.timeouts[i] is not None
-                    and not schedule.asyncs[i]
-                    and not self.halted
-                    and retry is not None
-                    and self.attempts[i] < retry.attempts
-                    and isinstance(value, retry.retry_on)
-                ):
-                    assert self.loop is not None
-                    self.attempts[i] += 1
-                    self.loop.call_later(retry.delay(self.attempts[i] - 1), self._again, i)
-                    continue
-                self.running -= 1
-                self._fail(i, value, started, max(attempts, self.attempts[i]), ended)
+            if observer is not None:
+                observer.release()
 
     def _again(self, i: int) -> None:
         """Retry a sync node with a timeout (its running count was kept)."""
-        if self.halted:
-            self.running -= 1
-            self.status[i] = SKIPPED
-            self._wake()
-            return
         self.running -= 1
-        self.ready.appendleft(i)
+        if self.halted:
+            self.status[i] = SKIPPED
+        else:
+            self.ready.appendleft(i)
         self._wake()

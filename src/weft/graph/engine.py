@@ -79,19 +79,17 @@ class Run(Dispatching):
         schedule: Schedule,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        *,
         store: Store | None,
         run_id: str | None,
+        events: bool,
+        context: Any,
         limit: int | None,
-        driven: bool,
-        events: bool = True,
-        context: Any = None,
     ) -> None:
         n = schedule.size
         self.schedule = schedule
         self.base: Args = (args, kwargs)
         self.limit = limit
-        self.driven = driven  # run by drive(): no event loop; waits block on the bell
+        self.driven = schedule.loopless  # run by drive(): no event loop; waits block on the bell
         self.status = [PENDING] * n
         self.results: list[Any] = [None] * n
         self.inputs: list[Args | None] = [None] * n
@@ -160,7 +158,11 @@ class Run(Dispatching):
 
     # ------------------------------------------------------------------ the core
 
-    async def execute(self) -> Any:
+    async def execute(self, *, driven: bool = True) -> Any:
+        """Run to the end; ``driven=False``: on the running event loop even when the
+        schedule could run without one."""
+        if not driven:
+            self.driven = False
         log = self.log
         started_at = time()
         if log is not None:
@@ -253,18 +255,11 @@ class Run(Dispatching):
             started = self._started(i)
             try:
                 result = fns[i](*args, **kwargs)
-            except Exception as exc:
+            except Exception as exc:  # after its retries, the main loop takes the next node
                 result = self._retry_inline(i, args, kwargs, exc, started)
-                if result is _FAILED_CALL:
-                    return None
+                return self._after_inline(i, result, started)
             if result.__class__ is _CORO:
-                if not self.driven:
-                    return i, result, started
-                try:
-                    result = run_sync(result)
-                except Exception as exc:
-                    self._fail(i, exc, started)
-                    return None
+                return self._after_inline(i, result, started)
             self._complete(i, result, started)
             if len(ready) != 1 or self.running or self.halted or self.replay:
                 return None
@@ -394,20 +389,20 @@ class Run(Dispatching):
             i = s
 
     def _after_inline(
-        self, i: int, result: Any
+        self, i: int, result: Any, started: float = 0.0
     ) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
-        """Leave the chain loop with a result it does not handle (a flag, a coroutine)."""
+        """Leave an inline loop with a result it does not handle (a flag, a coroutine)."""
         if result is _FAILED_CALL:
             return None
         if result.__class__ is _CORO:
             if not self.driven:
-                return i, result, 0.0
+                return i, result, started
             try:
                 result = run_sync(result)
             except Exception as exc:
-                self._fail(i, exc, 0.0)
+                self._fail(i, exc, started)
                 return None
-        self._complete(i, result, 0.0)
+        self._complete(i, result, started)
         return None
 
     def _retry_inline(
@@ -462,7 +457,8 @@ class Run(Dispatching):
                     self._fail(i, exc, started)
                     return
             try:
-                stores.finish(i, flag, result, delta, self._wall(started))
+                wall = time() - (perf_counter() - started) if started else 0.0  # when it began
+                stores.finish(i, flag, result, delta, wall)
             except WeftError as exc:
                 self._fail_commit(i, exc)
                 return
@@ -679,8 +675,3 @@ class Run(Dispatching):
         if self.observer is not None:
             self.observer.started(i)
         return perf_counter() if self.timed else 0.0
-
-    @staticmethod
-    def _wall(started: float) -> float:
-        """The wall-clock time of a ``perf_counter`` reading (0.0: not timed)."""
-        return time() - (perf_counter() - started) if started else 0.0

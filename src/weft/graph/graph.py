@@ -1,12 +1,7 @@
-"""``WorkGraph``: a DAG of ``WorkGraphNode`` s, checked when built, run by one async core.
-
-``arun()`` is the core; ``run()`` (and calling the graph) is a thin sync wrapper. A graph
-with no async node and no timeout runs with no event loop at all: one sync node at a time
-is called inline, and parallel ones go to threads while the calling thread waits for them
-in a blocking wait (Ctrl-C still reaches it). Any other graph runs on the calling thread's
-cached event loop, or, when that thread is already running a loop, on a helper thread (so
-a sync node or a sync agent inside an async app can still call ``graph.run()``; ``await
-graph.arun()`` is the better call there).
+"""``WorkGraph``: a DAG of ``WorkGraphNode`` s, checked when built, run by the engine
+(``weft.graph.engine``). ``arun()`` is the core; ``run()`` (and calling the graph) is a thin
+sync wrapper: on the calling thread's cached event loop, or, when that thread already runs
+a loop, on a helper thread (``await graph.arun()`` is the better call there).
 """
 
 from __future__ import annotations
@@ -96,9 +91,7 @@ class WorkGraph:
     ) -> Any:
         """Run the graph to the end and return the sink's result (a list for several sinks)."""
         schedule = self._ready_schedule()
-        run = self._new_run(
-            schedule, args, kwargs, store, run_id, events, context, driven=schedule.loopless
-        )
+        run = Run(schedule, args, kwargs, store, run_id, events, context, self.max_concurrency)
         return drive(run.execute()) if schedule.loopless else run_sync(run.execute())
 
     __call__ = run
@@ -114,38 +107,11 @@ class WorkGraph:
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
         schedule = self._ready_schedule()
-        run = self._new_run(schedule, args, kwargs, store, run_id, events, context, driven=False)
-        return await run.execute()
-
-    def _new_run(
-        self,
-        schedule: Schedule,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        store: Store | None,
-        run_id: str | None,
-        events: bool,
-        context: Any,
-        *,
-        driven: bool,
-    ) -> Run:
-        return Run(
-            schedule,
-            args,
-            kwargs,
-            store=store,
-            run_id=run_id,
-            limit=self.max_concurrency,
-            driven=driven,
-            events=events,
-            context=context,
-        )
+        run = Run(schedule, args, kwargs, store, run_id, events, context, self.max_concurrency)
+        return await run.execute(driven=False)
 
     def _ready_schedule(self) -> Schedule:
-        schedule = self._schedule
-        if schedule.wiring != WorkGraphNode.wiring:  # some node was rewired since: check again
-            schedule = self._schedule = compile_schedule(self.start_nodes)
-            self._runnable = False
+        schedule = self._ready_schedule_unchecked()
         if not self._runnable:
             schedule.check_runnable()
             self._runnable = True

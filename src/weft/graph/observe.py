@@ -19,11 +19,11 @@ which things happened.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from weft.graph.modes import WorkGraphStopFlags
 from weft.store import Note, Store
-from weft.store.records import KIND
+from weft.store.records import KIND, NoteEvent
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 
@@ -43,16 +43,18 @@ class Observer:
         self._paths: list[str] | None = None  # "<run id>/<node key>", built on the first note
         self._held: list[tuple[str, Note, str]] | None = None
 
-    def _send(self, i: int, note: Note) -> None:
+    def _send(self, i: int, event: NoteEvent, **fields: Any) -> None:
         if not self.store.observed:
             return
         paths = self._paths
         if paths is None:
             paths = self._paths = [f"{self.run_id}/{key}" for key in self._keys]
+        key = self._keys[i]
+        note = Note(event=event, unit=key, label=self._labels[i], run_id=self.run_id, **fields)
         if self._held is not None:
-            self._held.append((paths[i], note, self._keys[i]))
+            self._held.append((paths[i], note, key))
         else:
-            self.store.note(KIND, paths[i], note, source=self._keys[i])
+            self.store.note(KIND, paths[i], note, source=key)
 
     def hold(self) -> None:
         """Keep the notes from now on, to log them in one commit at ``flush``/``release``."""
@@ -72,44 +74,15 @@ class Observer:
         self._held = None
 
     def started(self, i: int) -> None:
-        self._send(
-            i, Note(event="started", unit=self._keys[i], label=self._labels[i], run_id=self.run_id)
-        )
+        self._send(i, "started")
 
     def finished(self, i: int, flag: WorkGraphStopFlags, seconds: float) -> None:
-        self._send(
-            i,
-            Note(
-                event="finished",
-                unit=self._keys[i],
-                label=self._labels[i],
-                run_id=self.run_id,
-                duration_ms=int(seconds * 1e6) / 1000,  # to the microsecond
-                flag=None if flag is _CONTINUE else flag.name,
-            ),
-        )
+        flag_name = None if flag is _CONTINUE else flag.name
+        self._send(i, "finished", duration_ms=int(seconds * 1e6) / 1000, flag=flag_name)
 
     def failed(self, i: int, error: BaseException, seconds: float) -> None:
-        self._send(
-            i,
-            Note(
-                event="failed",
-                unit=self._keys[i],
-                label=self._labels[i],
-                run_id=self.run_id,
-                duration_ms=int(seconds * 1e6) / 1000,
-                error=f"{type(error).__name__}: {error}",
-            ),
-        )
+        message = f"{type(error).__name__}: {error}"
+        self._send(i, "failed", duration_ms=int(seconds * 1e6) / 1000, error=message)
 
     def skipped(self, i: int, reason: str) -> None:
-        self._send(
-            i,
-            Note(
-                event="skipped",
-                unit=self._keys[i],
-                label=self._labels[i],
-                run_id=self.run_id,
-                reason=reason,
-            ),
-        )
+        self._send(i, "skipped", reason=reason)

@@ -104,22 +104,17 @@ def _base_and_extras(
     j: int, preds: Sequence[int], ancestors: Sequence[int]
 ) -> tuple[int, tuple[int, ...]]:
     """The predecessor whose view to extend, and what to add, keeping canonical order."""
-    best: tuple[int, int] | None = None  # (extra count, pred)
+    best: tuple[int, int, int] | None = None  # (extra count, pred, extras)
     for p in preds:
         seen = ancestors[p] | (1 << p)
         extras = ancestors[j] & ~seen
-        if extras and _lowest(extras) < seen.bit_length() - 1:
+        if extras and (extras & -extras).bit_length() < seen.bit_length():
             continue  # its view plus the extras would not be in canonical order
         if best is None or extras.bit_count() < best[0]:
-            best = (extras.bit_count(), p)
+            best = (extras.bit_count(), p, extras)
     if best is None:
         return -1, _bits(ancestors[j])
-    p = best[1]
-    return p, _bits(ancestors[j] & ~(ancestors[p] | (1 << p)))
-
-
-def _lowest(bits: int) -> int:
-    return (bits & -bits).bit_length() - 1
+    return best[1], _bits(best[2])
 
 
 def _bits(bits: int) -> tuple[int, ...]:
@@ -350,7 +345,12 @@ class RunStores:
         assert log is not None
         key = schedule.keys[i]
         needed = self.views.needed[i]
-        changes = _events(change, self.marks[i])
+        if change is None:
+            changes: tuple[Event, ...] = ()
+        elif isinstance(change, Delta):
+            changes = change.events()
+        else:
+            changes = tuple(change.events(since=self.marks[i]))
         try:
             kept = (
                 not schedule.states[i]
@@ -445,22 +445,6 @@ class RunStores:
         if not due:
             return
         self.due = []
-        self._commit(due)
-
-    def flush(self) -> None:
-        """At the end of a run: commit what is due and, past nodes that never ran (after
-        ``Terminate``), every node that finished, in canonical order."""
-        n = self.schedule.size
-        late = [
-            k
-            for k in range(self.frontier, n)
-            if self.finished[k] and (self.changes[k] is not None or k in self.waiting)
-        ]
-        self.frontier = n
-        self.due.extend(late)
-        self.commit_due()
-
-    def _commit(self, due: list[int]) -> None:
         store, changes, waiting, records = self.store, self.changes, self.waiting, self.records
         final, self.final = self.final, None  # the run's own record, with its last commit
         if not any(k in waiting for k in due):
@@ -488,14 +472,20 @@ class RunStores:
                 tx.write(KIND, final[0], final[1], source="weft.graph")
 
     def complete(self, started_at: float | None) -> None:
-        """The run ended well: commit what is left, and (a recorded run started at
-        ``started_at``) its record, in the same commit."""
-        log = self.log
+        """The run ended well: commit what is due and, past nodes that never ran (after
+        ``Terminate``), every node that finished, in canonical order; with them (a recorded
+        run started at ``started_at``) the run's record, in the same commit."""
+        log, n = self.log, self.schedule.size
         if log is not None and started_at is not None:
-            schedule = self.schedule
-            record = log.completed("graph", schedule.keys, started_at)
+            record = log.completed("graph", self.schedule.keys, started_at)
             self.final = (log.run_id, record)
-        self.flush()
+        self.due.extend(
+            k
+            for k in range(self.frontier, n)
+            if self.finished[k] and (self.changes[k] is not None or k in self.waiting)
+        )
+        self.frontier = n
+        self.commit_due()
         if self.final is not None:  # nothing was left to commit with it
             run_id, record = self.final
             self.store.write(KIND, run_id, record, source="weft.graph")
@@ -506,15 +496,6 @@ def _within(ranges: list[tuple[int, int]], seq: int) -> bool:
     """Whether ``seq`` falls in one of the sorted, disjoint ``(low, high)`` ranges."""
     at = bisect_right(ranges, (seq, float("inf"))) - 1
     return at >= 0 and ranges[at][0] <= seq <= ranges[at][1]
-
-
-def _events(change: Delta | Store | None, mark: int) -> tuple[Event, ...]:
-    """A node's changes as events (to keep in its record)."""
-    if change is None:
-        return ()
-    if isinstance(change, Delta):
-        return change.events()
-    return tuple(change.events(since=mark))
 
 
 def _with_record(

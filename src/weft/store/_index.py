@@ -166,7 +166,8 @@ class _Tree:
         """A tree of ``keys`` (sorted, distinct), its nodes three quarters full."""
         if not keys:
             return cls((), 0, 0, shape)
-        nodes: list[_Node] = _even_chunks(keys, shape[0] * 3 // 4)
+        bounds = _even_bounds(len(keys), shape[0] * 3 // 4)
+        nodes: list[_Node] = [tuple(keys[start:end]) for start, end in bounds]
         maxes = [leaf[-1] for leaf in nodes]
         height, fill = 0, shape[2] * 3 // 4
         while len(nodes) > 1:
@@ -195,7 +196,7 @@ class _Tree:
         added = sorted(key for key, add in latest.items() if add)
         if not self.length:
             return _Tree.from_sorted(added, self.shape)
-        merged = list(self.keys())
+        merged = [key for leaf in self.leaves() for key in leaf]
         merged += added
         merged.sort()  # two sorted runs: merged in one pass
         kept = dict.fromkeys(merged)  # drops keys added that were there already
@@ -323,9 +324,6 @@ class _Tree:
     def leaves(self) -> Iterator[tuple[str, ...]]:
         return _leaves(self.root, self.height)
 
-    def keys(self) -> Iterable[str]:
-        return (key for leaf in self.leaves() for key in leaf)
-
 
 def _leaves(node: _Node, height: int) -> Iterator[tuple[str, ...]]:
     """The leaves under ``node`` (``height`` inner levels above them), in key order."""
@@ -369,7 +367,3 @@ def _even_bounds(count: int, fill: int) -> Iterator[tuple[int, int]]:
         end = start + size + (run < extra)
         yield start, end
         start = end
-
-
-def _even_chunks(keys: list[str], fill: int) -> list[tuple[str, ...]]:
-    return [tuple(keys[start:end]) for start, end in _even_bounds(len(keys), fill)]

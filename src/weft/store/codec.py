@@ -52,13 +52,6 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
         return {TAG: "bytes", "data": base64.b64encode(value).decode("ascii")}
     name = types.name_of(cls)
     if name is not None:
-        if cls in BUILTIN_TYPES:  # weft's own records: their fields beside the tag
-            record: dict[str, Any] = {TAG: name}
-            for f in dataclasses.fields(value):
-                item = getattr(value, f.name)
-                if item is not f.default or f.default is dataclasses.MISSING:
-                    record[f.name] = to_jsonable(item, types)
-            return record
         if dataclasses.is_dataclass(value):
             # a field still at its plain default is left out: the class fills it in on load
             data = {}
@@ -68,6 +61,8 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
                     data[f.name] = item
         else:
             data = value.model_dump(mode="python")
+        if cls in BUILTIN_TYPES:  # weft's own records: their fields beside the tag
+            return {TAG: name, **{key: to_jsonable(item, types) for key, item in data.items()}}
         return {TAG: name, "data": to_jsonable(data, types)}
     raise ValueTypeError(
         f"a {cls.__qualname__} cannot be encoded as JSON; register it with "

@@ -38,18 +38,7 @@ def make_key(kind: str, path: str) -> str:
     return f"{kind}:{path}"
 
 
-class _EntryFields(NamedTuple):
-    kind: str
-    path: str
-    stored: Any
-    source: str | None
-    created_at: float
-    updated_at: float
-    seq: int
-    meta: Mapping[str, Any] | None = None
-
-
-class Entry(_EntryFields):
+class Entry(NamedTuple):
     """What one key holds: its frozen value and who wrote it when.
 
     A named tuple (immutable and cheap to build: one is made per write). ``value``
@@ -58,7 +47,14 @@ class Entry(_EntryFields):
     first read (so appends stay O(1) however long the list grows).
     """
 
-    __slots__ = ()
+    kind: str
+    path: str
+    stored: Any
+    source: str | None
+    created_at: float
+    updated_at: float
+    seq: int
+    meta: Mapping[str, Any] | None = None
 
     @property
     def value(self) -> Any:

@@ -126,6 +126,13 @@ class Merging:
     _merged: list[Merging] | None
     _parent: Any
     _root: Any
+    # Store's own (see there)
+    _settle: Callable[[], None]
+    _publish: Callable[[Sequence[EventRow], _Mark], None]
+    _stage_batch: Callable[
+        [Sequence[tuple[str, str, Any, str | None, bool]], float], list[EventRow]
+    ]
+    _reducer_name: Callable[[str], str]
 
     def _mark(self) -> _Mark:
         return (
@@ -142,18 +149,7 @@ class Merging:
         self._recent = recent  # after settled: see Store._settle
         del self._own[length:]
 
-    def _settle(self) -> None:
-        raise NotImplementedError
-
-    def _publish(self, rows: Sequence[EventRow], mark: _Mark) -> None:
-        raise NotImplementedError
-
     def _replay(self, event: Event | EventRow, *, keep_seq: bool = True) -> EventRow:
-        raise NotImplementedError
-
-    def _stage_batch(
-        self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
-    ) -> list[EventRow]:
         raise NotImplementedError
 
     def _apply_batch(
@@ -207,18 +203,8 @@ class Merging:
                         batch = []
                     assert isinstance(change, Merging)
                     with change._lock:
-                        if (
-                            self._recent is change._base
-                            and self._settled is change._base_settled
-                            and self._seq == change._fork_seq
-                        ):
-                            if change._settled is not self._settled:  # the fork settled
-                                self._settled = change._settled  # first: see Store._settle
-                                self._settle_at = change._settle_at
-                            self._recent, self._index = change._recent, change._index
-                            self._seq = change._seq
-                            self._own.extend(change._own)
-                            events.extend(change._own)
+                        if self._saw_nothing_since(change):
+                            events.extend(self._adopt(change))
                             continue
                         if check:
                             self._check_conflicts(change, position)
@@ -261,18 +247,29 @@ class Merging:
             ):
                 return False
             mark = self._mark()
-            if change._settled is not self._settled:  # the fork settled first: see Store._settle
-                self._settled = change._settled
-                self._settle_at = change._settle_at
-            self._recent, self._index = change._recent, change._index
-            self._seq = change._seq
-            own = change._own
-            self._own.extend(own)
-            self._publish(own, mark)  # a journal that refuses it undoes it
+            self._publish(self._adopt(change), mark)  # a journal that refuses it undoes it
             if len(self._recent) > self._settle_at:
                 self._settle()
             change._merged = [self]
         return True
+
+    def _saw_nothing_since(self, fork: Merging) -> bool:
+        """Whether this store holds exactly what ``fork`` started from."""
+        return (
+            self._recent is fork._base
+            and self._settled is fork._base_settled
+            and self._seq == fork._fork_seq
+        )
+
+    def _adopt(self, fork: Merging) -> list[EventRow]:
+        """Fast-forward: take ``fork``'s content as it is; returns its events."""
+        if fork._settled is not self._settled:  # the fork settled first: see Store._settle
+            self._settled = fork._settled
+            self._settle_at = fork._settle_at
+        self._recent, self._index = fork._recent, fork._index
+        self._seq = fork._seq
+        self._own.extend(fork._own)
+        return fork._own
 
     def untouched(self, since: Merging, changes: Sequence[Merging | Delta]) -> bool:
         """Whether every field that ``changes`` write holds here the very entry it holds in
@@ -299,18 +296,7 @@ class Merging:
 
     def _check_family(self, changes: Sequence[Merging | Delta]) -> None:
         seen: set[int] = set()
-        root = self._root
         for change in changes:
-            if change.__class__ is Delta:
-                if change._root is not root:
-                    raise StoreError(
-                        f"cannot merge {change!r}: it was made on a store of another family; "
-                        "merge a delta into the store its view was forked from"
-                    )
-                if id(change) in seen:
-                    raise StoreError(f"{change!r} is given twice; a change merges once")
-                seen.add(id(change))
-                continue
             if not isinstance(change, (Merging, Delta)):
                 raise StoreError(
                     f"merge takes stores made by fork() and deltas made by delta(), got {change!r}"
@@ -318,21 +304,25 @@ class Merging:
             if id(change) in seen:
                 raise StoreError(f"{change!r} is given twice; a change merges once")
             seen.add(id(change))
-            if change._root is not self._root or (
-                isinstance(change, Merging) and change._parent is None
-            ):
+            if isinstance(change, Delta):
+                if change._root is not self._root:
+                    raise StoreError(
+                        f"cannot merge {change!r}: it was made on a store of another family; "
+                        "merge a delta into the store its view was forked from"
+                    )
+                continue
+            if change._root is not self._root or change._parent is None:
                 raise StoreError(
                     f"cannot merge {change!r}: it is not a fork of this store; merge a fork "
                     "into the store it was forked from"
                 )
-            if isinstance(change, Merging):
-                ancestor: Any = self
-                while ancestor is not None:
-                    if ancestor is change:
-                        raise StoreError(
-                            f"cannot merge {change!r} into {self!r}: this store was forked from it"
-                        )
-                    ancestor = ancestor._parent
+            ancestor: Any = self
+            while ancestor is not None:
+                if ancestor is change:
+                    raise StoreError(
+                        f"cannot merge {change!r} into {self!r}: this store was forked from it"
+                    )
+                ancestor = ancestor._parent
 
     def _check_conflicts(self, change: Merging | Delta, position: int) -> None:
         """Refuse the merge if a field ``change`` replaces changed since it saw it."""
@@ -373,9 +363,6 @@ class Merging:
                 f"keeps only the last write; declare a reducer for it (e.g. store.declare("
                 f"{kind!r}, {path!r}, reducers.append)) or let one branch write it"
             )
-
-    def _reducer_name(self, key: str) -> str:
-        raise NotImplementedError
 
 
 def _refused(exc: ReducerError, writer: str | None) -> ReducerError:

@@ -48,12 +48,6 @@ NoteEvent = Literal["started", "finished", "failed", "skipped"]
 _SCALARS: Final = frozenset({str, int, float, bool})
 
 
-def _frozen(record: Any, name: str, where: str) -> None:
-    value = getattr(record, name)
-    if value is not None and value.__class__ not in _SCALARS:
-        object.__setattr__(record, name, freeze(value, where=where))
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunRecord:
     """A run: ``kind`` (``graph``, ``agent``, ``plan`` ...), ``status``, the ``units`` it is
@@ -72,7 +66,9 @@ class RunRecord:
     def __post_init__(self) -> None:
         if not isinstance(self.units, tuple):
             object.__setattr__(self, "units", tuple(self.units))
-        _frozen(self, "output", "the output of a run")
+        output = self.output
+        if output is not None and output.__class__ not in _SCALARS:
+            object.__setattr__(self, "output", freeze(output, where="the output of a run"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,16 +188,14 @@ class RunLog:
     ) -> RunRecord:
         """The run's record: written now (status ``running``) if the run is new, else the
         one recorded, checked to be of the same kind and units (else ``error``)."""
-        known = self.store.value(KIND, self.run_id, None)
-        if known is None:
-            record = RunRecord(
-                kind=kind, units=units, began=self.store.last_seq, started_at=time.time()
-            )
-            self.store.write(KIND, self.run_id, record, source=f"weft.{kind}")
-            return record
-        if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
-            raise error(_not_this_run(self.run_id, known, kind, units))
-        return known
+        known = self.check(kind, units, error=error)
+        if known is not None:
+            return known
+        record = RunRecord(
+            kind=kind, units=units, began=self.store.last_seq, started_at=time.time()
+        )
+        self.store.write(KIND, self.run_id, record, source=f"weft.{kind}")
+        return record
 
     def check(
         self, kind: str, units: tuple[str, ...], *, error: type[Exception] = StoreError

@@ -171,8 +171,8 @@ def reducer_name(fn: Reducer) -> str:
 
 
 def by_name(name: str) -> Reducer | None:
-    """The built-in reducer of that name, if there is one."""
-    for fn, known in BUILTIN.items():
+    """The built-in reducer of that name (``operator.add`` too), if there is one."""
+    for fn, known in (*BUILTIN.items(), (operator.add, "operator.add")):
         if known == name:
             return fn
     return None

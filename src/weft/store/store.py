@@ -76,6 +76,12 @@ class _Declared:
     frozen_output: bool
     persist: bool = True
 
+    def replacing(self) -> _Declared:
+        """This field's declaration for a write of the whole value, past its reducer."""
+        if self.name == "replace":
+            return self
+        return _Declared("replace", _reducers.replace, True, self.persist)
+
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
 _REPLACE_FN: Final = _reducers.replace
@@ -215,8 +221,8 @@ class Store(Merging):
         """
         key = _checked_key(kind, path)
         declared = self._declared.get(key, _REPLACE)
-        if replace and declared.name != "replace":
-            declared = _Declared("replace", _reducers.replace, True, declared.persist)
+        if replace:
+            declared = declared.replacing()
         update = (
             value
             if type(value) in _AS_IS
@@ -316,8 +322,8 @@ class Store(Merging):
         for kind, path, value, source, whole in items:
             key = f"{kind}:{path}"
             declared = declared_of(key, _REPLACE)
-            if whole and declared.name != "replace":
-                declared = _Declared("replace", _reducers.replace, True, declared.persist)
+            if whole:
+                declared = declared.replacing()
             reducer = declared.name
             slot = staged.get(key)
             if slot is None:
@@ -844,14 +850,12 @@ class Store(Merging):
         """Write ``update`` through ``declared``; returns the new entry's and event's rows."""
         recent = self._recent
         old = _entries.lookup(recent, self._settled, key)
+        new = self._reduce(key, MISSING if old is None else old[2], update, declared)  # [2]: stored
+        event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
         if old is None:
-            new = self._reduce(key, MISSING, update, declared)
-            event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
             row = (kind, path, new, source, at, at, self._seq, meta)
             self._index = self._index.add(key)
-        else:  # old[2], old[4], old[7]: stored, created_at, meta
-            new = self._reduce(key, old[2], update, declared)
-            event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
+        else:  # old[4], old[7]: created_at, meta
             row = (kind, path, new, source, old[4], at, self._seq, old[7] if meta is None else meta)
         self._recent = recent.set(key, row)
         if len(self._recent) > self._settle_at:
@@ -988,15 +992,10 @@ class Store(Merging):
 
     def _declared_for_replay(self, key: str, reducer: str) -> _Declared:
         if reducer == "replace":
-            known = self._declared.get(key)
-            if known is None or known.name == "replace":
-                return known or _REPLACE
-            return _Declared("replace", _reducers.replace, True, known.persist)
+            return self._declared.get(key, _REPLACE).replacing()
         declared = self._declared.get(key)
         if declared is None:
             builtin = _reducers.by_name(reducer)
-            if builtin is None and reducer == "operator.add":
-                builtin = operator.add
             if builtin is None:
                 raise ReducerError(
                     f"the log writes {key} through the reducer {reducer!r}, which is not a "

@@ -20,47 +20,33 @@ from typing import Any, Final, NoReturn
 from weft.errors import ValueTypeError
 
 
-class _Missing:
-    """The type of ``MISSING``: no value at all, where ``None`` is a value."""
+class _Sentinel:
+    """A value of its own, named like the module global that holds it (pickled as that)."""
 
-    _instance: _Missing | None = None
+    __slots__ = ("_name",)
 
-    def __new__(cls) -> _Missing:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __repr__(self) -> str:
-        return "MISSING"
+        return self._name
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+class _Missing(_Sentinel):
+    """The type of ``MISSING``: no value at all, where ``None`` is a value."""
+
+    __slots__ = ()
 
     def __bool__(self) -> bool:
         return False
 
-    def __reduce__(self) -> str:
-        return "MISSING"
 
-
-MISSING: Final = _Missing()
-
-
-class _Delete:
-    """The type of ``DELETE``: in an update for the ``merge`` reducer, removes that key."""
-
-    _instance: _Delete | None = None
-
-    def __new__(cls) -> _Delete:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "DELETE"
-
-    def __reduce__(self) -> str:
-        return "DELETE"
-
-
-DELETE: Final = _Delete()
+MISSING: Final = _Missing("MISSING")
+DELETE: Final = _Sentinel("DELETE")
+"""In an update for the ``merge`` reducer, removes that key."""
 
 _READ_ONLY = (
     "stored values are read-only (they are shared with forks and the event log); "
@@ -72,7 +58,19 @@ def _read_only(*_args: Any, **_kwargs: Any) -> NoReturn:
     raise TypeError(_READ_ONLY)
 
 
-class FrozenDict(dict[str, Any]):
+class _Frozen:
+    """Frozen containers are their own copies."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+
+class FrozenDict(_Frozen, dict[str, Any]):
     """A ``dict`` whose mutating methods raise. Build one with ``freeze``."""
 
     __slots__ = ()
@@ -92,14 +90,8 @@ class FrozenDict(dict[str, Any]):
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenDict, (dict(self),))
 
-    def __copy__(self) -> FrozenDict:
-        return self
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
-        return self
-
-
-class FrozenList(list[Any]):
+class FrozenList(_Frozen, list[Any]):
     """A ``list`` whose mutating methods raise. Build one with ``freeze``."""
 
     __slots__ = ()
@@ -122,12 +114,6 @@ class FrozenList(list[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (FrozenList, (list(self),))
-
-    def __copy__(self) -> FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
-        return self
 
 
 BUILTIN_TYPES: Final[dict[type, str]] = {}
