@@ -216,6 +216,30 @@ def test_a_resumed_node_reads_the_view_it_would_have_had(mode: Mode) -> None:
     assert store.value("state", "seen") == ["s"]  # resumed: ['x', 's', 's']
 
 
+def test_a_resumed_node_may_replace_a_field_written_meanwhile(mode: Mode) -> None:
+    """The caller fixes ``shared:x`` between the failure and the resume; the node that
+    runs again replaces it: that is its own write on top of what it read, no conflict."""
+    flaky = Flaky()
+    a = flaky.node(mode, "a", value=lambda view: {"a": 1}, state=True)
+    failing = [True]
+
+    def write_x(ctx: Any) -> None:
+        if failing[0]:
+            raise RuntimeError("b is down")
+        ctx.store.write("shared", "x", "b")
+
+    b = WorkGraphNode(mode.fn(write_x), id="b")
+    graph = WorkGraph(start_nodes=[a, b])
+    store = Store()
+    with pytest.raises(NodeError):
+        mode.run(graph, run_id="r", store=store)
+    store.write("shared", "x", "fixed by the caller")
+    failing[0] = False
+    mode.run(graph, run_id="r", store=store)
+    assert store.value("shared", "x") == "b"
+    assert flaky.calls["a"] == 1
+
+
 def test_run_id_needs_a_store() -> None:
     with pytest.raises(GraphError, match="needs a store"):
         WorkGraph([[len]]).run("x", run_id="r1")

@@ -410,13 +410,23 @@ class RunStores:
         start = store.at(first - 1)
         prefix = f"{log.run_id}/"
         ours = sorted(ranges)
+        since: list[Event] = []  # each as it is now: the same value, writer and time
         for entry in store.entries():
             seq = entry.seq
             if seq < first or _within(ours, seq):
                 continue
             if entry.kind == KIND and (entry.path == log.run_id or entry.path.startswith(prefix)):
                 continue
-            start.write(entry.kind, entry.path, entry.value, source=entry.source, replace=True)
+            kind, path, stored, source, at, meta = (
+                entry.kind,
+                entry.path,
+                entry.stored,
+                entry.source,
+                entry.updated_at,
+                entry.meta,
+            )
+            since.append(Event(0, "write", kind, path, stored, source, "replace", at, meta))
+        start.apply(since)
         self.start = start
 
     def restore(self, i: int, record: StepRecord) -> None:
