@@ -1,29 +1,16 @@
-"""``Agent``: the loop of seed 000/002, on one store.
+"""``Agent``: the loop of seed 000/002, on one store (the README's "Agents" section).
 
-Feedback (pattern 1). ``action_results`` is *replaced* each iteration, never
-accumulated: it is the outcome of the iteration's **last** action group, either the
-executed ``AgentAction`` of a single action or the summarizer's value for a parallel
-group. The earlier groups' values are not lost: the actors of later groups see them in
-``previous_action_results`` (pattern 2, see ``weft.agent.branching``) and the store
-holds every action's record. An iteration that runs no actions leaves the feedback as
-it was (a branch that completes at once hands back its action's result).
+An agent named ``N`` writes, in kind ``state``: ``agent/N/current`` (replaced by
+``{"iteration", "response"}`` once the reply is parsed, before any action runs),
+``agent/N/actions`` (one ``action_record`` appended per executed action, as it finishes),
+``agent/N/states`` (the ``AgentStateItem`` of each finished iteration, as a dict) and a note
+on ``agent/N/states`` for each corrective retry. A branch is an agent named
+``N/<iteration>.<group>.<index>`` on a fork of the store; its records reach this store when
+its group ends.
 
-Store layout. An agent named ``N`` writes, in kind ``state``:
-
-==============================  =======  =================================================
-``agent/N/current``             replace  ``{"iteration": n, "response": {...}}`` once the
-                                         reply is parsed, before any action runs
-``agent/N/actions``             append   one record per executed action, as it finishes:
-                                         ``{"agent", "iteration", "group", "index",
-                                         "action": {type, target, args, ..., result}}``
-``agent/N/states``              append   the ``AgentStateItem`` (as a dict) of each
-                                         finished iteration: ``agent.states``
-==============================  =======  =================================================
-
-and a note on ``agent/N/states`` for each corrective retry. A branch of a parallel group
-is an agent named ``N/<iteration>.<group>.<index>`` working on a fork of the store; its
-records reach this store when the group ends. A run given a ``run_id`` is also recorded
-with the typed records of the one run model, to resume (``weft.agent.resume``).
+The feedback (``action_results``) is the outcome of the iteration's last action group: the
+executed ``AgentAction`` of a single action, or the summarizer's value for a parallel group.
+An iteration that runs no actions leaves it as it was.
 """
 
 from __future__ import annotations
@@ -207,16 +194,12 @@ class Agent:
         run_id: str | None = None,
     ) -> AgentResult:
         """Run the loop until the task is completed, nothing is left to do, or
-        ``max_iterations``; returns an ``AgentResult``.
+        ``max_iterations``.
 
-        ``action_results`` seeds the feedback of the first iteration (a branch starts
-        with its action's result). ``previous_agent_results`` are the results of earlier
-        agents in a plan (pattern 4): each becomes an ``AgentAttachment``.
-
-        ``run_id`` makes the run resumable: each finished iteration is recorded in the
-        store before the next one starts, and calling again with the same ``run_id`` and
-        arguments (after a crash, in a new process, on the store reloaded) goes on from
-        where it stopped, finished iterations not run again (``weft.agent.resume``).
+        ``action_results`` seeds the first iteration's feedback; each of
+        ``previous_agent_results`` (earlier agents of a plan, pattern 4) becomes an
+        attachment. With ``run_id`` the run is recorded, and calling again with the same
+        ``run_id`` and arguments resumes it (``weft.agent.resume``).
         """
         run = None if run_id is None else check_run_id(run_id, AgentBuildError)
         given = (*attachments, *self.make_attachments(previous_agent_results))
@@ -250,7 +233,6 @@ class Agent:
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
-        """One loop of this agent at a time: its iterations are numbered in its store."""
         if self._running:
             raise AgentError(
                 f"agent {self.name!r} is already running; one agent runs one loop at a time "
@@ -386,8 +368,7 @@ class Agent:
             ) from None
 
     async def _work(self, work: NextActions, step: IterationContext) -> Any:
-        """Run the iteration's work: action groups through a built WorkGraph, or a callable
-        (the polymorphic dispatch of seed 002)."""
+        """Run action groups (``weft.agent.branching``), or a callable as it is (seed 002)."""
         try:
             if isinstance(work, tuple):
                 return await run_action_groups(work, step)

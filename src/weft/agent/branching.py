@@ -1,5 +1,5 @@
-"""Action groups as a WorkGraph: sequential accumulation (pattern 2) and parallel
-branches in isolated agent copies (pattern 3).
+"""Action groups as a WorkGraph: sequential accumulation (pattern 2) and parallel branches
+in isolated agent copies (pattern 3); the README's "Agents" section says what each gives.
 
 ``next_actions = [[A], [B, C, D], [E]]`` becomes::
 
@@ -7,22 +7,10 @@ branches in isolated agent copies (pattern 3).
       ├─► C ──► branch agent ──┼─► Summarizer ──► E
       └─► D ──► branch agent ──┘
 
-**The shared list.** Actors see the *previous action results* through a
-``previous_action_results`` parameter: a read-only ``FrozenList`` that starts as
-``[action_results]`` (what the iteration was fed) and gains exactly **one** item per group,
-a single action's result or a parallel group's merged value. Nothing is flattened:
-``[[A1], [B1, B2], [C1]]`` gives C1 ``[initial, 'A1', ['B1', 'B2']]``.
-
-**Branches.** Each action of a group of several runs in its own copy of the agent, named
-``<agent>/<iteration>.<group>.<index>``, on ``store.fork()``, with no states when
-``branching_agent_start_as_new``. The copy runs the action, then its own loop fed with the
-action's result, until it completes. Branches run concurrently and never see each other's
-writes. The summarizer node merges the forks **in action order** and calls
-``summarizer(*branch_results)`` with the branches' ``AgentResult`` s in action order.
-
-**Resume.** In a run with a ``run_id``, a recorded action or branch is not run again,
-a merged group is not merged again and a summarized group is not even built (the records:
-``weft.agent.resume``).
+A branch is a copy of the agent named ``<agent>/<iteration>.<group>.<index>`` on a fork of
+the store; it runs the action, then its own loop fed with the action's result. The
+summarizer merges the forks in action order. In a run with a ``run_id`` a recorded action
+or branch is not run again and a summarized group is not even built (``weft.agent.resume``).
 """
 
 from __future__ import annotations
@@ -89,10 +77,8 @@ class _Ended:
 async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any:
     """Run ``groups``; returns the last group's outcome (the feedback).
 
-    Groups with branches run as a WorkGraph (``build_action_graph``). A plain sequence
-    (every group a single action) runs the very same node functions one after another:
-    the engine would run that chain inline too, and only add the cost of building and
-    scheduling a graph.
+    A plain sequence (every group a single action) runs the graph's node functions one after
+    another: the engine would run that chain inline too, at the cost of building a graph.
     """
     start = Flow(FrozenList([plain_results(step.action_results)]), step.action_results)
     if all(len(group) == 1 for group in groups):

@@ -1,53 +1,19 @@
 """The structured reply of an action agent: the seed's XML, or JSON with the same fields.
 
-XML (tags in any case; text around the element and unknown tags are ignored)::
+The XML is the layout the prompts ask for (``ACTION_FORMAT`` in ``weft.agent.prompt_agents``,
+``PLANNING_FORMAT`` in ``weft.agent.planning``), read tolerantly: tags in any case, text
+around the element and unknown tags ignored, the ``<StructuredResponse>`` wrapper optional,
+an ``<Action>`` outside an ``<ActionGroup>`` a group of one, ``<Type>`` for ``<ActionType>``,
+and ``<Args>`` a JSON object or ``<name>value</name>`` elements. The JSON (bare, or in a
+```json fence) has the same fields in snake case::
 
-    <StructuredResponse>
-      <InstantResponse>I will open the page first.</InstantResponse>
-      <InstantLearnings>The user prefers short answers.</InstantLearnings>   (optional)
-      <TaskStatus>Ongoing</TaskStatus>              Completed | Ongoing | Pending
-      <TaskStatusDescription>Opening the page</TaskStatusDescription>      (optional)
-      <TaskStatusDescriptionExtended>...</TaskStatusDescriptionExtended>  (optional)
-      <NextActions>
-        <ActionGroup>                               a group of one runs in sequence
-          <Action>
-            <ActionType>Navigation.VisitURL</ActionType>   (or <Type>)
-            <Target>https://example.org</Target>           (optional)
-            <Args>{"timeout": 5}</Args>                    (optional: a JSON object, or
-                                                            <Args><q>text</q></Args>)
-            <Reasoning>The answer is on that page.</Reasoning>  (optional)
-          </Action>
-        </ActionGroup>
-        <ActionGroup>                               several actions: one branch each
-          <Action>...</Action>
-          <Action>...</Action>
-        </ActionGroup>
-        <Action>...</Action>                        an <Action> outside a group is a group of one
-      </NextActions>
-      <Problems>                                    (planning agent)
-        <Problem>
-          <Request>Search for a Starbucks recipe</Request>
-          <ProblemID>SUGGEST_RECIPE_STARBUCKS</ProblemID>
-        </Problem>
-      </Problems>
-      <ProblemGraph>
-        SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS
-        ORDER_MCDONALDS
-      </ProblemGraph>
-    </StructuredResponse>
+    {"task_status": "Ongoing", "next_actions": [[{"type": "Search", "target": "weft"}],
+     [{"type": "A", "args": {"q": 1}}, {"type": "B"}]],
+     "problems": [{"request": "...", "problem_id": "ORDER"}], "problem_graph": "A -> ORDER"}
 
-JSON (a bare object, or one inside a ```json fence)::
-
-    {"instant_response": "...", "task_status": "Ongoing", "task_status_description": "...",
-     "next_actions": [[{"type": "Navigation.VisitURL", "target": "https://example.org",
-                        "args": {"timeout": 5}, "reasoning": "..."}],
-                      [{"type": "A"}, {"type": "B"}]],
-     "problems": [{"request": "...", "problem_id": "ORDER_STARBUCKS"}],
-     "problem_graph": "SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS\\nORDER_MCDONALDS"}
-
-A missing ``TaskStatus`` means ``Ongoing`` when there is something to do and
-``Completed`` otherwise. Every defect is a ``ResponseProblem`` whose message is shown to
-the reasoner in the corrective retry, so it says exactly what was wrong and how to fix it.
+A missing task status is ``Ongoing`` when there is something to do, else ``Completed``.
+Every defect is a ``ResponseProblem`` whose message the reasoner is shown in the corrective
+retry, so it says what was wrong and how to fix it.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Prompt templates and the seed's placeholders, and how each placeholder is rendered.
+"""Prompt templates: the seed's placeholders (``PLACEHOLDERS``, described in the README's
+"Agents" section) and how each is rendered.
 
-A template is ``str.format`` text naming placeholders in braces (``{user_input}``); a
-literal brace is doubled (``{{``). The placeholders: ``user_input`` (with
-``use_conversational_user_input``, the whole conversation), ``conversation`` (``User:`` /
-``Agent:`` lines, pattern 5), ``user_profile``, ``context``, ``action_result`` (the last
-``action_results`` as ``<ActionResults>`` XML, pattern 1), ``action_memory`` (their
-``action_memory.memory``, pattern 6), ``attachments`` (pattern 4), ``current_state`` and
-``previous_states`` (the non-Pending states' descriptions).
-
-A placeholder with nothing to show renders empty. Any other field, or attribute or index
-access (``{user_input.x}``), is an ``AgentBuildError`` when the agent is built.
+A template is ``str.format`` text (a literal brace doubled: ``{{``); a placeholder with
+nothing to show renders empty. Any other field, or attribute or index access
+(``{user_input.x}``), is an ``AgentBuildError`` when the agent is built.
 """
 
 from __future__ import annotations
@@ -92,13 +86,8 @@ class _Feed(dict[str, str]):
 
 
 def action_results_xml(action_results: Any) -> str:
-    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them.
-
-    Each item (a list's items, or the one value) is an ``<Action>``: an executed
-    ``AgentAction`` shows ``<ActionType>`` (and ``<ActionID>`` when it has one) and its
-    ``<ActionResult>``; any other value only an ``<ActionResult>``. Results are text as
-    they are, other values JSON, XML-escaped.
-    """
+    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them:
+    one ``<Action>`` per item (a list's items, or the one value)."""
     items = action_results if isinstance(action_results, (list, tuple)) else (action_results,)
     lines = ["<ActionResults>"]
     for item in items:
@@ -117,11 +106,8 @@ def action_results_xml(action_results: Any) -> str:
 
 
 def action_memory_string(action_results: Any) -> str | None:
-    """``action_memory.memory`` of the results (pattern 6), or None.
-
-    An executed action is looked into through its ``result``. For a list (a parallel
-    group's merged results), the memories of its items, one per line.
-    """
+    """``action_memory.memory`` of the results (pattern 6), or None; for a list (a
+    parallel group's merged results), its items' memories, one per line."""
     if isinstance(action_results, (list, tuple)):
         found = [m for m in map(action_memory_string, action_results) if m]
         return "\n".join(found) if found else None

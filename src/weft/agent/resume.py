@@ -25,21 +25,12 @@ typed records of ``weft.store.records`` (kind ``step``)::
                                     (``action/<g>``, ``branch/<g>.<k>``, ``problem/<i>``)
 
 ``n`` is the agent's iteration number. A branch (and an ``Agent`` solving a problem) runs
-its own loop with the same records under its unit, written to its fork: they reach the
-store with the branch's writes. Keyed calls are written to the run's store at once. Each
-record is one commit with the writes it stands for.
+its own loop with the same records under its unit, in its fork: they reach the store with
+the branch's writes. Keyed calls are written to the run's store at once.
 
-Running again with the same ``run_id`` and arguments on that store (or a ``DurableRun``
-reloaded in a new process) goes on from the first unfinished iteration; a run that ended
-returns its result and calls nothing. A run id names one run of one agent: another agent
-is refused it, and so is a resume after the agent ran other iterations in that store.
-
-On resume, a finished iteration runs nothing again. In the interrupted one, a recorded
-reply is not asked for again, and a recorded action, branch, problem, merge or summary is
-not run again; unfinished actions, branches and problems run again **whole** (a branch's
-loop lives on a fork until it finishes), and so does work that ``create_next_actions``
-returns as a callable of your own. An actor's external effect happens at least once,
-unless it goes through ``call_once`` (``weft.agent.actors``).
+What a resume runs again, and what not, is the README's "Resume" paragraph ("Agents"
+section). Beyond it: a run that ended returns its result and calls nothing, and work that
+``create_next_actions`` returns as a callable of your own runs again whole.
 """
 
 from __future__ import annotations

@@ -17,13 +17,9 @@ from weft.store import MISSING, FrozenDict, FrozenList, freeze
 
 
 class AgentTaskStatusFlags(enum.Enum):
-    """Where the task stands after an iteration, as the reasoner reports it.
-
-    ``Completed`` ends the loop (after the iteration's actions ran). ``Ongoing`` goes on
-    while there are actions to run. ``Pending`` waits for something outside the agent
-    (usually the user); pending states are left out of ``{current_state}`` and
-    ``{previous_states}``.
-    """
+    """Where the task stands after an iteration, as the reasoner reports it: ``Completed``
+    ends the loop (after the iteration's actions ran); ``Pending`` waits for something
+    outside the agent (usually the user)."""
 
     Completed = "Completed"
     Ongoing = "Ongoing"
@@ -42,11 +38,9 @@ _STATUS_BY_NAME: Final = {flag.value.lower(): flag for flag in AgentTaskStatusFl
 class AgentAction:
     """One action the reasoner asked for, and once it ran, its result.
 
-    ``type`` picks the actor (``"Navigation.VisitURL"``), ``target`` is what it acts on,
-    ``args`` its keyword arguments, ``reasoning`` why the reasoner wants it, and ``id``
-    an optional label (the planning agent puts the ProblemID there). ``result`` is
-    ``MISSING`` until the action ran; an actor that raised leaves an error result
-    ``{"error": "...", "type": <action type>}`` and the message in ``error``.
+    ``type`` picks the actor; ``id`` is an optional label (a plan's ProblemID). ``result``
+    is ``MISSING`` until the action ran; an actor that raised leaves an error result and
+    the message in ``error``.
     """
 
     type: str
@@ -113,12 +107,9 @@ several runs each action in its own branch."""
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResponse:
-    """A reasoner's reply, parsed.
-
-    ``next_actions`` are the action groups (``[[A], [B, C], [E]]``). A planning reply has
-    ``problems`` (one action per ``<Problem>``, its ProblemID in ``id`` and its request in
-    ``args["request"]``) and ``problem_graph``: the validated paths of ProblemIDs.
-    """
+    """A reasoner's reply, parsed. A planning reply has ``problems`` (one action per
+    ``<Problem>``, its ProblemID in ``id``, its request in ``args["request"]``) and
+    ``problem_graph``, the validated paths of ProblemIDs."""
 
     instant_response: str | None = None
     instant_learnings: str | None = None
@@ -169,12 +160,8 @@ class AgentResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentAttachment:
-    """Something the reasoner is shown beside the input: a file, or an earlier agent's result.
-
-    ``str(attachment)`` is what the ``{attachments}`` placeholder shows: an
-    ``<Attachment>`` element with ``<ID>``, ``<Description>`` and ``<Content>`` (text as
-    it is, other values as JSON; XML-escaped, so content cannot close the element).
-    """
+    """Something the reasoner is shown beside the input: a file, or an earlier agent's
+    result. ``str(attachment)`` is what the ``{attachments}`` placeholder shows."""
 
     id: str
     description: str
@@ -196,7 +183,6 @@ class AgentStateItem:
 
     The seed's fields, plus ``iteration`` (0, 1, ... per agent, across runs). ``new_task``
     is true for the first iteration of a run that was given a user input.
-    ``action_results`` is what the next iteration is fed (pattern 1).
     """
 
     iteration: int
@@ -243,11 +229,7 @@ class AgentStateItem:
 
 
 class AgentStates(Sequence[AgentStateItem]):
-    """The ordered, read-only list of an agent's state items: one per iteration.
-
-    It grows monotonically (the seed never prunes); the agent rebuilds it from the store,
-    so two readers never share a list that one of them appends to.
-    """
+    """The ordered, read-only list of an agent's state items: one per iteration."""
 
     __slots__ = ("_items",)
 
@@ -297,9 +279,8 @@ StopReason = Literal["completed", "no_actions", "max_iterations"]
 class AgentResult:
     """What ``Agent.arun`` returns: how the run ended and what it produced.
 
-    ``stop_reason`` is ``"completed"`` (the reasoner said so), ``"no_actions"`` (it asked
-    for nothing more: waiting for the user) or ``"max_iterations"``. ``action_results`` is
-    the last feedback value (see ``Agent``); ``states`` the state items of this run.
+    ``stop_reason`` is ``"no_actions"`` when the reasoner asked for nothing more (waiting
+    for the user); ``states`` are the state items of this run.
     """
 
     agent: str
