@@ -1,5 +1,4 @@
-"""The thread's records, and the versioned state codec: which schema version saved a thread,
-and migrations.
+"""A thread's records, and the versioned state codec: which schema version saved a thread.
 
 A thread's records are typed run records (``weft.store.records``) under the run id
 ``weft.turns``::
@@ -8,19 +7,12 @@ A thread's records are typed run records (``weft.store.records``) under the run 
     step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version
     step:weft.turns/turn     StepRecord(kind="turn")     result: the number of the last turn
 
-The first turn writes the first two; every turn ends with its turn record, the last write
-of its transaction, which marks where each turn ends in the thread's log.
-
-Loading a thread reads the schema version. An older one is migrated once:
-``migrations[v](state) -> state`` runs for each ``v`` up to the current version on the
-stored fields as a nested dict, and the difference is written back in one transaction. A
-missing migration, or a newer version, is a ``StateVersionError`` and nothing changes. A
-record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
-the step; earlier turns stay loadable (``thread_state(thread_id, turn=n)``).
-
-A thread with stored fields but no record predates versioning: it is version 1. Old writes
-replay with the reducer each was written with, so a field that changes its reducer needs a
-new name; a legacy field reduced by your own function is named in ``legacy_reducers``.
+The first turn writes the first two; each turn ends with its turn record, the last write of
+its transaction, which marks where the turn ends in the thread's log. An older version is
+migrated once on load, the difference written back in one transaction. A thread with stored
+fields but no record predates versioning: it is version 1. Old writes replay with the
+reducer each was written with, so a field that changes its reducer needs a new name; a
+legacy field reduced by your own function is named in ``legacy_reducers``.
 """
 
 from __future__ import annotations
@@ -67,8 +59,8 @@ class ThreadRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StateCodec:
-    """The schema's version, and the migrations from each older one (see the module
-    docstring). ``migrations[1]`` takes a version-1 state to version 2."""
+    """The schema's version, and the migrations from each older one: ``migrations[1]``
+    takes a version-1 state (the stored fields as a nested dict) to version 2."""
 
     version: int = 1
     migrations: Mapping[int, Migration] = field(default_factory=dict)
@@ -141,8 +133,7 @@ class StateCodec:
 
 
 def start_turn(tx: Store, version: int) -> None:
-    """Open a turn in its transaction: a thread with no typed records yet (a new one, or
-    one saved with the dict record) gets its run record and its schema record first."""
+    """Open a turn in its transaction: a thread without records gets them first."""
     if tx.get(KIND, SCHEMA_PATH) is None:
         _record_schema(tx, version)
 
@@ -267,9 +258,8 @@ def _ended(events: list[Event]) -> Iterator[tuple[int, int]]:
 
 
 def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int]:
-    """(step, turn) of the first record of the thread that cannot be read: an event the
-    backend cannot decode, or a runtime record that is not one. ``turn`` counts the
-    turns completed before it, plus one (an error path: it reads the log)."""
+    """(step, turn) of the thread's first record that cannot be read: an event the backend
+    cannot decode, or a runtime record that is not one (an error path: it reads the log)."""
     turns = 0
     for step, ended in _records(backend, thread_id):
         if ended == _BAD:

@@ -1,11 +1,8 @@
 """Turn nodes: ``node(state, context) -> delta``, the fields each owns, and the turn's graph.
 
-A turn node reads a ``TurnState`` and returns a partial delta ``{field: value}`` (or
-``None``). Each node declares the fields it writes, with ``@node(writes=[...])`` or a
-mapping given to the runtime (which wins); declaring a group owns its subfields. A
-delta that writes any other field is a ``ChannelOwnershipError`` naming the node and the
-field, and nothing of that turn is stored. Declarations are checked when the runtime is
-built.
+Each node declares the fields it writes, with ``@node(writes=[...])`` or a mapping given to
+the runtime (which wins); declaring a group owns its subfields. A delta that writes any
+other field is a ``ChannelOwnershipError`` and nothing of that turn is stored.
 
 The graph is a ``WorkGraph`` (its nodes' ids, retries and timeouts kept), a list of turn
 nodes (a chain), or one node; the runtime runs its own copy whose nodes wrap yours.

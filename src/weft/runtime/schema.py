@@ -3,13 +3,10 @@
 A field whose type is itself a TypedDict or pydantic model with marked subfields is a
 *group*: each subfield lives at its own store path (``session_progress.turn_count``) with
 its own reducer, and views reassemble the nested dict. A group's own marker is the
-lifecycle of its unmarked subfields (``Reducer(...)``: persisted, last write wins key by
-key); a group cannot be ``Loaded``. A TypedDict with *no* marked subfields is an ordinary
-field holding a dict. Pydantic values are stored as their JSON dicts.
-
-Every field needs a lifecycle; names may not hold dots or start with ``__``; the schema
-must resolve with ``typing.get_type_hints`` (define it at module level). Each mistake is a
-``SchemaError`` naming the field when the runtime is built.
+lifecycle of its unmarked subfields; a group cannot be ``Loaded``. A TypedDict with *no*
+marked subfields is an ordinary field holding a dict. Pydantic values are stored as their
+JSON dicts. The schema must resolve with ``typing.get_type_hints`` (define it at module
+level); each mistake is a ``SchemaError`` naming the field when the runtime is built.
 """
 
 from __future__ import annotations
@@ -83,11 +80,8 @@ class Group:
 
 
 class StateSchema:
-    """A schema read into groups and leaves (see the module docstring).
-
-    ``fields`` are the top-level fields; ``nodes`` maps every path (leaf or group) to its
-    node; ``leaves`` maps leaf paths to fields, in declaration order.
-    """
+    """A schema read into groups and leaves: ``fields`` are the top-level fields, ``nodes``
+    maps every path (leaf or group) to its node, ``leaves`` the leaf paths to fields."""
 
     __slots__ = ("fields", "leaves", "name", "nodes", "source")
 

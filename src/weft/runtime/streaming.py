@@ -1,9 +1,8 @@
 """Following a turn while it runs: stage events, and the result at the end.
 
-``runtime.astream_turn(input)`` yields a ``StageEvent`` as each stage starts and ends
-(``load``, ``loaders``, ``graph``, ``finalise``, ``persist``, and each node by its id,
-from the engine's node notes), then one ``TurnResult``; ``arun_turn(input, on_event=fn)``
-calls ``fn`` with the same events. The same timings go to the turn's ``diagnostics``.
+The runtime's stages (``load``, ``loaders``, ``graph``, ``finalise``, ``persist``) and each
+node, from the engine's node notes, are timed here; the same timings go to the turn's
+``diagnostics``.
 """
 
 from __future__ import annotations
@@ -26,12 +25,9 @@ Listener = Callable[["StageEvent"], object]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageEvent:
-    """A stage of a turn started, finished, failed or was skipped.
-
-    ``label`` is the stage (``load``, ``loaders``, ``graph``, ``finalise``, ``persist``) or
-    a node's id; ``kind`` says which; ``elapsed_ms`` is the stage's duration once it
-    ended (0 when it starts); ``at_ms`` is the time since the turn began.
-    """
+    """A stage of a turn (``label``: a runtime stage, or a node's id, as ``kind`` says)
+    started, finished, failed or was skipped. ``elapsed_ms`` is the stage's duration once
+    it ended (0 when it starts); ``at_ms`` the time since the turn began."""
 
     label: str
     phase: Phase

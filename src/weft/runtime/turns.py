@@ -1,14 +1,10 @@
 """``TurnRuntime``: a conversation is a thread of turns, each a graph run, on one store.
 
-A turn runs in one transaction of the thread's store, stage by stage (each streamed and
-timed, ``weft.runtime.streaming``): ``load`` the thread (``weft.runtime.threads``);
-write the thread's records if it has none yet, every ``Input`` field, the ``each_turn``
-updates, and each ``TurnScoped`` or ``Loaded`` field back to its start; run the
-``loaders``; run the ``graph`` with the turn's ``WorkflowContext``; ``finalise`` (the
-diagnostics, the transcript pair, the output, the turn record); ``persist`` (commit).
-
-``TurnScoped`` and ``Loaded`` fields are declared never persisted on the thread's store,
-so a turn appends O(its writes), and a turn that raises stores nothing at all.
+A turn runs in one transaction of the thread's store, stage by stage: ``load`` the thread;
+write its records if it has none yet, every ``Input`` field, the ``each_turn`` updates, and
+each ``TurnScoped`` or ``Loaded`` field back to its start; run the ``loaders``; run the
+``graph``; ``finalise`` (the diagnostics, the transcript pair, the output, the turn
+record); ``persist`` (commit). A turn that raises stores nothing at all.
 """
 
 from __future__ import annotations
@@ -45,17 +41,11 @@ _END: Final = object()
 class TurnRuntime:
     """Runs the turns of conversations: ``state schema + graph + checkpointer + memory``.
 
-    ``schema`` is a TypedDict or pydantic model with lifecycle markers; ``graph`` a
-    WorkGraph, a list of turn nodes or one; ``checkpointer`` a ``weft.persist`` backend
-    (default: ``SQLiteBackend`` under ``./.weft/``, closed with the runtime);
-    ``memory_store`` the long-term memory, a ``weft.memory`` memory backend or an event-log
-    backend (default: the checkpointer's database, ``weft.memory.memory_backend``; opened
-    at the first use of ``context.memory``). Keywords:
-    ``context`` (a ``WorkflowContext``), ``input_model`` and ``output_model`` (your
-    pydantic models, a TypedDict, or output field names), ``writes`` (node id -> fields,
-    instead of ``@node``), ``codec`` (version and migrations), ``transcript``,
-    ``diagnostics`` (the field the runtime stamps, ``None``: off), ``thread_field`` and
-    ``user_field`` (the input fields naming the thread and the memory owner).
+    ``checkpointer`` defaults to a ``SQLiteBackend`` under ``./.weft/``, closed with the
+    runtime; ``memory_store`` to the checkpointer's database. ``writes`` maps node ids to
+    fields (instead of ``@node``); ``diagnostics`` names the field the runtime stamps
+    (``None``: off); ``thread_field`` and ``user_field`` are the input fields naming the
+    thread and the memory owner.
 
     >>> import operator
     >>> from typing import Annotated, TypedDict

@@ -1,13 +1,9 @@
 """The three views over a schema (seed 004): graph input, internal state, output.
 
-- *Input*: ``Contract.build_initial_state(input)``: the caller's input (your pydantic
-  ``AgentInput``, or a dict) as the ``Input`` fields and any ``Loaded`` fields the caller
-  supplies for this turn; any other key is a ``ChannelOwnershipError``.
-- *Internal*: ``TurnState``, the read-only mapping every node and loader sees.
-- *Output*: ``Contract.state_to_output(state)``: your ``AgentOutput``, or a dict of the
-  output fields (by default the turn-scoped fields and ``diagnostics``).
-
-The models are checked against the schema when the runtime is built.
+``Contract.build_initial_state`` reads the caller's input, ``TurnState`` is what nodes and
+loaders see, and ``Contract.state_to_output`` builds your output model, or a dict of the
+output fields (by default the turn-scoped fields and ``diagnostics``). The models are
+checked against the schema when the runtime is built.
 """
 
 from __future__ import annotations
@@ -28,11 +24,11 @@ Read = Callable[[Field], Any]
 
 
 class TurnState(Mapping[str, Any]):
-    """The internal view of a turn: what nodes and loaders read (see the module docstring).
+    """The internal view of a turn: what nodes and loaders read.
 
-    ``state[name]`` is a field's value, its default when nothing was written, or a
-    ``KeyError`` naming it when it has neither; ``state.get(name, default)`` never
-    raises for a field. Iterating gives the top-level fields that have a value.
+    ``state[name]`` is a field's value, else its default, else a ``KeyError`` naming it;
+    ``state.get(name, default)`` never raises for a field. Iterating gives the top-level
+    fields that have a value.
     """
 
     __slots__ = ("_read", "_schema")
@@ -135,7 +131,7 @@ class Contract:
                 )
 
     def build_initial_state(self, given: Any) -> InitialState:
-        """The caller's input as leaves (see the module docstring)."""
+        """The caller's input as leaves; any key but an Input or Loaded field is an error."""
         data = plain(given)
         if not isinstance(data, Mapping):
             expected = self.input_model.__name__ if self.input_model else "a dict"
