@@ -144,10 +144,6 @@ def error_result(action: AgentAction, message: str) -> AgentAction:
     return action.with_result({"error": message, "type": action.type}, error=message)
 
 
-def describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 def finish(action: AgentAction, value: Any) -> AgentAction:
     """``action`` executed with ``value``, or an error result if the store cannot keep it."""
     try:
@@ -162,7 +158,7 @@ def finish(action: AgentAction, value: Any) -> AgentAction:
 
 def failed(action: AgentAction, exc: Exception) -> AgentAction:
     logger.warning("the actor for %s raised; its result is an error result", action.type)
-    return error_result(action, describe(exc))
+    return error_result(action, f"{type(exc).__name__}: {exc}")
 
 
 def run_sync_actor(

@@ -68,10 +68,6 @@ class Agent:
     action order). ``branching_agent_start_as_new`` starts each branch with no states
     (``False``: a branch inherits this agent's states).
 
-    The base class asks its reasoner with a plain prompt (the input, the
-    ``<ActionResults>`` and the attachments) and reads the structured reply of
-    ``weft.agent.parsing``; ``PromptBasedAgent`` and its subclasses add templates.
-
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner([
     ...     '{"next_actions": [[{"type": "add", "args": {"a": 2, "b": 3}}]]}',
@@ -163,9 +159,8 @@ class Agent:
             self._cache = (entry.value, (*items, item))
 
     def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
-        """A copy of this agent working on ``store`` under ``name``: cheap, and sharing
-        nothing mutable (its states are read from its own store path; with
-        ``clear_states=False`` it starts from this agent's states, an immutable tuple)."""
+        """A copy of this agent working on ``store`` under ``name``, sharing nothing mutable
+        (with ``clear_states=False`` it starts from this agent's states)."""
         clone = self.__class__.__new__(self.__class__)
         clone.__dict__.update(self.__dict__)
         clone.name = name
@@ -397,11 +392,8 @@ class Agent:
         return "\n\n".join(part for part in parts if part)
 
     def parse_response(self, raw: str) -> AgentResponse:
-        """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used.
-
-        The base agent reads the structured format (``weft.agent.parsing``) and checks
-        the action types against its actors.
-        """
+        """The reply as an ``AgentResponse`` (the structured format, action types checked);
+        a ``ResponseProblem`` if it cannot be used."""
         response, _graph = parse_structured_response(raw, action_types=self.action_types)
         return response
 
@@ -421,10 +413,8 @@ class Agent:
         )
 
     def make_attachments(self, previous_agent_results: Any) -> list[AgentAttachment]:
-        """Attachments from earlier agents' results (pattern 4): one per result, never
-        dropping one. An executed action with an ``id`` (a plan's problem) becomes
-        ``AgentAttachment(id, "The result of the '<id>' agent", result)``; a list gives
-        one attachment per item."""
+        """Attachments from earlier agents' results (pattern 4): one per result (a list's
+        items each), never dropping one."""
         if previous_agent_results is None:
             return []
         items = (

@@ -24,7 +24,6 @@ CONVERSATION_TEMPLATE: Final = """{user_profile}
 {attachments}
 {conversation}
 Agent:"""
-"""The default template of ``PromptBasedAgent``."""
 
 ACTION_FORMAT: Final = """Reply with exactly one <StructuredResponse> element:
 <StructuredResponse>
@@ -158,20 +157,8 @@ class PromptBasedActionAgent(PromptBasedAgent):
     """A prompt-based agent that answers in the structured format and runs actions.
 
     Its reply is read by ``weft.agent.parsing``; an unknown action type gets the corrective
-    retry. The default template (``ACTION_TEMPLATE``) uses every placeholder.
-
-    >>> from weft.llm import ScriptedReasoner
-    >>> reasoner = ScriptedReasoner([
-    ...     "<StructuredResponse><NextActions><Action><ActionType>shout</ActionType>"
-    ...     '<Args>{"text": "hi"}</Args></Action></NextActions></StructuredResponse>',
-    ...     "<StructuredResponse><InstantResponse>Done: HI</InstantResponse>"
-    ...     "<TaskStatus>Completed</TaskStatus></StructuredResponse>",
-    ... ])
-    >>> agent = PromptBasedActionAgent(reasoner, actor={"shout": lambda text: text.upper()})
-    >>> agent.run("Shout hi").instant_response
-    'Done: HI'
-    >>> "<ActionResult>HI</ActionResult>" in reasoner.prompts[1]
-    True
+    retry. The default template (``ACTION_TEMPLATE``) uses every placeholder; the README's
+    "Agents" section has an example.
     """
 
     default_template: str = ACTION_TEMPLATE

@@ -4,29 +4,23 @@
 typed records of ``weft.store.records`` (kind ``step``)::
 
     job-1                           RunRecord(kind="agent", units=(<agent name>,)),
-                                    completed with the result's ``output`` when it ends
-    job-1/iter/<n>/reply            "reply": {"reasoner_input", "raw_response"}, committed
-                                    with the ``agent/<name>/current`` write
-    job-1/iter/<n>/action/<g>       "action": the ``agent/<name>/actions`` record of group
-                                    g's single action, committed with it
-    job-1/iter/<n>/branch/<g>.<k>   "branch": a finished branch of parallel group g, with
-                                    its fork's writes in ``changes`` (``committed=False``)
-                                    until the group is merged
-    job-1/iter/<n>/group/<g>/merge  "merge": committed with the merge of the group's forks
-                                    (and its branches' records, ``committed=True`` now)
+                                    completed with the result's ``output``
+    job-1/iter/<n>/reply            "reply": {"reasoner_input", "raw_response"}
+    job-1/iter/<n>/action/<g>       "action": the actions record of group g's single action
+    job-1/iter/<n>/branch/<g>.<k>   "branch": a finished branch of parallel group g, its
+                                    fork's writes in ``changes`` until the group is merged
+    job-1/iter/<n>/group/<g>/merge  "merge": the merge of the group's forks
     job-1/iter/<n>/group/<g>        "group": the summarizer's value
     job-1/iter/<n>/problem/<i>      "problem": a solved problem of a plan, its fork's writes
                                     in ``changes`` until the plan is merged
-    job-1/iter/<n>/plan             "plan": the plan's output, committed with its merge
-                                    (and its problems' records)
-    job-1/iter/<n>                  "iteration": {"state", "ran"}, committed with the
-                                    ``agent/<name>/states`` append
-    <unit>/calls/<key>              "call": a keyed call of the action (or solver) of a unit
-                                    (``action/<g>``, ``branch/<g>.<k>``, ``problem/<i>``)
+    job-1/iter/<n>/plan             "plan": the plan's output, with its merge
+    job-1/iter/<n>                  "iteration": {"state", "ran"}, with the states append
+    <unit>/calls/<key>              "call": a keyed call of a unit's action (or solver)
 
-``n`` is the agent's iteration number. A branch (and an ``Agent`` solving a problem) runs
-its own loop with the same records under its unit, in its fork: they reach the store with
-the branch's writes. Keyed calls are written to the run's store at once.
+``n`` is the agent's iteration number. Each record is committed with the writes it stands
+for (a reply with the ``current`` write, an action with its actions record, a merge with
+its branches' final records). A branch (and an ``Agent`` solving a problem) runs its own
+loop with the same records under its unit, in its fork; keyed calls go to the run's store.
 
 What a resume runs again, and what not, is the README's "Resume" paragraph ("Agents"
 section). Beyond it: a run that ended returns its result and calls nothing, and work that

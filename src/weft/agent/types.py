@@ -101,8 +101,7 @@ class AgentAction:
 
 
 ActionGroups = tuple[tuple[AgentAction, ...], ...]
-"""``next_actions`` as data: groups in order; a group of one runs in sequence, a group of
-several runs each action in its own branch."""
+"""``next_actions``: a group of one runs in sequence, a group of several in branches."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -300,8 +299,7 @@ class AgentResult:
 
     @property
     def output(self) -> dict[str, Any]:
-        """The run's answer as one JSON value, for whoever called the agent (a plan's node):
-        ``{"instant_response": ..., "action_results": <plain results>}``."""
+        """The run's answer as one JSON value, for whoever called the agent (a plan's node)."""
         return {
             "instant_response": self.instant_response,
             "action_results": plain_results(self.action_results),
@@ -310,7 +308,7 @@ class AgentResult:
 
 def plain_results(value: Any) -> Any:
     """Action results as plain data: an executed action becomes its ``result``, lists go
-    item by item (one level per list; nothing is flattened), anything else stays."""
+    item by item (nothing is flattened)."""
     if isinstance(value, AgentAction):
         return value.result if value.executed else None
     if isinstance(value, (list, tuple)):
@@ -356,8 +354,6 @@ def render_value(value: Any) -> str:
     """A value as a reasoner reads it: text as it is, anything else as JSON."""
     if isinstance(value, str):
         return value
-    if isinstance(value, AgentAction):
-        value = value.to_dict()
     return json.dumps(value, ensure_ascii=False, default=_json_fallback)
 
 

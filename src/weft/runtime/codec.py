@@ -109,6 +109,7 @@ class StateCodec:
 
     def migrate(self, state: dict[str, Any], found: int, thread_id: str) -> dict[str, Any]:
         """``state`` taken from version ``found`` to the current one."""
+        versions: dict[str, Any] = {"thread_id": thread_id, "found": found, "current": self.version}
         for version in range(found, self.version):
             fn = self.migrations.get(version)
             if fn is None:
@@ -116,18 +117,14 @@ class StateCodec:
                     f"thread {thread_id!r} was saved by schema version {found} and the schema "
                     f"is version {self.version}, but there is no migration from version "
                     f"{version} to {version + 1}; add StateCodec(migrations={{{version}: fn}})",
-                    thread_id=thread_id,
-                    found=found,
-                    current=self.version,
+                    **versions,
                 )
             state = fn(state)
             if not isinstance(state, dict):
                 raise StateVersionError(
                     f"migrations[{version}] returned a {type(state).__name__}; a migration "
                     "returns the state as a dict",
-                    thread_id=thread_id,
-                    found=found,
-                    current=self.version,
+                    **versions,
                 )
         return state
 
@@ -179,6 +176,7 @@ def migrate_store(
 ) -> None:
     """Migrate the thread in ``tx`` (a transaction's fork) and record the new version."""
     old = {e.path: e.value for e in tx.entries(kind="state", key_prefix="state:")}
+    versions: dict[str, Any] = {"thread_id": thread_id, "found": found, "current": codec.version}
     state = codec.migrate(thaw(unflatten(old)), found, thread_id)
     writer = f"the migration to schema version {codec.version}"
     new: dict[str, Any] = {}
@@ -186,18 +184,13 @@ def migrate_store(
         try:
             pairs = schema.split(key, value, writer)
         except ChannelOwnershipError as exc:
-            raise StateVersionError(
-                f"thread {thread_id!r}: {exc}", thread_id=thread_id, found=found,
-                current=codec.version,
-            ) from exc  # fmt: skip
+            raise StateVersionError(f"thread {thread_id!r}: {exc}", **versions) from exc
         for leaf, item in pairs:
             if not leaf.persisted:
                 raise StateVersionError(
                     f"thread {thread_id!r}: {writer} left {leaf.path!r}, a {leaf.lifecycle} "
                     "field, which a thread does not store; drop it in the migration",
-                    thread_id=thread_id,
-                    found=found,
-                    current=codec.version,
+                    **versions,
                 )
             new[leaf.path] = item
     for path, value in new.items():

@@ -205,11 +205,7 @@ def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:
                 f"the annotations of {cls.__name__} do not resolve ({exc}); define the schema "
                 "and the types it names at module level"
             ) from exc
-        out = {}
-        for name, hint in hints.items():
-            base, meta = _unwrap(hint)
-            out[name] = (base, meta, MISSING)
-        return out
+        return {name: (*_unwrap(hint), MISSING) for name, hint in hints.items()}
     pydantic = sys.modules.get("pydantic")
     if pydantic is None or not isinstance(cls, type) or not issubclass(cls, pydantic.BaseModel):
         return None
