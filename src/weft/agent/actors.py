@@ -2,19 +2,15 @@
 
 An agent's ``actor`` is a mapping ``{action type: function}``, whose functions are called
 ``search(**action.args, **extras)``, or one function for every type, called
-``actor(action, **extras)``. ``extras`` (``EXTRAS``) are passed only to a function that
-declares a parameter of that very name, never through ``**kwargs`` and never over an
-argument the reasoner gave. ``store`` is the acting agent's store (a branch's own fork);
-``call_once(key, fn, *args, **kwargs)`` and ``acall_once`` are the keyed calls of a run
-with a ``run_id`` (``RunLog.once``; without a run id, ``fn`` is simply called)::
+``actor(action, **extras)``. ``extras`` (``EXTRAS``; ``store`` is the acting agent's own,
+a branch's fork) are passed only to a function that declares a parameter of that very
+name, never through ``**kwargs`` and never over an argument the reasoner gave::
 
     def charge(order, amount, call_once):
         return call_once("charge", payments.charge, order, amount)
 
 A crash after ``fn`` took effect but before its record was written calls it again: pass
 the key on to a service that accepts idempotency keys.
-An actor that raises, or returns a value the store cannot keep, does not crash the run:
-the action's result becomes ``{"error": "<Exception>: <message>", "type": <action type>}``.
 """
 
 from __future__ import annotations

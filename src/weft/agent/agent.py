@@ -1,16 +1,10 @@
-"""``Agent``: the loop of seed 000/002, on one store (the README's "Agents" section).
+"""``Agent``: the loop of seed 000/002, on one store (the README's "Agents" section has its
+store paths and what the reasoner is fed).
 
-An agent named ``N`` writes, in kind ``state``: ``agent/N/current`` (replaced by
-``{"iteration", "response"}`` once the reply is parsed, before any action runs),
-``agent/N/actions`` (one ``action_record`` appended per executed action, as it finishes),
-``agent/N/states`` (the ``AgentStateItem`` of each finished iteration, as a dict) and a note
-on ``agent/N/states`` for each corrective retry. A branch is an agent named
-``N/<iteration>.<group>.<index>`` on a fork of the store; its records reach this store when
-its group ends.
-
-The feedback (``action_results``) is the outcome of the iteration's last action group: the
-executed ``AgentAction`` of a single action, or the summarizer's value for a parallel group.
-An iteration that runs no actions leaves it as it was.
+``agent/<name>/current`` is written once the reply is parsed, before any action runs, and
+each corrective retry leaves a note on ``agent/<name>/states``. A branch is an agent named
+``<name>/<iteration>.<group>.<index>`` on a fork; its records reach this store when its
+group ends. An iteration that runs no actions leaves the feedback as it was.
 """
 
 from __future__ import annotations
@@ -60,13 +54,11 @@ _EMPTY: Final = FrozenList()
 class Agent:
     """The agent loop: reasoner, response, actions as a WorkGraph, results fed back.
 
-    ``reasoner`` is any weft reasoner (sync or async function, ``ScriptedReasoner``, a
-    chat-model adapter). ``actor`` runs actions: ``{action type: function}`` or one
-    function (see ``weft.agent.actors``). ``store`` is where the agent's state lives (a new
-    one if omitted); ``name`` is its place in the store. ``summarizer(*branch_results)``
-    merges a parallel group (default: the list of each branch's ``action_results``, in
-    action order). ``branching_agent_start_as_new`` starts each branch with no states
-    (``False``: a branch inherits this agent's states).
+    ``reasoner`` is any weft reasoner; ``actor`` is ``{action type: function}`` or one
+    function (``weft.agent.actors``); ``store`` defaults to a new one, ``name`` is the
+    agent's place in it. ``summarizer(*branch_results)`` merges a parallel group (default:
+    ``default_summarizer``); with ``branching_agent_start_as_new=False`` a branch inherits
+    this agent's states.
 
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner([
@@ -216,9 +208,8 @@ class Agent:
         action_results: Any = None,
         previous_agent_results: Any = None,
     ) -> AgentResult:
-        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver: a
-        copy of an agent on a fork), with the step's user profile, context and attachments;
-        in a run with a run id it is recorded under that unit (``weft.agent.resume``)."""
+        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver),
+        with the step's user profile, context and attachments, recorded under that unit."""
         given = (*step.attachments, *self.make_attachments(previous_agent_results))
         run = None if step.calls is None else AgentRun.inner(self, step.calls, unit)
         with self._exclusive():
@@ -382,8 +373,8 @@ class Agent:
             raise
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
-        """The prompt of one iteration. The base agent's is plain: the input, the previous
-        results as ``<ActionResults>`` XML, and the attachments."""
+        """The prompt of one iteration: here the input, the previous results as
+        ``<ActionResults>`` XML, and the attachments."""
         parts = [value_string(inputs.user_input)]
         if inputs.action_results is not None:
             parts.append(action_results_xml(inputs.action_results))
@@ -400,8 +391,8 @@ class Agent:
     def create_next_actions(
         self, response: AgentResponse, context: IterationContext
     ) -> NextActions:
-        """The iteration's work: the action groups (run as a WorkGraph with branches), or
-        a callable (a prebuilt WorkGraph) that is run as it is. Empty: nothing to do."""
+        """The iteration's work: the action groups, or a callable run as it is (empty:
+        nothing to do)."""
         return response.next_actions
 
     def corrective_prompt(self, prompt: str, raw: str, problem: str) -> str:
@@ -451,9 +442,8 @@ class Agent:
         *,
         into: Store | None = None,
     ) -> None:
-        """Write one executed action's record to ``agent/<name>/actions`` (in ``into``, a
-        transaction of this agent's store, when given); ``chooser`` names the agent whose
-        reasoner asked for it (a branch runs its parent's action)."""
+        """Write one executed action's record (into ``into``, a transaction, when given);
+        ``chooser`` names the agent whose reasoner asked for it."""
         (self._store if into is None else into).write(
             "state",
             self.actions_path,

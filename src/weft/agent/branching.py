@@ -198,8 +198,8 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
 def _branch_start(
     action: AgentAction, g: int, k: int, name: str, step: IterationContext
 ) -> Callable[[Flow], Any]:
-    """The first node of a branch: fork the store, copy the agent, run the action there
-    (or, on resume, restore the finished branch from its record)."""
+    """The first node of a branch: the action run by a copy of the agent on a fork (or,
+    on resume, the finished branch restored from its record)."""
     parent = step.agent
     bound = parent.actors.get(action.type)
     unit = f"branch/{g}.{k}"
@@ -251,8 +251,7 @@ def _branch_start(
 
 
 def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started], Awaitable[_Ended]]:
-    """The second node of a branch: the copy continues its own loop from the action's
-    result (in a run with a run id, recorded under the branch's unit in its fork); the
+    """The second node of a branch: the copy's own loop from the action's result; the
     finished branch is recorded with its fork's writes."""
     unit = f"branch/{g}.{k}"
 
@@ -282,8 +281,7 @@ def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started],
 
 
 def _restored_result(agent: LoopAgent, record: StepRecord) -> AgentResult:
-    """A finished branch's ``AgentResult``, from its record and its own states in its store
-    (not those it inherited)."""
+    """A finished branch's ``AgentResult``, from its record and its own stored states."""
     stored = agent.store.value("state", agent.states_path, ())
     items = AgentStates(map(AgentStateItem.from_dict, stored))
     return AgentResult(

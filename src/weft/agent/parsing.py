@@ -57,6 +57,16 @@ _SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS)
 _WRAPPER: Final = re.compile(r"<structuredresponse", re.IGNORECASE)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
+_TEXT_FIELDS: Final = {  # the reply's text fields: JSON name -> XML tag
+    name: "".join(map(str.capitalize, name.split("_")))
+    for name in (
+        "instant_response",
+        "instant_learnings",
+        "task_status",
+        "task_status_description",
+        "task_status_description_extended",
+    )
+}
 
 
 def parse_structured_response(
@@ -130,18 +140,8 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             (top.find("Problems") or Element("")).find_all("Problem"), start=1
         )
     )
-    graph = top.child_text("ProblemGraph")
-    response = _response(
-        instant_response=top.child_text("InstantResponse"),
-        instant_learnings=top.child_text("InstantLearnings"),
-        status=top.child_text("TaskStatus"),
-        description=top.child_text("TaskStatusDescription"),
-        extended=top.child_text("TaskStatusDescriptionExtended"),
-        groups=tuple(groups),
-        problems=problems,
-        status_name="<TaskStatus>",
-    )
-    return response, graph
+    texts = {name: top.child_text(tag) for name, tag in _TEXT_FIELDS.items()}
+    return _response(texts, tuple(groups), problems, "<TaskStatus>"), top.child_text("ProblemGraph")
 
 
 def _xml_action(element: Element, where: str) -> AgentAction:
@@ -214,16 +214,8 @@ def _from_json(text: str) -> tuple[AgentResponse, str | None]:
     graph = data.get("problem_graph")
     if isinstance(graph, list):
         graph = "\n".join(str(line) for line in graph)
-    response = _response(
-        instant_response=_opt_str(data.get("instant_response")),
-        instant_learnings=_opt_str(data.get("instant_learnings")),
-        status=_opt_str(data.get("task_status")),
-        description=_opt_str(data.get("task_status_description")),
-        extended=_opt_str(data.get("task_status_description_extended")),
-        groups=tuple(groups),
-        problems=problems,
-        status_name='"task_status"',
-    )
+    texts = {name: _opt_str(data.get(name)) for name in _TEXT_FIELDS}
+    response = _response(texts, tuple(groups), problems, '"task_status"')
     return response, None if graph is None else str(graph)
 
 
@@ -277,16 +269,12 @@ def _problem(
 
 
 def _response(
-    *,
-    instant_response: str | None,
-    instant_learnings: str | None,
-    status: str | None,
-    description: str | None,
-    extended: str | None,
+    texts: dict[str, Any],
     groups: tuple[tuple[AgentAction, ...], ...],
     problems: tuple[AgentAction, ...],
     status_name: str,
 ) -> AgentResponse:
+    status = texts.pop("task_status")
     if status:
         flag = AgentTaskStatusFlags.parse(status)
         if flag is None:
@@ -306,11 +294,8 @@ def _response(
             )
         seen[problem.id] = number
     return AgentResponse(
-        instant_response=instant_response or None,
-        instant_learnings=instant_learnings or None,
+        **{name: text or None for name, text in texts.items()},
         task_status=flag,
-        task_status_description=description or None,
-        task_status_description_extended=extended or None,
         next_actions=groups,
         problems=problems,
     )

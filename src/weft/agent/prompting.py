@@ -9,6 +9,7 @@ nothing to show renders empty. Any other field, or attribute or index access
 from __future__ import annotations
 
 import string
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -75,14 +76,7 @@ def template_fields(template: str, *, what: str = "template") -> frozenset[str]:
 
 def render(template: str, feed: Mapping[str, str]) -> str:
     """Fill ``template``; every known placeholder missing from ``feed`` renders empty."""
-    return template.format_map(_Feed(feed))
-
-
-class _Feed(dict[str, str]):
-    __slots__ = ()
-
-    def __missing__(self, key: str) -> str:
-        return ""
+    return template.format_map(defaultdict(str, feed))
 
 
 def action_results_xml(action_results: Any) -> str:

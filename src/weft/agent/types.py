@@ -1,8 +1,7 @@
 """The agent's records: actions, responses, attachments, state items and the run result.
 
-All are frozen dataclasses holding frozen values (``weft.store.freeze``), so a record one
-reader holds never changes under it. Each has ``to_dict()`` / ``from_dict()``: the agent
-stores plain JSON dicts, and reading them back gives equal records.
+All are frozen and hold frozen values, so a record one reader holds never changes under it;
+the agent stores them as plain JSON dicts (``to_dict()`` / ``from_dict()``).
 """
 
 from __future__ import annotations
@@ -36,12 +35,8 @@ _STATUS_BY_NAME: Final = {flag.value.lower(): flag for flag in AgentTaskStatusFl
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentAction:
-    """One action the reasoner asked for, and once it ran, its result.
-
-    ``type`` picks the actor; ``id`` is an optional label (a plan's ProblemID). ``result``
-    is ``MISSING`` until the action ran; an actor that raised leaves an error result and
-    the message in ``error``.
-    """
+    """One action the reasoner asked for, and once it ran, its ``result`` (``MISSING``
+    until then; an actor that raised leaves an error result and the message in ``error``)."""
 
     type: str
     target: str | None = None
@@ -178,11 +173,8 @@ class AgentAttachment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentStateItem:
-    """What one iteration was: its input, the prompt, the reply, and what its actions gave.
-
-    The seed's fields, plus ``iteration`` (0, 1, ... per agent, across runs). ``new_task``
-    is true for the first iteration of a run that was given a user input.
-    """
+    """What one iteration was: the seed's fields, plus ``iteration`` (0, 1, ... per agent,
+    across runs). ``new_task`` is true for the first iteration of a run given a user input."""
 
     iteration: int
     new_task: bool
@@ -276,11 +268,8 @@ StopReason = Literal["completed", "no_actions", "max_iterations"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResult:
-    """What ``Agent.arun`` returns: how the run ended and what it produced.
-
-    ``stop_reason`` is ``"no_actions"`` when the reasoner asked for nothing more (waiting
-    for the user); ``states`` are the state items of this run.
-    """
+    """What ``Agent.arun`` returns: how the run ended (``"no_actions"``: the reasoner asked
+    for nothing more) and what it produced; ``states`` are the state items of this run."""
 
     agent: str
     response: AgentResponse | None

@@ -1,18 +1,12 @@
 """A thread's records, and the versioned state codec: which schema version saved a thread.
 
-A thread's records are typed run records (``weft.store.records``) under the run id
-``weft.turns``::
-
-    step:weft.turns          RunRecord(kind="turns")     the thread's turns
-    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version
-    step:weft.turns/turn     StepRecord(kind="turn")     result: the number of the last turn
-
-The first turn writes the first two; each turn ends with its turn record, the last write of
-its transaction, which marks where the turn ends in the thread's log. An older version is
-migrated once on load, the difference written back in one transaction. A thread with stored
-fields but no record predates versioning: it is version 1. Old writes replay with the
-reducer each was written with, so a field that changes its reducer needs a new name; a
-legacy field reduced by your own function is named in ``legacy_reducers``.
+The records (the README's "Records and versions") are kept by a ``RunLog`` of the run id
+``weft.turns``; each turn's record is the last write of its transaction, which marks where
+the turn ends in the thread's log. An older version is migrated once on load, the
+difference written back in one transaction. A thread with stored fields but no record
+predates versioning: it is version 1. Old writes replay with the reducer each was written
+with, so a field that changes its reducer needs a new name; a legacy field reduced by your
+own function is named in ``legacy_reducers``.
 """
 
 from __future__ import annotations
@@ -206,9 +200,8 @@ _BAD: Final = -1
 
 
 def _ends(event: Event) -> int | None:
-    """What a logged event says as a runtime record: the turn it ends, 0 for a record that
-    ends none (a schema record, a migration's), ``_BAD`` for one that is not a record weft
-    writes; None for any other event."""
+    """The turn a logged runtime record ends (0: none, ``_BAD``: not a record weft writes);
+    None for any other event."""
     if event.op != "write" or event.kind != KIND:
         return None
     path, value = event.path, event.value
@@ -262,6 +255,6 @@ def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int
 
 
 def turn_step(backend: Backend, thread_id: str, turn: int) -> int | None:
-    """The step at which turn ``turn`` of the thread ended (its record), or None. Reads
-    the log up to that turn only, so a bad record after it does not matter."""
+    """The step at which turn ``turn`` of the thread ended, or None; a bad record after it
+    does not matter."""
     return next((step for step, ended in _records(backend, thread_id) if ended == turn), None)

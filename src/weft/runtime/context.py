@@ -27,11 +27,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowContext:
     """What a turn may use besides its state; subclass it for your own dependencies.
-
-    ``memory_store`` is every owner's long-term memory (``memory`` scopes it to this turn's
-    owner): a ``weft.memory`` memory backend, or an event-log backend whose database keeps
-    it. ``thread_id``, ``turn`` and ``owner`` are set by the runtime at each turn start.
-    """
+    ``thread_id``, ``turn`` and ``owner`` are set by the runtime at each turn start."""
 
     llm_client: Any = None
     response_llm: Any = None

@@ -26,11 +26,8 @@ SOURCE: Final = "weft.runtime/finalise"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Transcript:
-    """Which fields get the turn's two entries, and where their words come from.
-
-    ``fields=None`` takes ``history`` and ``transcript`` where the schema has them; ``()``
-    turns transcripts off. ``stamp`` copies fields onto the assistant entry.
-    """
+    """Which fields get the turn's two entries, and where their words come from
+    (``fields=None``: ``history`` and ``transcript`` where the schema has them)."""
 
     fields: tuple[str, ...] | None = None
     user: str = "message"

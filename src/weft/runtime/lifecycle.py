@@ -37,10 +37,7 @@ def _check_default(owner: str, default: Any, factory: Callable[[], Any] | None) 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Input:
-    """Set once by the caller at turn start (``message``, ``user_id``, ``channel``).
-
-    A field with no default must be given every turn; nodes never write it.
-    """
+    """Set by the caller at turn start; a field with no default must be given every turn."""
 
     default: Any = MISSING
     default_factory: Callable[[], Any] | None = None
@@ -72,12 +69,8 @@ class Reducer:
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """Re-fetched each turn: ``loader(context, state)`` returns the value (sync or async).
-
-    A ``weft.memory.RecallResult`` is kept as its values, and its path goes to
-    ``diagnostics``. A caller that passes the field in the turn's input replaces the loader
-    for that turn.
-    """
+    """Re-fetched each turn by ``loader(context, state)`` (sync or async), unless the
+    turn's input gives it. A ``RecallResult`` is kept as its values."""
 
     loader: LoaderFn
     _: KW_ONLY

@@ -33,8 +33,7 @@ _SPEC = "__weft_node__"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeSpec:
-    """What ``@node`` records on a function: its writes, and optionally its id, retry
-    policy (or number of attempts) and timeout in seconds."""
+    """What ``@node`` records on a function."""
 
     writes: tuple[str, ...]
     id: str | None = None
@@ -171,15 +170,14 @@ def _topology(graph: GraphLike) -> tuple[list[WorkGraphNode], list[WorkGraphNode
     items = list(graph) if isinstance(graph, Sequence) else [graph]
     if not items:
         raise SchemaError("the turn's graph has no nodes; pass a WorkGraph, a list or a node")
-    nodes: list[WorkGraphNode] = []
-    for item in items:
-        if isinstance(item, WorkGraphNode):
-            nodes.append(item)
-        elif callable(item):
-            nodes.append(WorkGraphNode(item))
+    chain: list[WorkGraphNode] = []
+    for n in items:
+        if isinstance(n, WorkGraphNode):  # a copy: the caller's node keeps its edges
+            chain.append(WorkGraphNode(n.value, id=n.id, retry=n.retry, timeout=n.timeout))
+        elif callable(n):
+            chain.append(WorkGraphNode(n))
         else:
-            raise SchemaError(f"the graph item {item!r} is not a callable turn node")
-    chain = [WorkGraphNode(n.value, id=n.id, retry=n.retry, timeout=n.timeout) for n in nodes]
+            raise SchemaError(f"the graph item {n!r} is not a callable turn node")
     for a, b in itertools.pairwise(chain):
         a.add_next(b)
     return chain, chain[:1], None

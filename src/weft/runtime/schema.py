@@ -122,8 +122,7 @@ class StateSchema:
         return (node,) if isinstance(node, Field) else tuple(node.leaves())
 
     def store_reducers(self) -> dict[str, ReducerFn]:
-        """``{"state:<path>": fn}`` for every stored leaf that does not just replace: what
-        replaying a thread's log needs."""
+        """``{"state:<path>": fn}`` of the stored leaves that do not replace (for replay)."""
         return {
             f"state:{f.path}": f.reducer
             for f in self.leaves.values()
@@ -131,8 +130,7 @@ class StateSchema:
         }
 
     def declare_turn_fields(self, store: Store) -> None:
-        """Declare the turn-scoped and loaded leaves on ``store`` as never persisted: their
-        writes reach the store's subscribers, never its journal or its snapshots."""
+        """Declare the turn-scoped and loaded leaves on ``store`` as never persisted."""
         for f in self.leaves.values():
             if f.lifecycle in ("turn_scoped", "loaded"):
                 store.declare("state", f.path, f.reducer, persist=False)
@@ -328,8 +326,7 @@ _SCALARS: Final = (str, int, float, bool, type(None))
 
 
 def plain(value: Any, *, exclude_unset: bool = False) -> Any:
-    """Pydantic models (at any depth of dicts and lists) as their JSON dicts; anything
-    else as it is."""
+    """Pydantic models (at any depth of dicts and lists) as their JSON dicts."""
     if isinstance(value, _SCALARS):
         return value
     dump = getattr(value, "model_dump", None)

@@ -39,8 +39,7 @@ class StageEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnResult:
-    """The end of a streamed turn: its output (what ``arun_turn`` returns), the thread,
-    the turn's number in it (1 for the first), and its wall-clock time."""
+    """The end of a streamed turn: its output (what ``arun_turn`` returns) and more."""
 
     output: Any
     thread_id: str
@@ -61,7 +60,7 @@ class Stages:
         self.node_ms: dict[str, float] = {}
 
     def elapsed_ms(self) -> float:
-        return round((perf_counter() - self.start) * 1000, 3)
+        return ms_since(self.start)
 
     @contextmanager
     def stage(self, label: str) -> Iterator[None]:
@@ -71,9 +70,9 @@ class Stages:
         try:
             yield
         except BaseException:
-            self.emit(label, "failed", _ms(began), "runtime")
+            self.emit(label, "failed", ms_since(began), "runtime")
             raise
-        self.stage_ms[label] = ms = _ms(began)
+        self.stage_ms[label] = ms = ms_since(began)
         self.emit(label, "finished", ms, "runtime")
 
     def emit(self, label: str, phase: Phase, elapsed: float, kind: StageKind) -> None:
@@ -107,5 +106,6 @@ class Stages:
         self.emit(label, note.event, elapsed, "node")
 
 
-def _ms(began: float) -> float:
+def ms_since(began: float) -> float:
+    """Milliseconds since ``began`` (a ``perf_counter()``), rounded to the microsecond."""
     return round((perf_counter() - began) * 1000, 3)

@@ -1,9 +1,8 @@
 """Threads: one lock per thread id, and the threads a runtime keeps open between turns.
 
-Two turns of one thread never interleave, from one event loop or several OS threads each
-with its own; a lock lives only while a turn of its thread runs or waits. The newest
-``capacity`` threads stay open between turns (a ``DurableRun`` each), so a turn costs
-O(its writes); a thread whose last step in the backend moved on (another process) is read
+A lock lives only while a turn of its thread runs or waits, on one event loop or several
+OS threads. The newest ``capacity`` threads stay open (a ``DurableRun`` each), so a turn
+costs O(its writes); one whose last step in the backend moved on (another process) is read
 again, so several runtimes may share a database.
 """
 
@@ -86,8 +85,7 @@ class ThreadLocks:
 
 
 async def _wait_for(mutex: threading.Lock) -> None:
-    """Take a lock held on another loop without blocking this one (a cancelled waiter never
-    holds it)."""
+    """Take a lock held on another loop without blocking this one."""
     delay = 0.0005
     while not mutex.acquire(blocking=False):
         await asyncio.sleep(delay)

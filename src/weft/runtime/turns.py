@@ -28,7 +28,7 @@ from weft.runtime.finalise import Transcript, append_entries, check_diagnostics,
 from weft.runtime.lifecycle import Loaded, Reducer
 from weft.runtime.nodes import GraphLike, compile_graph
 from weft.runtime.schema import Field, StateSchema, unflatten
-from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult
+from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult, ms_since
 from weft.runtime.threads import Threads
 from weft.runtime.views import CALLER, Contract, InitialState, TurnState, reader
 from weft.store import MISSING, Store, thaw
@@ -184,12 +184,11 @@ class TurnRuntime:
                     output = await self._inside(tx, initial, context, stages)
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()
-                stages.stage_ms["persist"] = ms = round((perf_counter() - began) * 1000, 3)
+                stages.stage_ms["persist"] = ms = ms_since(began)
                 stages.emit("persist", "finished", ms, "runtime")
             except BaseException as exc:
                 if began:
-                    failed = round((perf_counter() - began) * 1000, 3)
-                    stages.emit("persist", "failed", failed, "runtime")
+                    stages.emit("persist", "failed", ms_since(began), "runtime")
                 cause = exc.__cause__
                 if isinstance(exc, NodeError) and isinstance(cause, TurnError):
                     raise cause.with_traceback(cause.__traceback__) from None
@@ -266,7 +265,7 @@ class TurnRuntime:
                 f"the loader of {leaf.path!r} failed ({type(exc).__name__}: {exc}); nothing of "
                 "this turn was stored"
             ) from exc
-        info: dict[str, Any] = {"ms": round((perf_counter() - began) * 1000, 3)}
+        info: dict[str, Any] = {"ms": ms_since(began)}
         if isinstance(value, RecallResult):
             info["path"] = value.path
             value = value.values()
@@ -318,8 +317,7 @@ class TurnRuntime:
         return 0 if record is None else record.turns
 
     def build_initial_state(self, input: Any) -> dict[str, Any]:
-        """The graph-input view: the Input fields (defaults filled in) and any Loaded
-        fields the caller supplied, as the nested dict a turn starts from."""
+        """The graph-input view: the nested dict of Input and supplied Loaded fields."""
         initial = self.contract.build_initial_state(input)
         flat = {leaf.path: leaf.default for leaf in self.schema.of("input")}
         flat.update(initial.inputs)

@@ -24,12 +24,8 @@ Read = Callable[[Field], Any]
 
 
 class TurnState(Mapping[str, Any]):
-    """The internal view of a turn: what nodes and loaders read.
-
-    ``state[name]`` is a field's value, else its default, else a ``KeyError`` naming it;
-    ``state.get(name, default)`` never raises for a field. Iterating gives the top-level
-    fields that have a value.
-    """
+    """The internal view of a turn: what nodes and loaders read. ``state[name]`` is a
+    field's value, else its default, else a ``KeyError`` naming it."""
 
     __slots__ = ("_read", "_schema")
 
@@ -166,8 +162,7 @@ class Contract:
         return InitialState(inputs=inputs, loaded=loaded)
 
     def state_to_output(self, state: Mapping[str, Any]) -> Any:
-        """Your output model built from the output fields, or a dict of exactly them
-        (``None`` for a field with neither a value nor a default)."""
+        """Your output model built from the output fields, or a dict of exactly them."""
         values = {name: thaw(state.get(name)) for name in self.output_fields}
         if self.output_model is None:
             return values
@@ -180,8 +175,7 @@ _ABSENT: Final = object()
 
 
 def reader(value: Callable[[str, str, Any], Any]) -> Read:
-    """A leaf reader over ``value(kind, path, default)`` (a ``Store.value`` or a
-    ``StateView.read``): input leaves from kind ``input``, the rest from kind ``state``."""
+    """A leaf reader over ``value(kind, path, default)`` (``Store.value``, ``StateView.read``)."""
 
     def read(leaf: Field) -> Any:
         found = value("input" if leaf.lifecycle == "input" else "state", leaf.path, _ABSENT)
