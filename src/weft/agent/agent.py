@@ -181,12 +181,8 @@ class Agent:
         run_id: str | None = None,
     ) -> AgentResult:
         """Run the loop until the task is completed, nothing is left to do, or
-        ``max_iterations``.
-
-        ``action_results`` seeds the first iteration's feedback; each of
-        ``previous_agent_results`` (earlier agents of a plan, pattern 4) becomes an
-        attachment. With ``run_id`` the run is recorded, and calling again with the same
-        ``run_id`` and arguments resumes it (``weft.agent.resume``).
+        ``max_iterations``. ``action_results`` seeds the first iteration's feedback. With
+        ``run_id``, calling again with the same arguments resumes the run (``weft.agent.resume``).
         """
         run = None if run_id is None else check_run_id(run_id, AgentBuildError)
         given = (*attachments, *self.make_attachments(previous_agent_results))

@@ -75,11 +75,9 @@ class _Ended:
 
 
 async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any:
-    """Run ``groups``; returns the last group's outcome (the feedback).
-
-    A plain sequence (every group a single action) runs the graph's node functions one after
-    another: the engine would run that chain inline too, at the cost of building a graph.
-    """
+    """Run ``groups``; returns the last group's outcome (the feedback). A plain sequence
+    runs the graph's node functions one after another: the engine would too, after
+    building a graph."""
     start = Flow(FrozenList([plain_results(step.action_results)]), step.action_results)
     if all(len(group) == 1 for group in groups):
         flow = start

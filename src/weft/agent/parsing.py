@@ -72,12 +72,8 @@ _TEXT_FIELDS: Final = {  # the reply's text fields: JSON name -> XML tag
 def parse_structured_response(
     text: str, *, action_types: Collection[str] | None = None
 ) -> tuple[AgentResponse, str | None]:
-    """``(response, problem_graph_text)`` of a reply in the XML or JSON format.
-
-    ``action_types``, when given, are the action types the agent can run; an action of
-    any other type is a ``ResponseProblem``. The ProblemGraph text is returned as it is
-    (the planning agent validates it against the ProblemIDs).
-    """
+    """``(response, problem_graph_text)`` of a reply; an action of a type not in
+    ``action_types`` (when given) is a ``ResponseProblem``."""
     if not isinstance(text, str) or not text.strip():
         raise ResponseProblem(
             "the reply is empty; answer with a <StructuredResponse> element (or a JSON object)"
@@ -93,7 +89,13 @@ def parse_structured_response(
     else:
         response, graph = _from_xml(body)
     if action_types is not None:
-        _check_types(response, action_types)
+        unknown = [a.type for g in response.next_actions for a in g if a.type not in action_types]
+        if unknown:
+            known = ", ".join(sorted(action_types)) or "(none: this agent has no actors)"
+            raise ResponseProblem(
+                f"NextActions names the action type {unknown[0]}, which is not one of the "
+                f"action types: {known}"
+            )
     return response, graph
 
 
@@ -299,14 +301,3 @@ def _response(
         next_actions=groups,
         problems=problems,
     )
-
-
-def _check_types(response: AgentResponse, action_types: Collection[str]) -> None:
-    for group in response.next_actions:
-        for action in group:
-            if action.type not in action_types:
-                known = ", ".join(sorted(action_types)) or "(none: this agent has no actors)"
-                raise ResponseProblem(
-                    f"NextActions names the action type {action.type}, which is not one of "
-                    f"the action types: {known}"
-                )

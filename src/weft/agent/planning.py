@@ -112,10 +112,9 @@ def _check_acyclic(paths: list[tuple[str, ...]]) -> None:
 class ProblemPlan:
     """The planning agent's ``next_actions``: the WorkGraph of a ProblemGraph, runnable.
 
-    ``graph`` has one node per ProblemID, labelled with it; ``arun()`` returns its output:
-    the sink's executed problem, or the list of the sinks' (canonical order). Each problem
-    is solved on its own fork of the planner's store; the forks merge into it when the plan
-    ends, in the order the problems were given, with one action record per problem.
+    ``arun()`` returns the sink's executed problem, or the list of the sinks'. Each problem
+    is solved on its own fork of the planner's store; the forks merge into it in the order
+    the problems were given when the plan ends.
     """
 
     def __init__(
@@ -237,13 +236,10 @@ class ProblemPlan:
 class PromptBasedActionPlanningAgent(PromptBasedActionAgent):
     """An action agent that can also split a task into sub-problems with dependencies.
 
-    A reply with ``<Problems>`` and a ``<ProblemGraph>`` (see this module) becomes a
-    ``ProblemPlan`` that solves each problem through ``solver`` once those it depends on are
-    done, independent ones concurrently. ``solver`` is an ``Agent`` (copied per problem, on
-    a fork, fed the request as user input and its predecessors' results as attachments;
-    the result is the copy's ``AgentResult.output``) or a function
-    ``solver(request, **extras)`` taking the extras of ``weft.agent.actors`` and
-    ``previous_agent_results``. A reply without problems runs its actions.
+    Each problem of a ``ProblemPlan`` is solved by ``solver`` once those it depends on are
+    done: an ``Agent`` (copied per problem, fed the request as user input and its
+    predecessors' results as attachments; its result is the copy's ``AgentResult.output``)
+    or ``solver(request, **extras)`` (the extras of ``weft.agent.actors``).
 
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner([

@@ -154,12 +154,8 @@ class PromptBasedAgent(Agent):
 
 
 class PromptBasedActionAgent(PromptBasedAgent):
-    """A prompt-based agent that answers in the structured format and runs actions.
-
-    Its reply is read by ``weft.agent.parsing``; an unknown action type gets the corrective
-    retry. The default template (``ACTION_TEMPLATE``) uses every placeholder; the README's
-    "Agents" section has an example.
-    """
+    """A prompt-based agent that answers in the structured format (``weft.agent.parsing``)
+    and runs actions; the README's "Agents" section has an example."""
 
     default_template: str = ACTION_TEMPLATE
 

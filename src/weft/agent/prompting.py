@@ -149,9 +149,8 @@ def _inputs(user_input: Any) -> Sequence[Any]:
 
 
 def state_strings(states: Sequence[AgentStateItem]) -> tuple[str, str]:
-    """``(current_state, previous_states)``: the latest non-Pending state's extended
-    description (or short one), and the earlier non-Pending states' descriptions, oldest
-    first, one per line. States without a description are skipped."""
+    """``(current_state, previous_states)``: the latest non-Pending state's (extended)
+    description, and the earlier ones', oldest first, one per line."""
     current = ""
     previous: list[str] = []
     for state in reversed(states):

@@ -44,11 +44,8 @@ ONCE: Final = frozenset({"call_once", "acall_once"})
 
 
 class AgentRun:
-    """The records of one agent loop in a run with a run id (see the module docstring).
-
-    ``log`` holds the loop's units, in the agent's store; ``calls`` has the same units on
-    the run's store, for keyed calls (the two differ in a branch, whose store is a fork).
-    """
+    """The records of one agent loop in a run with a run id: ``log`` in the agent's store,
+    ``calls`` (for keyed calls) in the run's; the two differ in a branch, on a fork."""
 
     __slots__ = ("agent", "calls", "done", "first", "log", "resuming")
 
@@ -149,9 +146,8 @@ def _iteration(unit: str) -> bool:
 def once_extras(
     offered: dict[str, Any], wanted: frozenset[str], calls: RunLog | None, unit: str
 ) -> None:
-    """Add the keyed-call extras to ``offered`` when the actor declares them: ``call_once``
-    and ``acall_once`` record under ``unit`` of ``calls`` (``RunLog.once``), or, without a
-    run id, just call."""
+    """Add the keyed-call extras to ``offered`` when the actor declares them: recorded under
+    ``unit`` of ``calls`` (``RunLog.once``), or, without a run id, plain calls."""
     if wanted.isdisjoint(ONCE):
         return
     if calls is None:

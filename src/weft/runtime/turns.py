@@ -169,7 +169,12 @@ class TurnRuntime:
         if self._closed:
             raise TurnError("this TurnRuntime is closed; make a new one on the same checkpointer")
         initial = self.contract.build_initial_state(given)
-        tid = self._thread_id(initial.inputs, thread_id)
+        tid = initial.inputs.get(self._thread_field) if thread_id is None else thread_id
+        if not isinstance(tid, str) or not tid:
+            raise TurnError(
+                f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
+                f"{self._thread_field!r} (got {tid!r})"
+            )
         async with self._threads.locks.hold(tid):
             stages = Stages(tid, listener)
             with stages.stage("load"):
@@ -286,16 +291,6 @@ class TurnRuntime:
         if self._transcript_fields:
             append_entries(tx, self._transcript_fields, self._transcript.entries(state))
         return self.contract.state_to_output(state)
-
-    def _thread_id(self, inputs: Mapping[str, Any], thread_id: str | None) -> str:
-        if thread_id is None:
-            thread_id = inputs.get(self._thread_field)
-        if isinstance(thread_id, str) and thread_id:
-            return thread_id
-        raise TurnError(
-            f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
-            f"{self._thread_field!r} (got {thread_id!r})"
-        )
 
     def thread_state(self, thread_id: str, *, turn: int | None = None) -> dict[str, Any]:
         """The thread's stored (``Reducer``) fields as plain data: now, or as they were at
