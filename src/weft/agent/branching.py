@@ -7,10 +7,9 @@ in isolated agent copies (pattern 3); the README's "Agents" section says what ea
       ├─► C ──► branch agent ──┼─► Summarizer ──► E
       └─► D ──► branch agent ──┘
 
-A branch is a copy of the agent named ``<agent>/<iteration>.<group>.<index>`` on a fork of
-the store; it runs the action, then its own loop fed with the action's result. The
-summarizer merges the forks in action order. In a run with a ``run_id`` a recorded action
-or branch is not run again and a summarized group is not even built (``weft.agent.resume``).
+A branch (an agent named ``<agent>/<iteration>.<group>.<index>`` on a fork) runs the action,
+then its own loop fed with its result. In a run with a ``run_id`` a recorded action or
+branch is not run again and a summarized group is not even built (``weft.agent.resume``).
 """
 
 from __future__ import annotations

@@ -132,16 +132,11 @@ class ProblemPlan:
         self._solved: dict[str, AgentAction] = {}
         self._records: dict[str, StepRecord] = {}
         self._index = {p.id: i for i, p in enumerate(self.problems) if p.id is not None}
-        by_id = {p.id: p for p in self.problems}
-        values = {pid: functools.partial(self._solve, by_id[pid]) for pid in by_id}
-        labels = {id(v): pid for pid, v in values.items()}
-
-        def node(value: Any) -> WorkGraphNode:
-            return WorkGraphNode(value, PREVIOUS, id=labels[id(value)])
-
-        self.graph = WorkGraph(
-            [[values[pid] for pid in path] for path in self.paths], node_cls=node
-        )
+        nodes = {
+            p.id: WorkGraphNode(functools.partial(self._solve, p), PREVIOUS, id=p.id)
+            for p in self.problems
+        }
+        self.graph = WorkGraph([[nodes[pid] for pid in path] for path in self.paths])
 
     def __bool__(self) -> bool:
         return bool(self.problems)

@@ -57,8 +57,7 @@ class WorkflowContext:
 
 def working_memory_loader(*, query: str = "message", k: int = 8) -> Callable[..., Any]:
     """A ``Loaded`` loader for seed 004's ``working_memory``: at most ``k`` of the owner's
-    entries recalled for the field ``query``, as a ``RecallResult`` (whose path goes to
-    ``diagnostics``)::
+    entries recalled for the field ``query``::
 
         working_memory: Annotated[list[Any], Loaded(working_memory_loader())]
     """

@@ -1,9 +1,5 @@
 """The four lifecycles of a state field (seed 004; the README's table says which lives how long).
 
-A schema annotates each field with one marker (``Annotated[T, marker]``); ``Input`` and
-``TurnScoped`` may be written bare. A marker's ``default`` (or ``default_factory``) is what
-views show while nothing was written.
-
 A turn-scoped or loaded field that holds an earlier turn's value is set back to its
 default (or to no value) as a turn begins, so a stale ``route`` cannot leak into the
 next turn. A turn-scoped field that folds with a reducer other than ``replace`` folds

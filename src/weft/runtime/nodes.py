@@ -1,8 +1,7 @@
 """Turn nodes: ``node(state, context) -> delta``, the fields each owns, and the turn's graph.
 
-Each node declares the fields it writes, with ``@node(writes=[...])`` or a mapping given to
-the runtime (which wins); declaring a group owns its subfields. A delta that writes any
-other field is a ``ChannelOwnershipError`` and nothing of that turn is stored.
+A node's writes given to the runtime win over its ``@node(writes=...)``; declaring a group
+owns its subfields.
 
 The graph is a ``WorkGraph`` (its nodes' ids, retries and timeouts kept), a list of turn
 nodes (a chain), or one node; the runtime runs its own copy whose nodes wrap yours.

@@ -42,10 +42,8 @@ class TurnRuntime:
     """Runs the turns of conversations: ``state schema + graph + checkpointer + memory``.
 
     ``checkpointer`` defaults to a ``SQLiteBackend`` under ``./.weft/``, closed with the
-    runtime; ``memory_store`` to the checkpointer's database. ``writes`` maps node ids to
-    fields (instead of ``@node``); ``diagnostics`` names the field the runtime stamps
-    (``None``: off); ``thread_field`` and ``user_field`` are the input fields naming the
-    thread and the memory owner.
+    runtime, ``memory_store`` to the checkpointer's database; ``diagnostics`` names the
+    field the runtime stamps (``None``: off).
 
     >>> import operator
     >>> from typing import Annotated, TypedDict
