@@ -130,17 +130,10 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
                 groups.append(actions)
             elif child.tag == "Action":
                 groups.append((_xml_action(child, f"<Action> {number} of <NextActions>"),))
+    found = (top.find("Problems") or Element("")).find_all("Problem")
     problems = tuple(
-        _problem(
-            problem.child_text("Request"),
-            problem.child_text("ProblemID"),
-            f"<Problem> {number}",
-            "<Request>",
-            "<ProblemID>",
-        )
-        for number, problem in enumerate(
-            (top.find("Problems") or Element("")).find_all("Problem"), start=1
-        )
+        _problem(p.child_text("Request"), p.child_text("ProblemID"), f"<Problem> {n}", xml=True)
+        for n, p in enumerate(found, start=1)
     )
     texts = {name: top.child_text(tag) for name, tag in _TEXT_FIELDS.items()}
     return _response(texts, tuple(groups), problems, "<TaskStatus>"), top.child_text("ProblemGraph")
@@ -204,14 +197,8 @@ def _from_json(text: str) -> tuple[AgentResponse, str | None]:
             '"problems" must be a list of objects like {"request": "...", "problem_id": "..."}'
         )
     problems = tuple(
-        _problem(
-            _opt_str(p.get("request")),
-            _opt_str(p.get("problem_id")),
-            f"problem {number}",
-            '"request"',
-            '"problem_id"',
-        )
-        for number, p in enumerate(raw_problems, start=1)
+        _problem(_opt_str(p.get("request")), _opt_str(p.get("problem_id")), f"problem {n}")
+        for n, p in enumerate(raw_problems, start=1)
     )
     graph = data.get("problem_graph")
     if isinstance(graph, list):
@@ -256,8 +243,9 @@ def _opt_str(value: Any) -> str | None:
 
 
 def _problem(
-    request: str | None, problem_id: str | None, where: str, request_tag: str, id_tag: str
+    request: str | None, problem_id: str | None, where: str, *, xml: bool = False
 ) -> AgentAction:
+    request_tag, id_tag = ("<Request>", "<ProblemID>") if xml else ('"request"', '"problem_id"')
     if not problem_id:
         raise ResponseProblem(f"{where} has no {id_tag}; give every problem a ProblemID")
     if not re.fullmatch(r"[\w.-]+", problem_id):

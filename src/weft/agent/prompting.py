@@ -110,13 +110,8 @@ def action_memory_string(action_results: Any) -> str | None:
     if not isinstance(action_results, Mapping):
         return None
     memory = action_results.get("action_memory")
-    if isinstance(memory, Mapping):
-        memory = memory.get("memory")
-    else:
-        return None
-    if memory is None or memory == "":
-        return None
-    return render_value(memory)
+    memory = memory.get("memory") if isinstance(memory, Mapping) else None
+    return None if memory is None or memory == "" else render_value(memory)
 
 
 def conversation_string(

@@ -69,8 +69,7 @@ class AgentRun:
         if not fresh:
             run.resuming = True
             numbers = [int(u.split("/", 2)[1]) for u in log.recorded() if _iteration(u)]
-            if numbers:
-                run.first = min(numbers)
+            run.first = min(numbers, default=run.first)
         return run
 
     @classmethod
