@@ -160,8 +160,7 @@ def failed(action: AgentAction, exc: Exception) -> AgentAction:
 def run_sync_actor(
     table: ActorTable, action: AgentAction, offered: Mapping[str, Any]
 ) -> AgentAction | Any:
-    """Run a sync actor: the executed action, or the awaitable an actor turned out to
-    return, for the caller to finish."""
+    """Run a sync actor: the executed action, or the awaitable it returned after all."""
     bound = table.get(action.type)
     if bound is None:
         return no_actor(table, action)

@@ -90,8 +90,7 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
 
 
 def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:
-    """The WorkGraph of ``groups`` for one iteration of ``step.agent`` (a group summarized
-    before the run was interrupted is one node giving its recorded value)."""
+    """The WorkGraph of ``groups`` for one iteration of ``step.agent``."""
     agent = step.agent
     log = step.log
     starts: list[WorkGraphNode] = []
@@ -151,8 +150,7 @@ def _offered(
 
 
 def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable[[Flow], Any]:
-    """A single action: run it on the agent itself, record it, append its result (or, on
-    resume, its recorded result)."""
+    """A single action, run on the agent itself and recorded (or restored, on resume)."""
     agent = step.agent
     bound = agent.actors.get(action.type)
     unit = f"action/{g}"

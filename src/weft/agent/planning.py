@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+from weft._sync import run_sync
 from weft.agent.actors import ActorTable, failed, finish, run_actor
 from weft.agent.agent import Agent
 from weft.agent.context import IterationContext, NextActions
@@ -56,8 +57,7 @@ to C. Problems that do not depend on each other run in parallel."""
 def parse_problem_graph(
     text: str | None, problem_ids: Sequence[str]
 ) -> tuple[tuple[str, ...], ...]:
-    """The paths of a ProblemGraph, checked against ``problem_ids``; a ``ResponseProblem``
-    says exactly what is wrong. Unmentioned problems are added as paths of their own."""
+    """The paths of a ProblemGraph, checked against ``problem_ids`` (``ResponseProblem``)."""
     if not problem_ids:
         raise ResponseProblem(
             "the reply has a <ProblemGraph> but no <Problems>; declare each problem with "
@@ -143,8 +143,6 @@ class ProblemPlan:
 
     def __call__(self) -> Any:
         """The blocking form of :meth:`arun`."""
-        from weft._sync import run_sync
-
         return run_sync(self.arun())
 
     async def arun(self) -> Any:

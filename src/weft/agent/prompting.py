@@ -80,8 +80,7 @@ def render(template: str, feed: Mapping[str, str]) -> str:
 
 
 def action_results_xml(action_results: Any) -> str:
-    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them:
-    one ``<Action>`` per item (a list's items, or the one value)."""
+    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them."""
     items = action_results if isinstance(action_results, (list, tuple)) else (action_results,)
     lines = ["<ActionResults>"]
     for item in items:
@@ -100,8 +99,7 @@ def action_results_xml(action_results: Any) -> str:
 
 
 def action_memory_string(action_results: Any) -> str | None:
-    """``action_memory.memory`` of the results (pattern 6), or None; for a list (a
-    parallel group's merged results), its items' memories, one per line."""
+    """``action_memory.memory`` of the results (pattern 6; of a list's items, one per line)."""
     if isinstance(action_results, (list, tuple)):
         found = [m for m in map(action_memory_string, action_results) if m]
         return "\n".join(found) if found else None
@@ -121,8 +119,7 @@ def conversation_string(
     user_prefix: str = "User: ",
     agent_prefix: str = "Agent: ",
 ) -> str:
-    """The conversation so far (pattern 5): each state's user input(s) as ``User:`` lines,
-    its instant response as an ``Agent:`` line, and finally the current input."""
+    """The conversation so far (pattern 5), then the current input."""
     lines: list[str] = []
     for state in states:
         for item in _inputs(state.user_input):

@@ -40,7 +40,6 @@ from weft.errors import AgentError
 from weft.store import RunLog, StepRecord, Store
 
 ONCE: Final = frozenset({"call_once", "acall_once"})
-"""The actor extras of keyed calls."""
 
 
 class AgentRun:
@@ -74,8 +73,7 @@ class AgentRun:
 
     @classmethod
     def inner(cls, agent: LoopAgent, calls: RunLog, unit: str) -> AgentRun:
-        """The loop of a branch or solver ``agent`` under ``unit`` (of the iteration whose
-        keyed calls ``calls`` records): recorded in the agent's fork."""
+        """The loop of a branch or solver ``agent`` under ``unit``, recorded in its fork."""
         calls = calls.scope(unit)
         scope = calls.path("").partition("/")[2].rstrip("/")  # the same units, in the fork
         return cls(agent, RunLog(agent.store, calls.run_id, scope=scope), calls)
@@ -118,8 +116,7 @@ class AgentRun:
             self.log.record(f"iter/{n}/reply", StepRecord(kind="reply", result=reply), into=tx)
 
     def record_iteration(self, n: int, state: Any, ran: bool, started: float) -> None:
-        """Iteration ``n`` finished: its state item appended, and its record (the commit
-        point: a resumed run does not run it again)."""
+        """Iteration ``n`` finished: its state item appended, with its record."""
         agent = self.agent
         record = StepRecord(
             kind="iteration",
@@ -181,8 +178,7 @@ def _check_key(key: object) -> None:
 
 
 def fork_of(store: Store, name: str, record: StepRecord | None) -> Store:
-    """A fork of ``store`` (with the writes ``record`` holds, for a finished unit whose
-    writes are not in the store yet)."""
+    """A fork of ``store``, with the writes of ``record`` (a finished, unmerged unit)."""
     fork = store.fork(name=name)
     if record is not None and record.changes:
         fork.apply(record.changes)

@@ -16,9 +16,8 @@ from weft.store import MISSING, FrozenDict, FrozenList, freeze
 
 
 class AgentTaskStatusFlags(enum.Enum):
-    """Where the task stands after an iteration, as the reasoner reports it: ``Completed``
-    ends the loop (after the iteration's actions ran); ``Pending`` waits for something
-    outside the agent (usually the user)."""
+    """Where the task stands after an iteration: ``Completed`` ends the loop (after its
+    actions ran); ``Pending`` waits for something outside the agent."""
 
     Completed = "Completed"
     Ongoing = "Ongoing"
@@ -188,8 +187,7 @@ class AgentStateItem:
     action_results: Any = None
 
     def to_dict(self, response_record: Any = None) -> dict[str, Any]:
-        """The record stored for this state (``response_record``: the response's dict,
-        when the caller has it already)."""
+        """The record stored for this state (``response_record``: the response's, if known)."""
         return {
             "iteration": self.iteration,
             "new_task": self.new_task,
@@ -279,7 +277,6 @@ class AgentResult:
 
     @property
     def instant_response(self) -> str | None:
-        """The last reply's instant response."""
         return None if self.response is None else self.response.instant_response
 
     @property
@@ -296,8 +293,7 @@ class AgentResult:
 
 
 def plain_results(value: Any) -> Any:
-    """Action results as plain data: an executed action becomes its ``result``, lists go
-    item by item (nothing is flattened)."""
+    """Action results as plain data: an executed action becomes its ``result``."""
     if isinstance(value, AgentAction):
         return value.result if value.executed else None
     if isinstance(value, (list, tuple)):

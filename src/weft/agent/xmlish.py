@@ -38,7 +38,6 @@ class Element:
         return unescape(self.raw).strip()
 
     def find(self, tag: str) -> Element | None:
-        """The first child with this (canonical) tag."""
         for child in self.children:
             if child.tag == tag:
                 return child
@@ -75,8 +74,8 @@ class Scanner:
         )
 
     def scan(self, text: str) -> Element:
-        """The tree of known tags under a root ``Element("")``; ``XMLProblem`` naming the
-        tag and what is wrong (an unclosed tag, a closing tag that closes nothing, a DTD)."""
+        """The tree of known tags under a root ``Element("")``; ``XMLProblem`` if they do not
+        nest."""
         if "<!" in text:
             forbidden = _FORBIDDEN.search(text)
             if forbidden:

@@ -31,7 +31,6 @@ from weft.store import Event, RunLog, StepRecord, Store, thaw
 from weft.store.records import KIND
 
 RUN_ID: Final = "weft.turns"
-"""The run id whose ``RunLog`` keeps a thread's records."""
 SCHEMA: Final = "schema"
 TURN: Final = "turn"
 SCHEMA_PATH: Final = f"{RUN_ID}/{SCHEMA}"
@@ -74,8 +73,7 @@ class StateCodec:
                 raise SchemaError(f"StateCodec: migrations[{key}] is not a function")
 
     def read(self, store: Store, thread_id: str) -> ThreadRecord | None:
-        """The thread's record (None for a new thread), checked against this version;
-        ``MalformedStateError`` for a record that is not one."""
+        """The thread's record (None for a new thread), checked against this version."""
         schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
         if schema is not None:
             version = _result(schema.value, SCHEMA)
@@ -213,8 +211,8 @@ def _ends(event: Event) -> int | None:
 
 
 def _records(backend: Backend, thread_id: str) -> Iterator[tuple[int, int]]:
-    """``(step, _ends(event))`` of the thread's runtime records in step order, read in
-    chunks; an event the backend cannot decode is a ``_BAD`` record, and the last."""
+    """``(step, _ends(event))`` of the thread's runtime records; an event the backend cannot
+    decode is a ``_BAD`` record, and the last."""
     info = backend.thread(thread_id)
     after, last = (0, 0) if info is None else (info.first_step, info.last_step)
     while after < last:

@@ -64,7 +64,6 @@ class Transcript:
         return tuple(out)
 
     def entries(self, state: TurnState) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The turn's user entry and assistant entry."""
         user = {"role": "user", "content": thaw(state.get(self.user, ""))}
         assistant = {"role": "assistant", "content": thaw(state.get(self.assistant, ""))}
         for name in self.stamp:

@@ -128,7 +128,6 @@ FOLDS_FROM_NOTHING: Final[frozenset[ReducerFn]] = frozenset(
 
 
 def default_of(marker: Marker) -> Any:
-    """The marker's default (``default_factory()`` when given), or ``MISSING``."""
     if marker.default_factory is not None:
         return marker.default_factory()
     return marker.default

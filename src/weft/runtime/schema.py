@@ -158,8 +158,7 @@ class StateSchema:
         return FrozenDict(out)
 
     def split(self, key: str, value: Any, writer: str) -> list[tuple[Field, Any]]:
-        """The leaf writes of ``{key: value}``: a group's dict goes to its subfields. A
-        name that is no field is a ``ChannelOwnershipError`` naming ``writer`` and it."""
+        """The leaf writes of ``{key: value}`` (a group's dict goes to its subfields)."""
         node = self.nodes.get(key) if isinstance(key, str) else None
         if node is None:
             raise self.unknown(key, writer)

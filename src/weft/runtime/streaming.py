@@ -25,9 +25,8 @@ Listener = Callable[["StageEvent"], object]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageEvent:
-    """A stage of a turn (``label``: a runtime stage, or a node's id, as ``kind`` says)
-    started, finished, failed or was skipped. ``elapsed_ms`` is the stage's duration once
-    it ended (0 when it starts); ``at_ms`` the time since the turn began."""
+    """A stage of a turn (a runtime stage or a node, as ``kind`` says) started, finished,
+    failed or was skipped; ``at_ms`` is the time since the turn began."""
 
     label: str
     phase: Phase

@@ -55,7 +55,6 @@ class ThreadLocks:
 
     @asynccontextmanager
     async def hold(self, thread_id: str) -> AsyncIterator[None]:
-        """Hold ``thread_id``'s lock for the block."""
         loop = asyncio.get_running_loop()
         with self._guard:
             slot = self._slots.get(thread_id)
@@ -119,7 +118,6 @@ class Threads:
         self._guard = threading.Lock()
 
     def __len__(self) -> int:
-        """The threads open now."""
         return len(self._open)
 
     def open(self, thread_id: str) -> tuple[DurableRun, ThreadRecord | None]:

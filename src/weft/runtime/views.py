@@ -179,9 +179,7 @@ def reader(value: Callable[[str, str, Any], Any]) -> Read:
 
     def read(leaf: Field) -> Any:
         found = value("input" if leaf.lifecycle == "input" else "state", leaf.path, _ABSENT)
-        if found is _ABSENT:
-            return MISSING
-        return found
+        return MISSING if found is _ABSENT else found
 
     return read
 
