@@ -151,8 +151,7 @@ class Agent:
             self._cache = (entry.value, (*items, item))
 
     def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
-        """A copy of this agent working on ``store`` under ``name``, sharing nothing mutable
-        (with ``clear_states=False`` it starts from this agent's states)."""
+        """A copy of this agent on ``store`` under ``name``, sharing nothing mutable."""
         clone = self.__class__.__new__(self.__class__)
         clone.__dict__.update(self.__dict__)
         clone.name = name
@@ -204,8 +203,7 @@ class Agent:
         action_results: Any = None,
         previous_agent_results: Any = None,
     ) -> AgentResult:
-        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver),
-        with the step's user profile, context and attachments, recorded under that unit."""
+        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver)."""
         given = (*step.attachments, *self.make_attachments(previous_agent_results))
         run = None if step.calls is None else AgentRun.inner(self, step.calls, unit)
         with self._exclusive():
@@ -369,8 +367,7 @@ class Agent:
             raise
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
-        """The prompt of one iteration: here the input, the previous results as
-        ``<ActionResults>`` XML, and the attachments."""
+        """The prompt of one iteration: here the input, the results and the attachments."""
         parts = [value_string(inputs.user_input)]
         if inputs.action_results is not None:
             parts.append(action_results_xml(inputs.action_results))
@@ -379,16 +376,14 @@ class Agent:
         return "\n\n".join(part for part in parts if part)
 
     def parse_response(self, raw: str) -> AgentResponse:
-        """The reply as an ``AgentResponse`` (the structured format, action types checked);
-        a ``ResponseProblem`` if it cannot be used."""
+        """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used."""
         response, _graph = parse_structured_response(raw, action_types=self.action_types)
         return response
 
     def create_next_actions(
         self, response: AgentResponse, context: IterationContext
     ) -> NextActions:
-        """The iteration's work: the action groups, or a callable run as it is (empty:
-        nothing to do)."""
+        """The iteration's work: the action groups, or a callable run as it is."""
         return response.next_actions
 
     def corrective_prompt(self, prompt: str, raw: str, problem: str) -> str:
@@ -400,8 +395,7 @@ class Agent:
         )
 
     def make_attachments(self, previous_agent_results: Any) -> list[AgentAttachment]:
-        """Attachments from earlier agents' results (pattern 4): one per result (a list's
-        items each), never dropping one."""
+        """Attachments from earlier agents' results (pattern 4): one per result, none dropped."""
         if previous_agent_results is None:
             return []
         items = (
@@ -438,8 +432,7 @@ class Agent:
         *,
         into: Store | None = None,
     ) -> None:
-        """Write one executed action's record (into ``into``, a transaction, when given);
-        ``chooser`` names the agent whose reasoner asked for it."""
+        """Write one executed action's record; ``chooser`` is the agent that asked for it."""
         (self._store if into is None else into).write(
             "state",
             self.actions_path,

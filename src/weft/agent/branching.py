@@ -193,8 +193,7 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
 def _branch_start(
     action: AgentAction, g: int, k: int, name: str, step: IterationContext
 ) -> Callable[[Flow], Any]:
-    """The first node of a branch: the action run by a copy of the agent on a fork (or,
-    on resume, the finished branch restored from its record)."""
+    """The first node of a branch: the action, run by a copy of the agent on a fork."""
     parent = step.agent
     bound = parent.actors.get(action.type)
     unit = f"branch/{g}.{k}"
@@ -246,8 +245,7 @@ def _branch_start(
 
 
 def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started], Awaitable[_Ended]]:
-    """The second node of a branch: the copy's own loop from the action's result; the
-    finished branch is recorded with its fork's writes."""
+    """The second node of a branch: the copy's own loop, fed with the action's result."""
     unit = f"branch/{g}.{k}"
 
     async def follow(started: _Started) -> _Ended:

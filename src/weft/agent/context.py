@@ -63,8 +63,7 @@ class IterationContext:
     user_profile: Any = None
     context: Any = None
     log: RunLog | None = None
-    """In a run with a ``run_id``: the iteration's units in the agent's store
-    (``weft.agent.resume``)."""
+    """The iteration's units in the agent's store, in a run with a ``run_id``."""
     calls: RunLog | None = None
     """The same units on the run's store, where keyed calls are recorded."""
 

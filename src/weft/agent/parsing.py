@@ -57,16 +57,6 @@ _SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS)
 _WRAPPER: Final = re.compile(r"<structuredresponse", re.IGNORECASE)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
-_TEXT_FIELDS: Final = {  # the reply's text fields: JSON name -> XML tag
-    name: "".join(map(str.capitalize, name.split("_")))
-    for name in (
-        "instant_response",
-        "instant_learnings",
-        "task_status",
-        "task_status_description",
-        "task_status_description_extended",
-    )
-}
 
 
 def parse_structured_response(
@@ -89,13 +79,7 @@ def parse_structured_response(
     else:
         response, graph = _from_xml(body)
     if action_types is not None:
-        unknown = [a.type for g in response.next_actions for a in g if a.type not in action_types]
-        if unknown:
-            known = ", ".join(sorted(action_types)) or "(none: this agent has no actors)"
-            raise ResponseProblem(
-                f"NextActions names the action type {unknown[0]}, which is not one of the "
-                f"action types: {known}"
-            )
+        _check_types(response, action_types)
     return response, graph
 
 
@@ -135,8 +119,18 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
         _problem(p.child_text("Request"), p.child_text("ProblemID"), f"<Problem> {n}", xml=True)
         for n, p in enumerate(found, start=1)
     )
-    texts = {name: top.child_text(tag) for name, tag in _TEXT_FIELDS.items()}
-    return _response(texts, tuple(groups), problems, "<TaskStatus>"), top.child_text("ProblemGraph")
+    graph = top.child_text("ProblemGraph")
+    response = _response(
+        instant_response=top.child_text("InstantResponse"),
+        instant_learnings=top.child_text("InstantLearnings"),
+        status=top.child_text("TaskStatus"),
+        description=top.child_text("TaskStatusDescription"),
+        extended=top.child_text("TaskStatusDescriptionExtended"),
+        groups=tuple(groups),
+        problems=problems,
+        status_name="<TaskStatus>",
+    )
+    return response, graph
 
 
 def _xml_action(element: Element, where: str) -> AgentAction:
@@ -203,8 +197,16 @@ def _from_json(text: str) -> tuple[AgentResponse, str | None]:
     graph = data.get("problem_graph")
     if isinstance(graph, list):
         graph = "\n".join(str(line) for line in graph)
-    texts = {name: _opt_str(data.get(name)) for name in _TEXT_FIELDS}
-    response = _response(texts, tuple(groups), problems, '"task_status"')
+    response = _response(
+        instant_response=_opt_str(data.get("instant_response")),
+        instant_learnings=_opt_str(data.get("instant_learnings")),
+        status=_opt_str(data.get("task_status")),
+        description=_opt_str(data.get("task_status_description")),
+        extended=_opt_str(data.get("task_status_description_extended")),
+        groups=tuple(groups),
+        problems=problems,
+        status_name='"task_status"',
+    )
     return response, None if graph is None else str(graph)
 
 
@@ -259,12 +261,16 @@ def _problem(
 
 
 def _response(
-    texts: dict[str, Any],
+    *,
+    instant_response: str | None,
+    instant_learnings: str | None,
+    status: str | None,
+    description: str | None,
+    extended: str | None,
     groups: tuple[tuple[AgentAction, ...], ...],
     problems: tuple[AgentAction, ...],
     status_name: str,
 ) -> AgentResponse:
-    status = texts.pop("task_status")
     if status:
         flag = AgentTaskStatusFlags.parse(status)
         if flag is None:
@@ -284,8 +290,22 @@ def _response(
             )
         seen[problem.id] = number
     return AgentResponse(
-        **{name: text or None for name, text in texts.items()},
+        instant_response=instant_response or None,
+        instant_learnings=instant_learnings or None,
         task_status=flag,
+        task_status_description=description or None,
+        task_status_description_extended=extended or None,
         next_actions=groups,
         problems=problems,
     )
+
+
+def _check_types(response: AgentResponse, action_types: Collection[str]) -> None:
+    for group in response.next_actions:
+        for action in group:
+            if action.type not in action_types:
+                known = ", ".join(sorted(action_types)) or "(none: this agent has no actors)"
+                raise ResponseProblem(
+                    f"NextActions names the action type {action.type}, which is not one of "
+                    f"the action types: {known}"
+                )

@@ -100,9 +100,8 @@ ActionGroups = tuple[tuple[AgentAction, ...], ...]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResponse:
-    """A reasoner's reply, parsed. A planning reply has ``problems`` (one action per
-    ``<Problem>``, its ProblemID in ``id``, its request in ``args["request"]``) and
-    ``problem_graph``, the validated paths of ProblemIDs."""
+    """A reasoner's reply, parsed; a plan's ``problems`` are actions with the ProblemID in
+    ``id`` and the request in ``args["request"]``."""
 
     instant_response: str | None = None
     instant_learnings: str | None = None
@@ -153,8 +152,7 @@ class AgentResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentAttachment:
-    """Something the reasoner is shown beside the input: a file, or an earlier agent's
-    result. ``str(attachment)`` is what the ``{attachments}`` placeholder shows."""
+    """Something the reasoner is shown beside the input (``str()`` gives its XML)."""
 
     id: str
     description: str

@@ -242,8 +242,7 @@ def _ended(events: list[Event]) -> Iterator[tuple[int, int]]:
 
 
 def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int]:
-    """(step, turn) of the thread's first record that cannot be read: an event the backend
-    cannot decode, or a runtime record that is not one (an error path: it reads the log)."""
+    """(step, turn) of the thread's first unreadable record (an error path: reads the log)."""
     turns = 0
     for step, ended in _records(backend, thread_id):
         if ended == _BAD:

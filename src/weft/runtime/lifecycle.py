@@ -44,9 +44,8 @@ class Input:
 
 @dataclass(frozen=True, slots=True)
 class Reducer:
-    """Accumulates across turns through the thread's log: each write goes through ``fn``
-    (``operator.add``, ``weft.store.reducers.merge`` ...). ``each_turn`` is written through
-    ``fn`` at every turn start."""
+    """Accumulates across turns: each write goes through ``fn`` (``operator.add``,
+    ``weft.store.reducers.merge`` ...); ``each_turn`` is written at every turn start."""
 
     fn: ReducerFn
     _: KW_ONLY
@@ -101,8 +100,7 @@ MARKERS: tuple[type, ...] = (Input, Reducer, Loaded, TurnScoped)
 
 
 def marker_of(metadata: tuple[Any, ...] | list[Any], where: str) -> Marker | None:
-    """The one lifecycle marker among a field's ``Annotated`` metadata (None when there is
-    none); the bare classes ``Input`` and ``TurnScoped`` stand for their defaults."""
+    """The one lifecycle marker among a field's ``Annotated`` metadata, or None."""
     found: list[Marker] = []
     for item in metadata:
         if item is Input:

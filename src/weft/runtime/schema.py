@@ -145,8 +145,7 @@ class StateSchema:
         return "\n".join(lines)
 
     def value(self, node: Field | Group, read: Any) -> Any:
-        """The value a view shows for ``node``: ``read(field)`` (``MISSING`` when unset)
-        or the field's default; a group is a frozen dict of its subfields that have one."""
+        """The value a view shows for ``node`` (a group: a frozen dict of its subfields)."""
         if isinstance(node, Field):
             found = read(node)
             return node.default if found is MISSING else found

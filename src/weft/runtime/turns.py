@@ -220,9 +220,8 @@ class TurnRuntime:
                 else:
                     updates.append((path, start, SOURCE))
         tx.write_many("state", updates)
-        loaded: dict[str, Any] = {}
         with stages.stage("loaders"):
-            await self._run_loaders(tx, context, initial.loaded, loaded)
+            loaded = await self._run_loaders(tx, context, initial.loaded)
         with stages.stage("graph"):
             observe = stages.listener is not None or self._diagnostics is not None
             unsubscribe = tx.subscribe(stages.on_note) if observe else None
@@ -237,23 +236,21 @@ class TurnRuntime:
             return output
 
     async def _run_loaders(
-        self,
-        tx: Store,
-        context: WorkflowContext,
-        supplied: Mapping[str, Any],
-        out: dict[str, Any],
-    ) -> None:
+        self, tx: Store, context: WorkflowContext, supplied: Mapping[str, Any]
+    ) -> dict[str, Any]:
         for path, value in supplied.items():
             tx.write("state", path, value, source=CALLER)
         pending = [leaf for leaf in self._loaded if leaf.path not in supplied]
         if not pending:
-            return
+            return {}
         view = TurnState(self.schema, reader(tx.value))
         calls = [self._load_one(leaf, context, view) for leaf in pending]
         results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
+        out: dict[str, Any] = {}  # each loader's time (and recall path), for the diagnostics
         for leaf, (value, info) in zip(pending, results, strict=True):
             tx.write("state", leaf.path, value, source=f"loader:{leaf.path}")
             out[leaf.path] = info
+        return out
 
     async def _load_one(
         self, leaf: Field, context: WorkflowContext, view: TurnState

@@ -96,8 +96,7 @@ class Contract:
         self.schema = schema
         self.input_model = input_model
         if input_model is not None:
-            names = _model_names(input_model, "input")
-            for name in names:
+            for name in _model_names(input_model, "input"):
                 node = schema.fields.get(name)
                 leaves = schema.leaves_under(name) if node is not None else ()
                 if node is None or any(f.lifecycle not in ("input", "loaded") for f in leaves):
