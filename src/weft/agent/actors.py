@@ -2,26 +2,15 @@
 
 An agent's ``actor`` is a mapping ``{action type: function}``, whose functions are called
 ``search(**action.args, **extras)``, or one function for every type, called
-``actor(action, **extras)``.
-
-``extras`` are passed only to a function that declares a parameter of that very name
-(never through ``**kwargs``, never over an argument the reasoner gave): ``target``,
-``action``, ``previous_action_results`` (the shared list of pattern 2), ``attachments``,
-``store`` (the acting agent's store: a branch's own fork) and ``call_once`` /
-``acall_once``, keyed calls for exactly-once effects in a run with a ``run_id``::
+``actor(action, **extras)``. ``extras`` (``EXTRAS``; ``store`` is the acting agent's own,
+a branch's fork) are passed only to a function that declares a parameter of that very
+name, never through ``**kwargs`` and never over an argument the reasoner gave::
 
     def charge(order, amount, call_once):
         return call_once("charge", payments.charge, order, amount)
 
-``call_once(key, fn, *args, **kwargs)`` calls ``fn`` unless this action already made a
-call with this key in this run, and returns the recorded result (``acall_once`` awaits an
-async ``fn``). A crash after ``fn`` took effect but before the record was written calls it
-again: pass the key on to a service that accepts idempotency keys. Without a ``run_id``,
-``fn`` is simply called.
-
-An actor that raises, or returns a value the store cannot keep, does not crash the run:
-the action's result becomes ``{"error": "<Exception>: <message>", "type": <action type>}``,
-which the reasoner sees on the next iteration.
+A crash after ``fn`` took effect but before its record was written calls it again: pass
+the key on to a service that accepts idempotency keys.
 """
 
 from __future__ import annotations
@@ -151,10 +140,6 @@ def error_result(action: AgentAction, message: str) -> AgentAction:
     return action.with_result({"error": message, "type": action.type}, error=message)
 
 
-def describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
 def finish(action: AgentAction, value: Any) -> AgentAction:
     """``action`` executed with ``value``, or an error result if the store cannot keep it."""
     try:
@@ -169,14 +154,13 @@ def finish(action: AgentAction, value: Any) -> AgentAction:
 
 def failed(action: AgentAction, exc: Exception) -> AgentAction:
     logger.warning("the actor for %s raised; its result is an error result", action.type)
-    return error_result(action, describe(exc))
+    return error_result(action, f"{type(exc).__name__}: {exc}")
 
 
 def run_sync_actor(
     table: ActorTable, action: AgentAction, offered: Mapping[str, Any]
 ) -> AgentAction | Any:
-    """Run a sync actor: the executed action (or, for an actor that turned out to return
-    an awaitable, that awaitable for the caller to finish with ``settle``)."""
+    """Run a sync actor: the executed action, or the awaitable it returned after all."""
     bound = table.get(action.type)
     if bound is None:
         return no_actor(table, action)

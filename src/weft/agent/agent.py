@@ -1,29 +1,10 @@
-"""``Agent``: the loop of seed 000/002, on one store.
+"""``Agent``: the loop of seed 000/002, on one store (the README's "Agents" section has its
+store paths and what the reasoner is fed).
 
-Feedback (pattern 1). ``action_results`` is *replaced* each iteration, never
-accumulated: it is the outcome of the iteration's **last** action group, either the
-executed ``AgentAction`` of a single action or the summarizer's value for a parallel
-group. The earlier groups' values are not lost: the actors of later groups see them in
-``previous_action_results`` (pattern 2, see ``weft.agent.branching``) and the store
-holds every action's record. An iteration that runs no actions leaves the feedback as
-it was (a branch that completes at once hands back its action's result).
-
-Store layout. An agent named ``N`` writes, in kind ``state``:
-
-==============================  =======  =================================================
-``agent/N/current``             replace  ``{"iteration": n, "response": {...}}`` once the
-                                         reply is parsed, before any action runs
-``agent/N/actions``             append   one record per executed action, as it finishes:
-                                         ``{"agent", "iteration", "group", "index",
-                                         "action": {type, target, args, ..., result}}``
-``agent/N/states``              append   the ``AgentStateItem`` (as a dict) of each
-                                         finished iteration: ``agent.states``
-==============================  =======  =================================================
-
-and a note on ``agent/N/states`` for each corrective retry. A branch of a parallel group
-is an agent named ``N/<iteration>.<group>.<index>`` working on a fork of the store; its
-records reach this store when the group ends. A run given a ``run_id`` is also recorded
-with the typed records of the one run model, to resume (``weft.agent.resume``).
+``agent/<name>/current`` is written once the reply is parsed, before any action runs, and
+each corrective retry leaves a note on ``agent/<name>/states``. A branch is an agent named
+``<name>/<iteration>.<group>.<index>`` on a fork; its records reach this store when its
+group ends. An iteration that runs no actions leaves the feedback as it was.
 """
 
 from __future__ import annotations
@@ -73,17 +54,11 @@ _EMPTY: Final = FrozenList()
 class Agent:
     """The agent loop: reasoner, response, actions as a WorkGraph, results fed back.
 
-    ``reasoner`` is any weft reasoner (sync or async function, ``ScriptedReasoner``, a
-    chat-model adapter). ``actor`` runs actions: ``{action type: function}`` or one
-    function (see ``weft.agent.actors``). ``store`` is where the agent's state lives (a new
-    one if omitted); ``name`` is its place in the store. ``summarizer(*branch_results)``
-    merges a parallel group (default: the list of each branch's ``action_results``, in
-    action order). ``branching_agent_start_as_new`` starts each branch with no states
-    (``False``: a branch inherits this agent's states).
-
-    The base class asks its reasoner with a plain prompt (the input, the
-    ``<ActionResults>`` and the attachments) and reads the structured reply of
-    ``weft.agent.parsing``; ``PromptBasedAgent`` and its subclasses add templates.
+    ``reasoner`` is any weft reasoner; ``actor`` is ``{action type: function}`` or one
+    function (``weft.agent.actors``); ``store`` defaults to a new one, ``name`` is the
+    agent's place in it. ``summarizer(*branch_results)`` merges a parallel group (default:
+    ``default_summarizer``); with ``branching_agent_start_as_new=False`` a branch inherits
+    this agent's states.
 
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner([
@@ -176,9 +151,7 @@ class Agent:
             self._cache = (entry.value, (*items, item))
 
     def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
-        """A copy of this agent working on ``store`` under ``name``: cheap, and sharing
-        nothing mutable (its states are read from its own store path; with
-        ``clear_states=False`` it starts from this agent's states, an immutable tuple)."""
+        """A copy of this agent on ``store`` under ``name``, sharing nothing mutable."""
         clone = self.__class__.__new__(self.__class__)
         clone.__dict__.update(self.__dict__)
         clone.name = name
@@ -207,16 +180,8 @@ class Agent:
         run_id: str | None = None,
     ) -> AgentResult:
         """Run the loop until the task is completed, nothing is left to do, or
-        ``max_iterations``; returns an ``AgentResult``.
-
-        ``action_results`` seeds the feedback of the first iteration (a branch starts
-        with its action's result). ``previous_agent_results`` are the results of earlier
-        agents in a plan (pattern 4): each becomes an ``AgentAttachment``.
-
-        ``run_id`` makes the run resumable: each finished iteration is recorded in the
-        store before the next one starts, and calling again with the same ``run_id`` and
-        arguments (after a crash, in a new process, on the store reloaded) goes on from
-        where it stopped, finished iterations not run again (``weft.agent.resume``).
+        ``max_iterations``. ``action_results`` seeds the first iteration's feedback. With
+        ``run_id``, calling again with the same arguments resumes the run (``weft.agent.resume``).
         """
         run = None if run_id is None else check_run_id(run_id, AgentBuildError)
         given = (*attachments, *self.make_attachments(previous_agent_results))
@@ -238,9 +203,7 @@ class Agent:
         action_results: Any = None,
         previous_agent_results: Any = None,
     ) -> AgentResult:
-        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver: a
-        copy of an agent on a fork), with the step's user profile, context and attachments;
-        in a run with a run id it is recorded under that unit (``weft.agent.resume``)."""
+        """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver)."""
         given = (*step.attachments, *self.make_attachments(previous_agent_results))
         run = None if step.calls is None else AgentRun.inner(self, step.calls, unit)
         with self._exclusive():
@@ -250,7 +213,6 @@ class Agent:
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
-        """One loop of this agent at a time: its iterations are numbered in its store."""
         if self._running:
             raise AgentError(
                 f"agent {self.name!r} is already running; one agent runs one loop at a time "
@@ -386,8 +348,7 @@ class Agent:
             ) from None
 
     async def _work(self, work: NextActions, step: IterationContext) -> Any:
-        """Run the iteration's work: action groups through a built WorkGraph, or a callable
-        (the polymorphic dispatch of seed 002)."""
+        """Run action groups (``weft.agent.branching``), or a callable as it is (seed 002)."""
         try:
             if isinstance(work, tuple):
                 return await run_action_groups(work, step)
@@ -406,8 +367,7 @@ class Agent:
             raise
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
-        """The prompt of one iteration. The base agent's is plain: the input, the previous
-        results as ``<ActionResults>`` XML, and the attachments."""
+        """The prompt of one iteration: here the input, the results and the attachments."""
         parts = [value_string(inputs.user_input)]
         if inputs.action_results is not None:
             parts.append(action_results_xml(inputs.action_results))
@@ -416,19 +376,14 @@ class Agent:
         return "\n\n".join(part for part in parts if part)
 
     def parse_response(self, raw: str) -> AgentResponse:
-        """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used.
-
-        The base agent reads the structured format (``weft.agent.parsing``) and checks
-        the action types against its actors.
-        """
+        """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used."""
         response, _graph = parse_structured_response(raw, action_types=self.action_types)
         return response
 
     def create_next_actions(
         self, response: AgentResponse, context: IterationContext
     ) -> NextActions:
-        """The iteration's work: the action groups (run as a WorkGraph with branches), or
-        a callable (a prebuilt WorkGraph) that is run as it is. Empty: nothing to do."""
+        """The iteration's work: the action groups, or a callable run as it is."""
         return response.next_actions
 
     def corrective_prompt(self, prompt: str, raw: str, problem: str) -> str:
@@ -440,10 +395,7 @@ class Agent:
         )
 
     def make_attachments(self, previous_agent_results: Any) -> list[AgentAttachment]:
-        """Attachments from earlier agents' results (pattern 4): one per result, never
-        dropping one. An executed action with an ``id`` (a plan's problem) becomes
-        ``AgentAttachment(id, "The result of the '<id>' agent", result)``; a list gives
-        one attachment per item."""
+        """Attachments from earlier agents' results (pattern 4): one per result, none dropped."""
         if previous_agent_results is None:
             return []
         items = (
@@ -480,9 +432,7 @@ class Agent:
         *,
         into: Store | None = None,
     ) -> None:
-        """Write one executed action's record to ``agent/<name>/actions`` (in ``into``, a
-        transaction of this agent's store, when given); ``chooser`` names the agent whose
-        reasoner asked for it (a branch runs its parent's action)."""
+        """Write one executed action's record; ``chooser`` is the agent that asked for it."""
         (self._store if into is None else into).write(
             "state",
             self.actions_path,

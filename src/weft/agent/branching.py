@@ -1,5 +1,5 @@
-"""Action groups as a WorkGraph: sequential accumulation (pattern 2) and parallel
-branches in isolated agent copies (pattern 3).
+"""Action groups as a WorkGraph: sequential accumulation (pattern 2) and parallel branches
+in isolated agent copies (pattern 3); the README's "Agents" section says what each gives.
 
 ``next_actions = [[A], [B, C, D], [E]]`` becomes::
 
@@ -7,22 +7,9 @@ branches in isolated agent copies (pattern 3).
       ├─► C ──► branch agent ──┼─► Summarizer ──► E
       └─► D ──► branch agent ──┘
 
-**The shared list.** Actors see the *previous action results* through a
-``previous_action_results`` parameter: a read-only ``FrozenList`` that starts as
-``[action_results]`` (what the iteration was fed) and gains exactly **one** item per group,
-a single action's result or a parallel group's merged value. Nothing is flattened:
-``[[A1], [B1, B2], [C1]]`` gives C1 ``[initial, 'A1', ['B1', 'B2']]``.
-
-**Branches.** Each action of a group of several runs in its own copy of the agent, named
-``<agent>/<iteration>.<group>.<index>``, on ``store.fork()``, with no states when
-``branching_agent_start_as_new``. The copy runs the action, then its own loop fed with the
-action's result, until it completes. Branches run concurrently and never see each other's
-writes. The summarizer node merges the forks **in action order** and calls
-``summarizer(*branch_results)`` with the branches' ``AgentResult`` s in action order.
-
-**Resume.** In a run with a ``run_id``, a recorded action or branch is not run again,
-a merged group is not merged again and a summarized group is not even built (the records:
-``weft.agent.resume``).
+A branch (an agent named ``<agent>/<iteration>.<group>.<index>`` on a fork) runs the action,
+then its own loop fed with its result. In a run with a ``run_id`` a recorded action or
+branch is not run again and a summarized group is not even built (``weft.agent.resume``).
 """
 
 from __future__ import annotations
@@ -87,13 +74,9 @@ class _Ended:
 
 
 async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any:
-    """Run ``groups``; returns the last group's outcome (the feedback).
-
-    Groups with branches run as a WorkGraph (``build_action_graph``). A plain sequence
-    (every group a single action) runs the very same node functions one after another:
-    the engine would run that chain inline too, and only add the cost of building and
-    scheduling a graph.
-    """
+    """Run ``groups``; returns the last group's outcome (the feedback). A plain sequence
+    runs the graph's node functions one after another: the engine would too, after
+    building a graph."""
     start = Flow(FrozenList([plain_results(step.action_results)]), step.action_results)
     if all(len(group) == 1 for group in groups):
         flow = start
@@ -107,8 +90,7 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
 
 
 def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:
-    """The WorkGraph of ``groups`` for one iteration of ``step.agent`` (a group summarized
-    before the run was interrupted is one node giving its recorded value)."""
+    """The WorkGraph of ``groups`` for one iteration of ``step.agent``."""
     agent = step.agent
     log = step.log
     starts: list[WorkGraphNode] = []
@@ -168,8 +150,7 @@ def _offered(
 
 
 def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable[[Flow], Any]:
-    """A single action: run it on the agent itself, record it, append its result (or, on
-    resume, its recorded result)."""
+    """A single action, run on the agent itself and recorded (or restored, on resume)."""
     agent = step.agent
     bound = agent.actors.get(action.type)
     unit = f"action/{g}"
@@ -212,8 +193,7 @@ def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable
 def _branch_start(
     action: AgentAction, g: int, k: int, name: str, step: IterationContext
 ) -> Callable[[Flow], Any]:
-    """The first node of a branch: fork the store, copy the agent, run the action there
-    (or, on resume, restore the finished branch from its record)."""
+    """The first node of a branch: the action, run by a copy of the agent on a fork."""
     parent = step.agent
     bound = parent.actors.get(action.type)
     unit = f"branch/{g}.{k}"
@@ -265,9 +245,7 @@ def _branch_start(
 
 
 def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started], Awaitable[_Ended]]:
-    """The second node of a branch: the copy continues its own loop from the action's
-    result (in a run with a run id, recorded under the branch's unit in its fork); the
-    finished branch is recorded with its fork's writes."""
+    """The second node of a branch: the copy's own loop, fed with the action's result."""
     unit = f"branch/{g}.{k}"
 
     async def follow(started: _Started) -> _Ended:
@@ -296,8 +274,7 @@ def _branch_loop(step: IterationContext, g: int, k: int) -> Callable[[_Started],
 
 
 def _restored_result(agent: LoopAgent, record: StepRecord) -> AgentResult:
-    """A finished branch's ``AgentResult``, from its record and its own states in its store
-    (not those it inherited)."""
+    """A finished branch's ``AgentResult``, from its record and its own stored states."""
     stored = agent.store.value("state", agent.states_path, ())
     items = AgentStates(map(AgentStateItem.from_dict, stored))
     return AgentResult(

@@ -1,5 +1,4 @@
-"""What one iteration works with: the reasoner's inputs, the context of its work, what that
-work uses of the agent (``LoopAgent``), and the pieces of the loop that need no more of it."""
+"""What one iteration works with: the reasoner's inputs, its work's context and agent."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ class AgentInputs:
 
 
 class LoopAgent(Protocol):
-    """What the work of an iteration (its actions and branches, a plan's problems, the records
-    of a resumable run) uses of its agent: the modules of that work need not import ``Agent``."""
+    """What an iteration's work uses of its agent (so its modules need not import ``Agent``)."""
 
     name: str
     actors: ActorTable
@@ -65,12 +63,9 @@ class IterationContext:
     user_profile: Any = None
     context: Any = None
     log: RunLog | None = None
-    """In a run with a ``run_id``: the iteration's units (``iter/<n>/...`` in the agent's
-    store), what finished before the run was interrupted and where its work records what
-    finishes (``weft.agent.resume``)."""
+    """The iteration's units in the agent's store, in a run with a ``run_id``."""
     calls: RunLog | None = None
-    """The same units on the run's store, where keyed calls are recorded (a branch's
-    ``log`` is in its fork, its keyed calls are not)."""
+    """The same units on the run's store, where keyed calls are recorded."""
 
 
 def default_summarizer(*branch_results: AgentResult) -> list[Any]:

@@ -1,53 +1,19 @@
 """The structured reply of an action agent: the seed's XML, or JSON with the same fields.
 
-XML (tags in any case; text around the element and unknown tags are ignored)::
+The XML is the layout the prompts ask for (``ACTION_FORMAT`` in ``weft.agent.prompt_agents``,
+``PLANNING_FORMAT`` in ``weft.agent.planning``), read tolerantly: tags in any case, text
+around the element and unknown tags ignored, the ``<StructuredResponse>`` wrapper optional,
+an ``<Action>`` outside an ``<ActionGroup>`` a group of one, ``<Type>`` for ``<ActionType>``,
+and ``<Args>`` a JSON object or ``<name>value</name>`` elements. The JSON (bare, or in a
+```json fence) has the same fields in snake case::
 
-    <StructuredResponse>
-      <InstantResponse>I will open the page first.</InstantResponse>
-      <InstantLearnings>The user prefers short answers.</InstantLearnings>   (optional)
-      <TaskStatus>Ongoing</TaskStatus>              Completed | Ongoing | Pending
-      <TaskStatusDescription>Opening the page</TaskStatusDescription>      (optional)
-      <TaskStatusDescriptionExtended>...</TaskStatusDescriptionExtended>  (optional)
-      <NextActions>
-        <ActionGroup>                               a group of one runs in sequence
-          <Action>
-            <ActionType>Navigation.VisitURL</ActionType>   (or <Type>)
-            <Target>https://example.org</Target>           (optional)
-            <Args>{"timeout": 5}</Args>                    (optional: a JSON object, or
-                                                            <Args><q>text</q></Args>)
-            <Reasoning>The answer is on that page.</Reasoning>  (optional)
-          </Action>
-        </ActionGroup>
-        <ActionGroup>                               several actions: one branch each
-          <Action>...</Action>
-          <Action>...</Action>
-        </ActionGroup>
-        <Action>...</Action>                        an <Action> outside a group is a group of one
-      </NextActions>
-      <Problems>                                    (planning agent)
-        <Problem>
-          <Request>Search for a Starbucks recipe</Request>
-          <ProblemID>SUGGEST_RECIPE_STARBUCKS</ProblemID>
-        </Problem>
-      </Problems>
-      <ProblemGraph>
-        SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS
-        ORDER_MCDONALDS
-      </ProblemGraph>
-    </StructuredResponse>
+    {"task_status": "Ongoing", "next_actions": [[{"type": "Search", "target": "weft"}],
+     [{"type": "A", "args": {"q": 1}}, {"type": "B"}]],
+     "problems": [{"request": "...", "problem_id": "ORDER"}], "problem_graph": "A -> ORDER"}
 
-JSON (a bare object, or one inside a ```json fence)::
-
-    {"instant_response": "...", "task_status": "Ongoing", "task_status_description": "...",
-     "next_actions": [[{"type": "Navigation.VisitURL", "target": "https://example.org",
-                        "args": {"timeout": 5}, "reasoning": "..."}],
-                      [{"type": "A"}, {"type": "B"}]],
-     "problems": [{"request": "...", "problem_id": "ORDER_STARBUCKS"}],
-     "problem_graph": "SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS\\nORDER_MCDONALDS"}
-
-A missing ``TaskStatus`` means ``Ongoing`` when there is something to do and
-``Completed`` otherwise. Every defect is a ``ResponseProblem`` whose message is shown to
-the reasoner in the corrective retry, so it says exactly what was wrong and how to fix it.
+A missing task status is ``Ongoing`` when there is something to do, else ``Completed``.
+Every defect is a ``ResponseProblem`` whose message the reasoner is shown in the corrective
+retry, so it says what was wrong and how to fix it.
 """
 
 from __future__ import annotations
@@ -96,12 +62,8 @@ _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
 def parse_structured_response(
     text: str, *, action_types: Collection[str] | None = None
 ) -> tuple[AgentResponse, str | None]:
-    """``(response, problem_graph_text)`` of a reply in the XML or JSON format.
-
-    ``action_types``, when given, are the action types the agent can run; an action of
-    any other type is a ``ResponseProblem``. The ProblemGraph text is returned as it is
-    (the planning agent validates it against the ProblemIDs).
-    """
+    """``(response, problem_graph_text)`` of a reply; an action of a type not in
+    ``action_types`` (when given) is a ``ResponseProblem``."""
     if not isinstance(text, str) or not text.strip():
         raise ResponseProblem(
             "the reply is empty; answer with a <StructuredResponse> element (or a JSON object)"
@@ -152,17 +114,10 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
                 groups.append(actions)
             elif child.tag == "Action":
                 groups.append((_xml_action(child, f"<Action> {number} of <NextActions>"),))
+    found = (top.find("Problems") or Element("")).find_all("Problem")
     problems = tuple(
-        _problem(
-            problem.child_text("Request"),
-            problem.child_text("ProblemID"),
-            f"<Problem> {number}",
-            "<Request>",
-            "<ProblemID>",
-        )
-        for number, problem in enumerate(
-            (top.find("Problems") or Element("")).find_all("Problem"), start=1
-        )
+        _problem(p.child_text("Request"), p.child_text("ProblemID"), f"<Problem> {n}", xml=True)
+        for n, p in enumerate(found, start=1)
     )
     graph = top.child_text("ProblemGraph")
     response = _response(
@@ -236,14 +191,8 @@ def _from_json(text: str) -> tuple[AgentResponse, str | None]:
             '"problems" must be a list of objects like {"request": "...", "problem_id": "..."}'
         )
     problems = tuple(
-        _problem(
-            _opt_str(p.get("request")),
-            _opt_str(p.get("problem_id")),
-            f"problem {number}",
-            '"request"',
-            '"problem_id"',
-        )
-        for number, p in enumerate(raw_problems, start=1)
+        _problem(_opt_str(p.get("request")), _opt_str(p.get("problem_id")), f"problem {n}")
+        for n, p in enumerate(raw_problems, start=1)
     )
     graph = data.get("problem_graph")
     if isinstance(graph, list):
@@ -296,8 +245,9 @@ def _opt_str(value: Any) -> str | None:
 
 
 def _problem(
-    request: str | None, problem_id: str | None, where: str, request_tag: str, id_tag: str
+    request: str | None, problem_id: str | None, where: str, *, xml: bool = False
 ) -> AgentAction:
+    request_tag, id_tag = ("<Request>", "<ProblemID>") if xml else ('"request"', '"problem_id"')
     if not problem_id:
         raise ResponseProblem(f"{where} has no {id_tag}; give every problem a ProblemID")
     if not re.fullmatch(r"[\w.-]+", problem_id):

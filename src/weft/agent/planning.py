@@ -1,17 +1,11 @@
 """The planning agent: ``<Problems>`` and a ``<ProblemGraph>`` become a WorkGraph (pattern 4).
 
-ProblemGraph syntax: one path per line, steps joined by ``->``; a step may list
-alternatives joined by ``,``, and a line stands for the Cartesian product of its steps'
-alternatives (``A, B -> C`` is the two paths ``A -> C`` and ``B -> C``). Paths share
-nodes by ProblemID, so ``A -> C`` and ``B -> C`` make C a join of A and B. A problem the
-graph does not mention runs on its own; with no graph at all, the problems run one after
-another in the order given (the seed's linear default).
-
-Checked before anything runs, each a corrective retry for the reasoner: a ProblemID the
-graph names that no ``<Problem>`` declares, an empty step, and a cycle (named along its
-path). Each problem is solved by the planner's ``solver`` once its predecessors are done;
-it receives their results as ``previous_agent_results`` and so as attachments, one
-attachment per predecessor, in the order of the graph's edges.
+A ProblemGraph has one path per line, steps joined by ``->``; a step may list alternatives
+joined by ``,``, and a line stands for the Cartesian product of its steps' alternatives
+(``A, B -> C`` is ``A -> C`` and ``B -> C``). Paths share nodes by ProblemID. A problem the
+graph does not mention runs on its own; with no graph, the problems run one after another
+(the seed's linear default). An unknown ProblemID, an empty step and a cycle are each a
+``ResponseProblem`` (a corrective retry) before anything runs.
 """
 
 from __future__ import annotations
@@ -19,10 +13,11 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+from weft._sync import run_sync
 from weft.agent.actors import ActorTable, failed, finish, run_actor
 from weft.agent.agent import Agent
 from weft.agent.context import IterationContext, NextActions
@@ -32,6 +27,7 @@ from weft.agent.resume import fork_of, once_extras
 from weft.agent.types import AgentAction, AgentResponse, from_plain_record, to_plain_record
 from weft.errors import AgentBuildError
 from weft.graph import WorkGraph, WorkGraphNode
+from weft.graph.build import find_cycle
 from weft.store import StepRecord, Store
 
 _ARROW: Final = re.compile(r"->|→")
@@ -61,8 +57,7 @@ to C. Problems that do not depend on each other run in parallel."""
 def parse_problem_graph(
     text: str | None, problem_ids: Sequence[str]
 ) -> tuple[tuple[str, ...], ...]:
-    """The paths of a ProblemGraph, checked against ``problem_ids``; a ``ResponseProblem``
-    says exactly what is wrong. Unmentioned problems are added as paths of their own."""
+    """The paths of a ProblemGraph, checked against ``problem_ids`` (``ResponseProblem``)."""
     if not problem_ids:
         raise ResponseProblem(
             "the reply has a <ProblemGraph> but no <Problems>; declare each problem with "
@@ -98,51 +93,28 @@ def parse_problem_graph(
     return tuple(paths)
 
 
-def _check_acyclic(paths: Iterable[tuple[str, ...]]) -> None:
-    edges: dict[str, list[str]] = {}
+def _check_acyclic(paths: list[tuple[str, ...]]) -> None:
+    ids = {name: i for i, name in enumerate(dict.fromkeys(n for path in paths for n in path))}
+    succs: list[list[int]] = [[] for _ in ids]
     for path in paths:
         for a, b in itertools.pairwise(path):
-            if b not in edges.setdefault(a, []):
-                edges[a].append(b)
-    state: dict[str, int] = {}
-    for root in edges:
-        if root in state:
-            continue
-        stack: list[tuple[str, Iterator[str]]] = [(root, iter(edges.get(root, ())))]
-        trail = [root]
-        state[root] = 1
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                state[node] = 2
-                stack.pop()
-                trail.pop()
-                continue
-            if state.get(child) == 1:
-                ring = [*trail[trail.index(child) :], child]
-                raise ResponseProblem(
-                    f"the ProblemGraph has a cycle: {' -> '.join(ring)}; every problem is "
-                    "solved once, after the problems it needs, so remove one of these "
-                    "dependencies"
-                )
-            if child not in state:
-                state[child] = 1
-                trail.append(child)
-                stack.append((child, iter(edges.get(child, ()))))
+            succs[ids[a]].append(ids[b])
+    ring = find_cycle(succs)
+    if ring is not None:
+        names = list(ids)
+        raise ResponseProblem(
+            f"the ProblemGraph has a cycle: {' -> '.join(names[i] for i in [*ring, ring[0]])}; "
+            "every problem is solved once, after the problems it needs, so remove one of "
+            "these dependencies"
+        )
 
 
 class ProblemPlan:
     """The planning agent's ``next_actions``: the WorkGraph of a ProblemGraph, runnable.
 
-    ``graph`` is the WorkGraph (one node per ProblemID, labelled with it); ``arun()`` runs
-    it and returns its output: the sink's executed problem, or the list of the sinks'
-    (canonical order). Each problem is solved on its own fork of the planner's store; the
-    forks merge into it when the plan ends, in the order the problems were given, and one
-    record per problem is written there (``agent/<planner>/actions``).
-
-    In a run with a ``run_id``, a resumed iteration restores solved problems instead of
-    solving them again, and a merged plan is not run at all (``weft.agent.resume``).
+    ``arun()`` returns the sink's executed problem, or the list of the sinks'. Each problem
+    is solved on its own fork of the planner's store; the forks merge into it in the order
+    the problems were given when the plan ends.
     """
 
     def __init__(
@@ -160,24 +132,17 @@ class ProblemPlan:
         self._solved: dict[str, AgentAction] = {}
         self._records: dict[str, StepRecord] = {}
         self._index = {p.id: i for i, p in enumerate(self.problems) if p.id is not None}
-        by_id = {p.id: p for p in self.problems}
-        values = {pid: functools.partial(self._solve, by_id[pid]) for pid in by_id}
-        labels = {id(v): pid for pid, v in values.items()}
-
-        def node(value: Any) -> WorkGraphNode:
-            return WorkGraphNode(value, PREVIOUS, id=labels[id(value)])
-
-        self.graph = WorkGraph(
-            [[values[pid] for pid in path] for path in self.paths], node_cls=node
-        )
+        nodes = {
+            p.id: WorkGraphNode(functools.partial(self._solve, p), PREVIOUS, id=p.id)
+            for p in self.problems
+        }
+        self.graph = WorkGraph([[nodes[pid] for pid in path] for path in self.paths])
 
     def __bool__(self) -> bool:
         return bool(self.problems)
 
     def __call__(self) -> Any:
         """The blocking form of :meth:`arun`."""
-        from weft._sync import run_sync
-
         return run_sync(self.arun())
 
     async def arun(self) -> Any:
@@ -264,15 +229,10 @@ class ProblemPlan:
 class PromptBasedActionPlanningAgent(PromptBasedActionAgent):
     """An action agent that can also split a task into sub-problems with dependencies.
 
-    Its reply may hold ``<Problems>`` and a ``<ProblemGraph>`` (see this module); those
-    become a ``ProblemPlan`` whose WorkGraph runs each problem through ``solver`` once
-    the problems it depends on are done, independent ones concurrently. ``solver`` is an
-    ``Agent`` (each problem gets its own copy, started as new on a fork of this store, fed
-    the request as user input and the predecessors' results as attachments; the
-    problem's result is the copy's ``AgentResult.output``) or a function
-    ``solver(request, **extras)`` with the extras of ``weft.agent.actors`` plus
-    ``previous_agent_results``. A reply without problems runs its ``NextActions`` like an
-    action agent.
+    Each problem of a ``ProblemPlan`` is solved by ``solver`` once those it depends on are
+    done: an ``Agent`` (copied per problem, fed the request as user input and its
+    predecessors' results as attachments; its result is the copy's ``AgentResult.output``)
+    or ``solver(request, **extras)`` (the extras of ``weft.agent.actors``).
 
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner([

@@ -1,10 +1,4 @@
-"""Prompt-based agents: a template with the seed's placeholders, filled every iteration.
-
-``PromptBasedAgent`` answers in plain text (its reply is the instant response and the
-task is then completed): a conversational agent whose ``{conversation}`` is built from
-its states (pattern 5). ``PromptBasedActionAgent`` answers in the structured format of
-``weft.agent.parsing`` and runs the action groups it returns.
-"""
+"""Prompt-based agents: a template with the seed's placeholders, filled every iteration."""
 
 from __future__ import annotations
 
@@ -30,7 +24,6 @@ CONVERSATION_TEMPLATE: Final = """{user_profile}
 {attachments}
 {conversation}
 Agent:"""
-"""The default template of ``PromptBasedAgent``."""
 
 ACTION_FORMAT: Final = """Reply with exactly one <StructuredResponse> element:
 <StructuredResponse>
@@ -80,11 +73,10 @@ agent's action types when it is built)."""
 class PromptBasedAgent(Agent):
     """An agent whose reasoner input is a template filled with the seed's placeholders.
 
-    ``template`` names placeholders of ``weft.agent.prompting`` (an unknown one is an
-    ``AgentBuildError`` here, when the agent is built). With
-    ``use_conversational_user_input`` the ``{user_input}`` placeholder holds the whole
-    conversation, as ``{conversation}`` always does. The reply is plain text: it is the
-    instant response, and the task is completed.
+    ``template`` names placeholders of ``weft.agent.prompting``. With
+    ``use_conversational_user_input`` ``{user_input}`` holds the whole conversation, as
+    ``{conversation}`` always does. The reply is plain text: the instant response, and the
+    task is completed.
 
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner(["Hello, Ada.", "You are Ada."])
@@ -121,8 +113,7 @@ class PromptBasedAgent(Agent):
         return self.default_template
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
-        """The template, filled with the placeholders it names (and only those: each is
-        computed only if the template uses it)."""
+        """The template, filled with the placeholders it names (only those are computed)."""
         fields = self.template_fields
         feed: dict[str, str] = {}
         conversational = self.use_conversational_user_input and "user_input" in fields
@@ -163,26 +154,8 @@ class PromptBasedAgent(Agent):
 
 
 class PromptBasedActionAgent(PromptBasedAgent):
-    """A prompt-based agent that answers in the structured format and runs actions.
-
-    Its reply is read by ``weft.agent.parsing`` (the seed's XML, or JSON); ``next_actions``
-    are action groups ``[[A], [B, C], [E]]`` run by ``Agent`` (sequence, then branches).
-    An unknown action type gets the corrective retry. The default template
-    (``ACTION_TEMPLATE``) uses every placeholder and documents the reply format.
-
-    >>> from weft.llm import ScriptedReasoner
-    >>> reasoner = ScriptedReasoner([
-    ...     "<StructuredResponse><NextActions><Action><ActionType>shout</ActionType>"
-    ...     '<Args>{"text": "hi"}</Args></Action></NextActions></StructuredResponse>',
-    ...     "<StructuredResponse><InstantResponse>Done: HI</InstantResponse>"
-    ...     "<TaskStatus>Completed</TaskStatus></StructuredResponse>",
-    ... ])
-    >>> agent = PromptBasedActionAgent(reasoner, actor={"shout": lambda text: text.upper()})
-    >>> agent.run("Shout hi").instant_response
-    'Done: HI'
-    >>> "<ActionResult>HI</ActionResult>" in reasoner.prompts[1]
-    True
-    """
+    """A prompt-based agent that answers in the structured format (``weft.agent.parsing``)
+    and runs actions; the README's "Agents" section has an example."""
 
     default_template: str = ACTION_TEMPLATE
 

@@ -1,20 +1,15 @@
-"""Prompt templates and the seed's placeholders, and how each placeholder is rendered.
+"""Prompt templates: the seed's placeholders (``PLACEHOLDERS``, described in the README's
+"Agents" section) and how each is rendered.
 
-A template is ``str.format`` text naming placeholders in braces (``{user_input}``); a
-literal brace is doubled (``{{``). The placeholders: ``user_input`` (with
-``use_conversational_user_input``, the whole conversation), ``conversation`` (``User:`` /
-``Agent:`` lines, pattern 5), ``user_profile``, ``context``, ``action_result`` (the last
-``action_results`` as ``<ActionResults>`` XML, pattern 1), ``action_memory`` (their
-``action_memory.memory``, pattern 6), ``attachments`` (pattern 4), ``current_state`` and
-``previous_states`` (the non-Pending states' descriptions).
-
-A placeholder with nothing to show renders empty. Any other field, or attribute or index
-access (``{user_input.x}``), is an ``AgentBuildError`` when the agent is built.
+A template is ``str.format`` text (a literal brace doubled: ``{{``); a placeholder with
+nothing to show renders empty. Any other field, or attribute or index access
+(``{user_input.x}``), is an ``AgentBuildError`` when the agent is built.
 """
 
 from __future__ import annotations
 
 import string
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -81,24 +76,11 @@ def template_fields(template: str, *, what: str = "template") -> frozenset[str]:
 
 def render(template: str, feed: Mapping[str, str]) -> str:
     """Fill ``template``; every known placeholder missing from ``feed`` renders empty."""
-    return template.format_map(_Feed(feed))
-
-
-class _Feed(dict[str, str]):
-    __slots__ = ()
-
-    def __missing__(self, key: str) -> str:
-        return ""
+    return template.format_map(defaultdict(str, feed))
 
 
 def action_results_xml(action_results: Any) -> str:
-    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them.
-
-    Each item (a list's items, or the one value) is an ``<Action>``: an executed
-    ``AgentAction`` shows ``<ActionType>`` (and ``<ActionID>`` when it has one) and its
-    ``<ActionResult>``; any other value only an ``<ActionResult>``. Results are text as
-    they are, other values JSON, XML-escaped.
-    """
+    """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them."""
     items = action_results if isinstance(action_results, (list, tuple)) else (action_results,)
     lines = ["<ActionResults>"]
     for item in items:
@@ -117,11 +99,7 @@ def action_results_xml(action_results: Any) -> str:
 
 
 def action_memory_string(action_results: Any) -> str | None:
-    """``action_memory.memory`` of the results (pattern 6), or None.
-
-    An executed action is looked into through its ``result``. For a list (a parallel
-    group's merged results), the memories of its items, one per line.
-    """
+    """``action_memory.memory`` of the results (pattern 6; of a list's items, one per line)."""
     if isinstance(action_results, (list, tuple)):
         found = [m for m in map(action_memory_string, action_results) if m]
         return "\n".join(found) if found else None
@@ -130,13 +108,8 @@ def action_memory_string(action_results: Any) -> str | None:
     if not isinstance(action_results, Mapping):
         return None
     memory = action_results.get("action_memory")
-    if isinstance(memory, Mapping):
-        memory = memory.get("memory")
-    else:
-        return None
-    if memory is None or memory == "":
-        return None
-    return render_value(memory)
+    memory = memory.get("memory") if isinstance(memory, Mapping) else None
+    return None if memory is None or memory == "" else render_value(memory)
 
 
 def conversation_string(
@@ -146,8 +119,7 @@ def conversation_string(
     user_prefix: str = "User: ",
     agent_prefix: str = "Agent: ",
 ) -> str:
-    """The conversation so far (pattern 5): each state's user input(s) as ``User:`` lines,
-    its instant response as an ``Agent:`` line, and finally the current input."""
+    """The conversation so far (pattern 5), then the current input."""
     lines: list[str] = []
     for state in states:
         for item in _inputs(state.user_input):
@@ -169,9 +141,8 @@ def _inputs(user_input: Any) -> Sequence[Any]:
 
 
 def state_strings(states: Sequence[AgentStateItem]) -> tuple[str, str]:
-    """``(current_state, previous_states)``: the latest non-Pending state's extended
-    description (or short one), and the earlier non-Pending states' descriptions, oldest
-    first, one per line. States without a description are skipped."""
+    """``(current_state, previous_states)``: the latest non-Pending state's (extended)
+    description, and the earlier ones', oldest first, one per line."""
     current = ""
     previous: list[str] = []
     for state in reversed(states):

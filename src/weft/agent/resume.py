@@ -4,42 +4,27 @@
 typed records of ``weft.store.records`` (kind ``step``)::
 
     job-1                           RunRecord(kind="agent", units=(<agent name>,)),
-                                    completed with the result's ``output`` when it ends
-    job-1/iter/<n>/reply            "reply": {"reasoner_input", "raw_response"}, committed
-                                    with the ``agent/<name>/current`` write
-    job-1/iter/<n>/action/<g>       "action": the ``agent/<name>/actions`` record of group
-                                    g's single action, committed with it
-    job-1/iter/<n>/branch/<g>.<k>   "branch": a finished branch of parallel group g, with
-                                    its fork's writes in ``changes`` (``committed=False``)
-                                    until the group is merged
-    job-1/iter/<n>/group/<g>/merge  "merge": committed with the merge of the group's forks
-                                    (and its branches' records, ``committed=True`` now)
+                                    completed with the result's ``output``
+    job-1/iter/<n>/reply            "reply": {"reasoner_input", "raw_response"}
+    job-1/iter/<n>/action/<g>       "action": the actions record of group g's single action
+    job-1/iter/<n>/branch/<g>.<k>   "branch": a finished branch of parallel group g, its
+                                    fork's writes in ``changes`` until the group is merged
+    job-1/iter/<n>/group/<g>/merge  "merge": the merge of the group's forks
     job-1/iter/<n>/group/<g>        "group": the summarizer's value
     job-1/iter/<n>/problem/<i>      "problem": a solved problem of a plan, its fork's writes
                                     in ``changes`` until the plan is merged
-    job-1/iter/<n>/plan             "plan": the plan's output, committed with its merge
-                                    (and its problems' records)
-    job-1/iter/<n>                  "iteration": {"state", "ran"}, committed with the
-                                    ``agent/<name>/states`` append
-    <unit>/calls/<key>              "call": a keyed call of the action (or solver) of a unit
-                                    (``action/<g>``, ``branch/<g>.<k>``, ``problem/<i>``)
+    job-1/iter/<n>/plan             "plan": the plan's output, with its merge
+    job-1/iter/<n>                  "iteration": {"state", "ran"}, with the states append
+    <unit>/calls/<key>              "call": a keyed call of a unit's action (or solver)
 
-``n`` is the agent's iteration number. A branch (and an ``Agent`` solving a problem) runs
-its own loop with the same records under its unit, written to its fork: they reach the
-store with the branch's writes. Keyed calls are written to the run's store at once. Each
-record is one commit with the writes it stands for.
+``n`` is the agent's iteration number. Each record is committed with the writes it stands
+for (a reply with the ``current`` write, an action with its actions record, a merge with
+its branches' final records). A branch (and an ``Agent`` solving a problem) runs its own
+loop with the same records under its unit, in its fork; keyed calls go to the run's store.
 
-Running again with the same ``run_id`` and arguments on that store (or a ``DurableRun``
-reloaded in a new process) goes on from the first unfinished iteration; a run that ended
-returns its result and calls nothing. A run id names one run of one agent: another agent
-is refused it, and so is a resume after the agent ran other iterations in that store.
-
-On resume, a finished iteration runs nothing again. In the interrupted one, a recorded
-reply is not asked for again, and a recorded action, branch, problem, merge or summary is
-not run again; unfinished actions, branches and problems run again **whole** (a branch's
-loop lives on a fork until it finishes), and so does work that ``create_next_actions``
-returns as a callable of your own. An actor's external effect happens at least once,
-unless it goes through ``call_once`` (``weft.agent.actors``).
+What a resume runs again, and what not, is the README's "Resume" paragraph ("Agents"
+section). Beyond it: a run that ended returns its result and calls nothing, and work that
+``create_next_actions`` returns as a callable of your own runs again whole.
 """
 
 from __future__ import annotations
@@ -55,15 +40,11 @@ from weft.errors import AgentError
 from weft.store import RunLog, StepRecord, Store
 
 ONCE: Final = frozenset({"call_once", "acall_once"})
-"""The actor extras of keyed calls."""
 
 
 class AgentRun:
-    """The records of one agent loop in a run with a run id (see the module docstring).
-
-    ``log`` holds the loop's units, in the agent's store; ``calls`` has the same units on
-    the run's store, for keyed calls (the two differ in a branch, whose store is a fork).
-    """
+    """The records of one agent loop in a run with a run id: ``log`` in the agent's store,
+    ``calls`` (for keyed calls) in the run's; the two differ in a branch, on a fork."""
 
     __slots__ = ("agent", "calls", "done", "first", "log", "resuming")
 
@@ -87,14 +68,12 @@ class AgentRun:
         if not fresh:
             run.resuming = True
             numbers = [int(u.split("/", 2)[1]) for u in log.recorded() if _iteration(u)]
-            if numbers:
-                run.first = min(numbers)
+            run.first = min(numbers, default=run.first)
         return run
 
     @classmethod
     def inner(cls, agent: LoopAgent, calls: RunLog, unit: str) -> AgentRun:
-        """The loop of a branch or solver ``agent`` under ``unit`` (of the iteration whose
-        keyed calls ``calls`` records): recorded in the agent's fork."""
+        """The loop of a branch or solver ``agent`` under ``unit``, recorded in its fork."""
         calls = calls.scope(unit)
         scope = calls.path("").partition("/")[2].rstrip("/")  # the same units, in the fork
         return cls(agent, RunLog(agent.store, calls.run_id, scope=scope), calls)
@@ -137,8 +116,7 @@ class AgentRun:
             self.log.record(f"iter/{n}/reply", StepRecord(kind="reply", result=reply), into=tx)
 
     def record_iteration(self, n: int, state: Any, ran: bool, started: float) -> None:
-        """Iteration ``n`` finished: its state item appended, and its record (the commit
-        point: a resumed run does not run it again)."""
+        """Iteration ``n`` finished: its state item appended, with its record."""
         agent = self.agent
         record = StepRecord(
             kind="iteration",
@@ -164,9 +142,8 @@ def _iteration(unit: str) -> bool:
 def once_extras(
     offered: dict[str, Any], wanted: frozenset[str], calls: RunLog | None, unit: str
 ) -> None:
-    """Add the keyed-call extras to ``offered`` when the actor declares them: ``call_once``
-    and ``acall_once`` record under ``unit`` of ``calls`` (``RunLog.once``), or, without a
-    run id, just call."""
+    """Add the keyed-call extras to ``offered`` when the actor declares them: recorded under
+    ``unit`` of ``calls`` (``RunLog.once``), or, without a run id, plain calls."""
     if wanted.isdisjoint(ONCE):
         return
     if calls is None:
@@ -201,8 +178,7 @@ def _check_key(key: object) -> None:
 
 
 def fork_of(store: Store, name: str, record: StepRecord | None) -> Store:
-    """A fork of ``store`` (with the writes ``record`` holds, for a finished unit whose
-    writes are not in the store yet)."""
+    """A fork of ``store``, with the writes of ``record`` (a finished, unmerged unit)."""
     fork = store.fork(name=name)
     if record is not None and record.changes:
         fork.apply(record.changes)

@@ -1,8 +1,7 @@
 """The agent's records: actions, responses, attachments, state items and the run result.
 
-All are frozen dataclasses holding frozen values (``weft.store.freeze``), so a record one
-reader holds never changes under it. Each has ``to_dict()`` / ``from_dict()``: the agent
-stores plain JSON dicts, and reading them back gives equal records.
+All are frozen and hold frozen values, so a record one reader holds never changes under it;
+the agent stores them as plain JSON dicts (``to_dict()`` / ``from_dict()``).
 """
 
 from __future__ import annotations
@@ -17,13 +16,8 @@ from weft.store import MISSING, FrozenDict, FrozenList, freeze
 
 
 class AgentTaskStatusFlags(enum.Enum):
-    """Where the task stands after an iteration, as the reasoner reports it.
-
-    ``Completed`` ends the loop (after the iteration's actions ran). ``Ongoing`` goes on
-    while there are actions to run. ``Pending`` waits for something outside the agent
-    (usually the user); pending states are left out of ``{current_state}`` and
-    ``{previous_states}``.
-    """
+    """Where the task stands after an iteration: ``Completed`` ends the loop (after its
+    actions ran); ``Pending`` waits for something outside the agent."""
 
     Completed = "Completed"
     Ongoing = "Ongoing"
@@ -40,14 +34,8 @@ _STATUS_BY_NAME: Final = {flag.value.lower(): flag for flag in AgentTaskStatusFl
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentAction:
-    """One action the reasoner asked for, and once it ran, its result.
-
-    ``type`` picks the actor (``"Navigation.VisitURL"``), ``target`` is what it acts on,
-    ``args`` its keyword arguments, ``reasoning`` why the reasoner wants it, and ``id``
-    an optional label (the planning agent puts the ProblemID there). ``result`` is
-    ``MISSING`` until the action ran; an actor that raised leaves an error result
-    ``{"error": "...", "type": <action type>}`` and the message in ``error``.
-    """
+    """One action the reasoner asked for, and once it ran, its ``result`` (``MISSING``
+    until then; an actor that raised leaves an error result and the message in ``error``)."""
 
     type: str
     target: str | None = None
@@ -107,18 +95,13 @@ class AgentAction:
 
 
 ActionGroups = tuple[tuple[AgentAction, ...], ...]
-"""``next_actions`` as data: groups in order; a group of one runs in sequence, a group of
-several runs each action in its own branch."""
+"""``next_actions``: a group of one runs in sequence, a group of several in branches."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResponse:
-    """A reasoner's reply, parsed.
-
-    ``next_actions`` are the action groups (``[[A], [B, C], [E]]``). A planning reply has
-    ``problems`` (one action per ``<Problem>``, its ProblemID in ``id`` and its request in
-    ``args["request"]``) and ``problem_graph``: the validated paths of ProblemIDs.
-    """
+    """A reasoner's reply, parsed; a plan's ``problems`` are actions with the ProblemID in
+    ``id`` and the request in ``args["request"]``."""
 
     instant_response: str | None = None
     instant_learnings: str | None = None
@@ -169,12 +152,7 @@ class AgentResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentAttachment:
-    """Something the reasoner is shown beside the input: a file, or an earlier agent's result.
-
-    ``str(attachment)`` is what the ``{attachments}`` placeholder shows: an
-    ``<Attachment>`` element with ``<ID>``, ``<Description>`` and ``<Content>`` (text as
-    it is, other values as JSON; XML-escaped, so content cannot close the element).
-    """
+    """Something the reasoner is shown beside the input (``str()`` gives its XML)."""
 
     id: str
     description: str
@@ -192,12 +170,8 @@ class AgentAttachment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentStateItem:
-    """What one iteration was: its input, the prompt, the reply, and what its actions gave.
-
-    The seed's fields, plus ``iteration`` (0, 1, ... per agent, across runs). ``new_task``
-    is true for the first iteration of a run that was given a user input.
-    ``action_results`` is what the next iteration is fed (pattern 1).
-    """
+    """What one iteration was: the seed's fields, plus ``iteration`` (0, 1, ... per agent,
+    across runs). ``new_task`` is true for the first iteration of a run given a user input."""
 
     iteration: int
     new_task: bool
@@ -211,8 +185,7 @@ class AgentStateItem:
     action_results: Any = None
 
     def to_dict(self, response_record: Any = None) -> dict[str, Any]:
-        """The record stored for this state (``response_record``: the response's dict,
-        when the caller has it already)."""
+        """The record stored for this state (``response_record``: the response's, if known)."""
         return {
             "iteration": self.iteration,
             "new_task": self.new_task,
@@ -243,11 +216,7 @@ class AgentStateItem:
 
 
 class AgentStates(Sequence[AgentStateItem]):
-    """The ordered, read-only list of an agent's state items: one per iteration.
-
-    It grows monotonically (the seed never prunes); the agent rebuilds it from the store,
-    so two readers never share a list that one of them appends to.
-    """
+    """The ordered, read-only list of an agent's state items: one per iteration."""
 
     __slots__ = ("_items",)
 
@@ -295,12 +264,8 @@ StopReason = Literal["completed", "no_actions", "max_iterations"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentResult:
-    """What ``Agent.arun`` returns: how the run ended and what it produced.
-
-    ``stop_reason`` is ``"completed"`` (the reasoner said so), ``"no_actions"`` (it asked
-    for nothing more: waiting for the user) or ``"max_iterations"``. ``action_results`` is
-    the last feedback value (see ``Agent``); ``states`` the state items of this run.
-    """
+    """What ``Agent.arun`` returns: how the run ended (``"no_actions"``: the reasoner asked
+    for nothing more) and what it produced; ``states`` are the state items of this run."""
 
     agent: str
     response: AgentResponse | None
@@ -310,7 +275,6 @@ class AgentResult:
 
     @property
     def instant_response(self) -> str | None:
-        """The last reply's instant response."""
         return None if self.response is None else self.response.instant_response
 
     @property
@@ -319,8 +283,7 @@ class AgentResult:
 
     @property
     def output(self) -> dict[str, Any]:
-        """The run's answer as one JSON value, for whoever called the agent (a plan's node):
-        ``{"instant_response": ..., "action_results": <plain results>}``."""
+        """The run's answer as one JSON value, for whoever called the agent (a plan's node)."""
         return {
             "instant_response": self.instant_response,
             "action_results": plain_results(self.action_results),
@@ -328,8 +291,7 @@ class AgentResult:
 
 
 def plain_results(value: Any) -> Any:
-    """Action results as plain data: an executed action becomes its ``result``, lists go
-    item by item (one level per list; nothing is flattened), anything else stays."""
+    """Action results as plain data: an executed action becomes its ``result``."""
     if isinstance(value, AgentAction):
         return value.result if value.executed else None
     if isinstance(value, (list, tuple)):
@@ -375,8 +337,6 @@ def render_value(value: Any) -> str:
     """A value as a reasoner reads it: text as it is, anything else as JSON."""
     if isinstance(value, str):
         return value
-    if isinstance(value, AgentAction):
-        value = value.to_dict()
     return json.dumps(value, ensure_ascii=False, default=_json_fallback)
 
 

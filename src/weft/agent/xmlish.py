@@ -1,10 +1,9 @@
 """A small tolerant reader for the XML-like replies of models: known tags only, no DTDs.
 
-A model's reply is rarely strict XML (an ``&`` in prose, a ``<b>`` inside a text field,
-chatter around the element), so this reader looks only for the tags it is told (any case,
-attributes ignored) and treats everything else as text. It expands only the five XML
-entities and numeric references, and refuses a reply that declares a DTD or an entity.
-*Containers* hold other known tags; *text* tags hold text verbatim up to their closing tag.
+A model's reply is rarely strict XML (an ``&`` in prose, a ``<b>`` inside a text field),
+so this reader looks only for the tags it is told (any case, attributes ignored): a
+*container* holds other known tags, a *text* tag holds text verbatim up to its closing tag.
+It expands only character references and refuses a DTD or an entity declaration.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ class Element:
         return unescape(self.raw).strip()
 
     def find(self, tag: str) -> Element | None:
-        """The first child with this (canonical) tag."""
         for child in self.children:
             if child.tag == tag:
                 return child
@@ -62,10 +60,7 @@ def unescape(text: str) -> str:
 
 
 class Scanner:
-    """Reads the known tags of a reply into a tree; built once per set of tags.
-
-    ``containers`` and ``texts`` are canonical tag names; a tag matches them in any case.
-    """
+    """Reads the known tags of a reply into a tree; built once per set of tags."""
 
     __slots__ = ("_canon", "_tag", "_texts")
 
@@ -79,8 +74,8 @@ class Scanner:
         )
 
     def scan(self, text: str) -> Element:
-        """The tree of known tags under a root ``Element("")``; ``XMLProblem`` naming the
-        tag and what is wrong (an unclosed tag, a closing tag that closes nothing, a DTD)."""
+        """The tree of known tags under a root ``Element("")``; ``XMLProblem`` if they do not
+        nest."""
         if "<!" in text:
             forbidden = _FORBIDDEN.search(text)
             if forbidden:

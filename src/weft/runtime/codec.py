@@ -1,26 +1,12 @@
-"""The thread's records, and the versioned state codec: which schema version saved a thread,
-and migrations.
+"""A thread's records, and the versioned state codec: which schema version saved a thread.
 
-A thread's records are typed run records (``weft.store.records``) under the run id
-``weft.turns``::
-
-    step:weft.turns          RunRecord(kind="turns")     the thread's turns
-    step:weft.turns/schema   StepRecord(kind="schema")   result: the schema version
-    step:weft.turns/turn     StepRecord(kind="turn")     result: the number of the last turn
-
-The first turn writes the first two; every turn ends with its turn record, the last write
-of its transaction, which marks where each turn ends in the thread's log.
-
-Loading a thread reads the schema version. An older one is migrated once:
-``migrations[v](state) -> state`` runs for each ``v`` up to the current version on the
-stored fields as a nested dict, and the difference is written back in one transaction. A
-missing migration, or a newer version, is a ``StateVersionError`` and nothing changes. A
-record that cannot be read is a ``MalformedStateError`` naming the thread, the turn and
-the step; earlier turns stay loadable (``thread_state(thread_id, turn=n)``).
-
-A thread with stored fields but no record predates versioning: it is version 1. Old writes
-replay with the reducer each was written with, so a field that changes its reducer needs a
-new name; a legacy field reduced by your own function is named in ``legacy_reducers``.
+The records (the README's "Records and versions") are kept by a ``RunLog`` of the run id
+``weft.turns``; each turn's record is the last write of its transaction, which marks where
+the turn ends in the thread's log. An older version is migrated once on load, the
+difference written back in one transaction. A thread with stored fields but no record
+predates versioning: it is version 1. Old writes replay with the reducer each was written
+with, so a field that changes its reducer needs a new name; a legacy field reduced by your
+own function is named in ``legacy_reducers``.
 """
 
 from __future__ import annotations
@@ -45,7 +31,6 @@ from weft.store import Event, RunLog, StepRecord, Store, thaw
 from weft.store.records import KIND
 
 RUN_ID: Final = "weft.turns"
-"""The run id whose ``RunLog`` keeps a thread's records."""
 SCHEMA: Final = "schema"
 TURN: Final = "turn"
 SCHEMA_PATH: Final = f"{RUN_ID}/{SCHEMA}"
@@ -67,8 +52,8 @@ class ThreadRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StateCodec:
-    """The schema's version, and the migrations from each older one (see the module
-    docstring). ``migrations[1]`` takes a version-1 state to version 2."""
+    """The schema's version, and the migrations from each older one: ``migrations[1]``
+    takes a version-1 state (the stored fields as a nested dict) to version 2."""
 
     version: int = 1
     migrations: Mapping[int, Migration] = field(default_factory=dict)
@@ -88,8 +73,7 @@ class StateCodec:
                 raise SchemaError(f"StateCodec: migrations[{key}] is not a function")
 
     def read(self, store: Store, thread_id: str) -> ThreadRecord | None:
-        """The thread's record (None for a new thread), checked against this version;
-        ``MalformedStateError`` for a record that is not one."""
+        """The thread's record (None for a new thread), checked against this version."""
         schema, turn = store.get(KIND, SCHEMA_PATH), store.get(KIND, TURN_PATH)
         if schema is not None:
             version = _result(schema.value, SCHEMA)
@@ -117,6 +101,7 @@ class StateCodec:
 
     def migrate(self, state: dict[str, Any], found: int, thread_id: str) -> dict[str, Any]:
         """``state`` taken from version ``found`` to the current one."""
+        versions: dict[str, Any] = {"thread_id": thread_id, "found": found, "current": self.version}
         for version in range(found, self.version):
             fn = self.migrations.get(version)
             if fn is None:
@@ -124,25 +109,20 @@ class StateCodec:
                     f"thread {thread_id!r} was saved by schema version {found} and the schema "
                     f"is version {self.version}, but there is no migration from version "
                     f"{version} to {version + 1}; add StateCodec(migrations={{{version}: fn}})",
-                    thread_id=thread_id,
-                    found=found,
-                    current=self.version,
+                    **versions,
                 )
             state = fn(state)
             if not isinstance(state, dict):
                 raise StateVersionError(
                     f"migrations[{version}] returned a {type(state).__name__}; a migration "
                     "returns the state as a dict",
-                    thread_id=thread_id,
-                    found=found,
-                    current=self.version,
+                    **versions,
                 )
         return state
 
 
 def start_turn(tx: Store, version: int) -> None:
-    """Open a turn in its transaction: a thread with no typed records yet (a new one, or
-    one saved with the dict record) gets its run record and its schema record first."""
+    """Open a turn in its transaction: a thread without records gets them first."""
     if tx.get(KIND, SCHEMA_PATH) is None:
         _record_schema(tx, version)
 
@@ -188,6 +168,7 @@ def migrate_store(
 ) -> None:
     """Migrate the thread in ``tx`` (a transaction's fork) and record the new version."""
     old = {e.path: e.value for e in tx.entries(kind="state", key_prefix="state:")}
+    versions: dict[str, Any] = {"thread_id": thread_id, "found": found, "current": codec.version}
     state = codec.migrate(thaw(unflatten(old)), found, thread_id)
     writer = f"the migration to schema version {codec.version}"
     new: dict[str, Any] = {}
@@ -195,18 +176,13 @@ def migrate_store(
         try:
             pairs = schema.split(key, value, writer)
         except ChannelOwnershipError as exc:
-            raise StateVersionError(
-                f"thread {thread_id!r}: {exc}", thread_id=thread_id, found=found,
-                current=codec.version,
-            ) from exc  # fmt: skip
+            raise StateVersionError(f"thread {thread_id!r}: {exc}", **versions) from exc
         for leaf, item in pairs:
             if not leaf.persisted:
                 raise StateVersionError(
                     f"thread {thread_id!r}: {writer} left {leaf.path!r}, a {leaf.lifecycle} "
                     "field, which a thread does not store; drop it in the migration",
-                    thread_id=thread_id,
-                    found=found,
-                    current=codec.version,
+                    **versions,
                 )
             new[leaf.path] = item
     for path, value in new.items():
@@ -222,9 +198,8 @@ _BAD: Final = -1
 
 
 def _ends(event: Event) -> int | None:
-    """What a logged event says as a runtime record: the turn it ends, 0 for a record that
-    ends none (a schema record, a migration's), ``_BAD`` for one that is not a record weft
-    writes; None for any other event."""
+    """The turn a logged runtime record ends (0: none, ``_BAD``: not a record weft writes);
+    None for any other event."""
     if event.op != "write" or event.kind != KIND:
         return None
     path, value = event.path, event.value
@@ -236,8 +211,8 @@ def _ends(event: Event) -> int | None:
 
 
 def _records(backend: Backend, thread_id: str) -> Iterator[tuple[int, int]]:
-    """``(step, _ends(event))`` of the thread's runtime records in step order, read in
-    chunks; an event the backend cannot decode is a ``_BAD`` record, and the last."""
+    """``(step, _ends(event))`` of the thread's runtime records; an event the backend cannot
+    decode is a ``_BAD`` record, and the last."""
     info = backend.thread(thread_id)
     after, last = (0, 0) if info is None else (info.first_step, info.last_step)
     while after < last:
@@ -267,9 +242,7 @@ def _ended(events: list[Event]) -> Iterator[tuple[int, int]]:
 
 
 def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int]:
-    """(step, turn) of the first record of the thread that cannot be read: an event the
-    backend cannot decode, or a runtime record that is not one. ``turn`` counts the
-    turns completed before it, plus one (an error path: it reads the log)."""
+    """(step, turn) of the thread's first unreadable record (an error path: reads the log)."""
     turns = 0
     for step, ended in _records(backend, thread_id):
         if ended == _BAD:
@@ -279,6 +252,6 @@ def locate_bad_record(backend: Backend, thread_id: str) -> tuple[int | None, int
 
 
 def turn_step(backend: Backend, thread_id: str, turn: int) -> int | None:
-    """The step at which turn ``turn`` of the thread ended (its record), or None. Reads
-    the log up to that turn only, so a bad record after it does not matter."""
+    """The step at which turn ``turn`` of the thread ended, or None; a bad record after it
+    does not matter."""
     return next((step for step, ended in _records(backend, thread_id) if ended == turn), None)

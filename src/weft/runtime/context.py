@@ -1,10 +1,7 @@
 """``WorkflowContext``: the runtime dependencies of a turn, injected into nodes and loaders.
 
 Model clients, the memory store and loggers are not state: they cannot be serialised and
-must not be checkpointed. They live on a frozen dataclass handed to every node
-(``node(state, context)``) and loader (``loader(context, state)``). The runtime fills
-``thread_id``, ``turn`` and ``owner`` at each turn start, and ``memory_store`` with the
-checkpointer backend when it is not given. Subclass it for your own dependencies.
+must not be checkpointed, so they ride on this frozen dataclass instead.
 
 >>> from weft.memory import InMemoryMemoryBackend, Owner
 >>> context = WorkflowContext(memory_store=InMemoryMemoryBackend(), owner=Owner(user_id="ada"))
@@ -29,14 +26,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkflowContext:
-    """What a turn may use besides its state (see the module docstring).
-
-    ``llm_client`` and ``response_llm`` are the models (a ``weft.llm`` reasoner or chat
-    model, or your own client); ``memory_store`` the long-term memory (every owner's;
-    ``memory`` scopes it to this turn's owner): a ``weft.memory`` memory backend, or an
-    event-log backend whose database keeps it; ``embedding_provider`` turns
-    on hybrid recall. ``thread_id``, ``turn`` and ``owner`` are set by the runtime.
-    """
+    """What a turn may use besides its state; subclass it for your own dependencies.
+    ``thread_id``, ``turn`` and ``owner`` are set by the runtime at each turn start."""
 
     llm_client: Any = None
     response_llm: Any = None
@@ -65,11 +56,8 @@ class WorkflowContext:
 
 
 def working_memory_loader(*, query: str = "message", k: int = 8) -> Callable[..., Any]:
-    """A ``Loaded`` loader for seed 004's ``working_memory``: the owner's semantic and
-    episodic entries recalled for the field ``query`` (the user's message), ``k`` at most.
-
-    It returns the ``RecallResult``, so the runtime stores the entries and records the
-    recall path (``token_recall``, ``hybrid_rrf`` ...) in ``diagnostics``::
+    """A ``Loaded`` loader for seed 004's ``working_memory``: at most ``k`` of the owner's
+    entries recalled for the field ``query``::
 
         working_memory: Annotated[list[Any], Loaded(working_memory_loader())]
     """

@@ -1,16 +1,12 @@
 """Finalising a turn: the transcript entries and the runtime's diagnostics.
 
-After the graph, the runtime appends to each transcript field one user entry and one
-assistant entry, exactly once per turn however often a node retried, so a failed turn
-leaves no half of a pair::
+Each transcript field gets one user entry and one assistant entry per turn, however often a
+node retried, so a failed turn leaves no half of a pair::
 
     {"role": "user", "content": <the user field>}
     {"role": "assistant", "content": <the assistant field>, <stamped fields>...}
 
-Diagnostics: into a ``diagnostics`` dict field the runtime merges ``turn``,
-``turn_total_ms``, ``stage_ms``, ``node_ms`` and ``loaded`` (each loader's time and, for
-recall, its path). Nested dicts are replaced whole each turn, so no stale key survives;
-nodes add their own keys, and remove one with ``{"diagnostics": {"key": DELETE}}``.
+The diagnostics stamp's nested dicts are replaced whole each turn, so no stale key survives.
 """
 
 from __future__ import annotations
@@ -30,12 +26,8 @@ SOURCE: Final = "weft.runtime/finalise"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Transcript:
-    """Which fields get the turn's two entries, and where their words come from.
-
-    ``fields=None`` takes ``history`` and ``transcript`` where the schema has them;
-    ``()`` turns transcripts off. ``stamp`` copies fields onto the assistant entry
-    (seed 004 stamps ``response_style``).
-    """
+    """Which fields get the turn's two entries, and where their words come from
+    (``fields=None``: ``history`` and ``transcript`` where the schema has them)."""
 
     fields: tuple[str, ...] | None = None
     user: str = "message"
@@ -72,7 +64,6 @@ class Transcript:
         return tuple(out)
 
     def entries(self, state: TurnState) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The turn's user entry and assistant entry."""
         user = {"role": "user", "content": thaw(state.get(self.user, ""))}
         assistant = {"role": "assistant", "content": thaw(state.get(self.assistant, ""))}
         for name in self.stamp:

@@ -1,17 +1,10 @@
-"""The four lifecycles of a state field (seed 004): which scope a field lives in.
-
-A state schema annotates each field with one marker (``Annotated[T, marker]``): ``Input``
-(set by the caller for one turn, stored as kind ``input``), ``Reducer(fn)`` (accumulates
-across the thread's turns through ``fn``, one event per write), ``Loaded(loader)``
-(fetched each turn, never stored) or ``TurnScoped`` (fresh each turn, never stored).
-``Input`` and ``TurnScoped`` may be written bare or called for options. Every marker
-takes a ``default`` (or ``default_factory``): what views show while nothing was written.
+"""The four lifecycles of a state field (seed 004; the README's table says which lives how long).
 
 A turn-scoped or loaded field that holds an earlier turn's value is set back to its
 default (or to no value) as a turn begins, so a stale ``route`` cannot leak into the
 next turn. A turn-scoped field that folds with a reducer other than ``replace`` folds
-from that start: ``append``, ``extend``, ``union`` and ``merge`` fold from nothing, any
-other reducer needs a default (``default=0`` for ``reducers.add``).
+from that start: the reducers of ``FOLDS_FROM_NOTHING`` fold from nothing, any other
+needs a default (``default=0`` for ``reducers.add``).
 """
 
 from __future__ import annotations
@@ -40,10 +33,7 @@ def _check_default(owner: str, default: Any, factory: Callable[[], Any] | None) 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Input:
-    """Set once by the caller at turn start (``message``, ``user_id``, ``channel``).
-
-    A field with no default must be given every turn; nodes never write it.
-    """
+    """Set by the caller at turn start; a field with no default must be given every turn."""
 
     default: Any = MISSING
     default_factory: Callable[[], Any] | None = None
@@ -54,13 +44,8 @@ class Input:
 
 @dataclass(frozen=True, slots=True)
 class Reducer:
-    """Accumulates across turns through the thread's log: each write goes through ``fn``.
-
-    ``operator.add`` appends lists and sums numbers; ``weft.store.reducers.merge`` is a
-    dict merge that can delete (a key whose value is ``weft.store.DELETE`` goes), so stale
-    diagnostics do not linger; ``reducers.replace`` keeps the last write. ``each_turn``
-    is written through ``fn`` at every turn start.
-    """
+    """Accumulates across turns: each write goes through ``fn`` (``operator.add``,
+    ``weft.store.reducers.merge`` ...); ``each_turn`` is written at every turn start."""
 
     fn: ReducerFn
     _: KW_ONLY
@@ -79,14 +64,8 @@ class Reducer:
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """Re-fetched each turn: ``loader(context, state)`` returns the value (sync or async).
-
-    The loader reads long-term memory through ``context.memory`` (the turn owner's
-    ``LongTermMemory``); ``state`` holds this turn's input and the thread's fields. A
-    ``weft.memory.RecallResult`` is stored as its values, and its path (``hybrid_rrf``,
-    ``token_recall`` ...) goes to ``diagnostics``. A caller that passes the field in the
-    turn's input replaces the loader for that turn. Never stored in the thread.
-    """
+    """Re-fetched each turn by ``loader(context, state)`` (sync or async), unless the
+    turn's input gives it. A ``RecallResult`` is kept as its values."""
 
     loader: LoaderFn
     _: KW_ONLY
@@ -103,10 +82,8 @@ class Loaded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnScoped:
-    """Fresh each turn, last write wins (``route``, ``response_text``): visible for the
-    whole turn, never stored. ``reducer`` folds several writes within one turn instead
-    (``reducers.append`` collects them); two parallel nodes writing a last-write-wins
-    field is an error naming both."""
+    """Fresh each turn, last write wins; ``reducer`` folds several writes within one turn
+    instead. Two parallel nodes writing a last-write-wins field is an error naming both."""
 
     default: Any = MISSING
     default_factory: Callable[[], Any] | None = None
@@ -123,8 +100,7 @@ MARKERS: tuple[type, ...] = (Input, Reducer, Loaded, TurnScoped)
 
 
 def marker_of(metadata: tuple[Any, ...] | list[Any], where: str) -> Marker | None:
-    """The one lifecycle marker among a field's ``Annotated`` metadata (None when there is
-    none); the bare classes ``Input`` and ``TurnScoped`` stand for their defaults."""
+    """The one lifecycle marker among a field's ``Annotated`` metadata, or None."""
     found: list[Marker] = []
     for item in metadata:
         if item is Input:
@@ -147,12 +123,9 @@ def marker_of(metadata: tuple[Any, ...] | list[Any], where: str) -> Marker | Non
 FOLDS_FROM_NOTHING: Final[frozenset[ReducerFn]] = frozenset(
     {_reducers.replace, _reducers.merge, _reducers.append, _reducers.extend, _reducers.union}
 )
-"""The reducers a turn-scoped field without a default may fold with: each starts from
-no value."""
 
 
 def default_of(marker: Marker) -> Any:
-    """The marker's default (``default_factory()`` when given), or ``MISSING``."""
     if marker.default_factory is not None:
         return marker.default_factory()
     return marker.default

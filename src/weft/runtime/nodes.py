@@ -1,11 +1,7 @@
 """Turn nodes: ``node(state, context) -> delta``, the fields each owns, and the turn's graph.
 
-A turn node reads a ``TurnState`` and returns a partial delta ``{field: value}`` (or
-``None``). Each node declares the fields it writes, with ``@node(writes=[...])`` or a
-mapping given to the runtime (which wins); declaring a group owns its subfields. A
-delta that writes any other field is a ``ChannelOwnershipError`` naming the node and the
-field, and nothing of that turn is stored. Declarations are checked when the runtime is
-built.
+A node's writes given to the runtime win over its ``@node(writes=...)``; declaring a group
+owns its subfields.
 
 The graph is a ``WorkGraph`` (its nodes' ids, retries and timeouts kept), a list of turn
 nodes (a chain), or one node; the runtime runs its own copy whose nodes wrap yours.
@@ -36,8 +32,7 @@ _SPEC = "__weft_node__"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeSpec:
-    """What ``@node`` records on a function: its writes, and optionally its id, retry
-    policy (or number of attempts) and timeout in seconds."""
+    """What ``@node`` records on a function."""
 
     writes: tuple[str, ...]
     id: str | None = None
@@ -174,15 +169,14 @@ def _topology(graph: GraphLike) -> tuple[list[WorkGraphNode], list[WorkGraphNode
     items = list(graph) if isinstance(graph, Sequence) else [graph]
     if not items:
         raise SchemaError("the turn's graph has no nodes; pass a WorkGraph, a list or a node")
-    nodes: list[WorkGraphNode] = []
-    for item in items:
-        if isinstance(item, WorkGraphNode):
-            nodes.append(item)
-        elif callable(item):
-            nodes.append(WorkGraphNode(item))
+    chain: list[WorkGraphNode] = []
+    for n in items:
+        if isinstance(n, WorkGraphNode):  # a copy: the caller's node keeps its edges
+            chain.append(WorkGraphNode(n.value, id=n.id, retry=n.retry, timeout=n.timeout))
+        elif callable(n):
+            chain.append(WorkGraphNode(n))
         else:
-            raise SchemaError(f"the graph item {item!r} is not a callable turn node")
-    chain = [WorkGraphNode(n.value, id=n.id, retry=n.retry, timeout=n.timeout) for n in nodes]
+            raise SchemaError(f"the graph item {n!r} is not a callable turn node")
     for a, b in itertools.pairwise(chain):
         a.add_next(b)
     return chain, chain[:1], None

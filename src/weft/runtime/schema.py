@@ -3,13 +3,10 @@
 A field whose type is itself a TypedDict or pydantic model with marked subfields is a
 *group*: each subfield lives at its own store path (``session_progress.turn_count``) with
 its own reducer, and views reassemble the nested dict. A group's own marker is the
-lifecycle of its unmarked subfields (``Reducer(...)``: persisted, last write wins key by
-key); a group cannot be ``Loaded``. A TypedDict with *no* marked subfields is an ordinary
-field holding a dict. Pydantic values are stored as their JSON dicts.
-
-Every field needs a lifecycle; names may not hold dots or start with ``__``; the schema
-must resolve with ``typing.get_type_hints`` (define it at module level). Each mistake is a
-``SchemaError`` naming the field when the runtime is built.
+lifecycle of its unmarked subfields; a group cannot be ``Loaded``. A TypedDict with *no*
+marked subfields is an ordinary field holding a dict. Pydantic values are stored as their
+JSON dicts. The schema must resolve with ``typing.get_type_hints`` (define it at module
+level); each mistake is a ``SchemaError`` naming the field when the runtime is built.
 """
 
 from __future__ import annotations
@@ -83,11 +80,8 @@ class Group:
 
 
 class StateSchema:
-    """A schema read into groups and leaves (see the module docstring).
-
-    ``fields`` are the top-level fields; ``nodes`` maps every path (leaf or group) to its
-    node; ``leaves`` maps leaf paths to fields, in declaration order.
-    """
+    """A schema read into groups and leaves: ``fields`` are the top-level fields, ``nodes``
+    maps every path (leaf or group) to its node, ``leaves`` the leaf paths to fields."""
 
     __slots__ = ("fields", "leaves", "name", "nodes", "source")
 
@@ -128,8 +122,7 @@ class StateSchema:
         return (node,) if isinstance(node, Field) else tuple(node.leaves())
 
     def store_reducers(self) -> dict[str, ReducerFn]:
-        """``{"state:<path>": fn}`` for every stored leaf that does not just replace: what
-        replaying a thread's log needs."""
+        """``{"state:<path>": fn}`` of the stored leaves that do not replace (for replay)."""
         return {
             f"state:{f.path}": f.reducer
             for f in self.leaves.values()
@@ -137,8 +130,7 @@ class StateSchema:
         }
 
     def declare_turn_fields(self, store: Store) -> None:
-        """Declare the turn-scoped and loaded leaves on ``store`` as never persisted: their
-        writes reach the store's subscribers, never its journal or its snapshots."""
+        """Declare the turn-scoped and loaded leaves on ``store`` as never persisted."""
         for f in self.leaves.values():
             if f.lifecycle in ("turn_scoped", "loaded"):
                 store.declare("state", f.path, f.reducer, persist=False)
@@ -153,8 +145,7 @@ class StateSchema:
         return "\n".join(lines)
 
     def value(self, node: Field | Group, read: Any) -> Any:
-        """The value a view shows for ``node``: ``read(field)`` (``MISSING`` when unset)
-        or the field's default; a group is a frozen dict of its subfields that have one."""
+        """The value a view shows for ``node`` (a group: a frozen dict of its subfields)."""
         if isinstance(node, Field):
             found = read(node)
             return node.default if found is MISSING else found
@@ -166,8 +157,7 @@ class StateSchema:
         return FrozenDict(out)
 
     def split(self, key: str, value: Any, writer: str) -> list[tuple[Field, Any]]:
-        """The leaf writes of ``{key: value}``: a group's dict goes to its subfields. A
-        name that is no field is a ``ChannelOwnershipError`` naming ``writer`` and it."""
+        """The leaf writes of ``{key: value}`` (a group's dict goes to its subfields)."""
         node = self.nodes.get(key) if isinstance(key, str) else None
         if node is None:
             raise self.unknown(key, writer)
@@ -211,11 +201,7 @@ def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:
                 f"the annotations of {cls.__name__} do not resolve ({exc}); define the schema "
                 "and the types it names at module level"
             ) from exc
-        out = {}
-        for name, hint in hints.items():
-            base, meta = _unwrap(hint)
-            out[name] = (base, meta, MISSING)
-        return out
+        return {name: (*_unwrap(hint), MISSING) for name, hint in hints.items()}
     pydantic = sys.modules.get("pydantic")
     if pydantic is None or not isinstance(cls, type) or not issubclass(cls, pydantic.BaseModel):
         return None
@@ -338,8 +324,7 @@ _SCALARS: Final = (str, int, float, bool, type(None))
 
 
 def plain(value: Any, *, exclude_unset: bool = False) -> Any:
-    """Pydantic models (at any depth of dicts and lists) as their JSON dicts; anything
-    else as it is."""
+    """Pydantic models (at any depth of dicts and lists) as their JSON dicts."""
     if isinstance(value, _SCALARS):
         return value
     dump = getattr(value, "model_dump", None)

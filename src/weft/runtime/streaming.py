@@ -1,9 +1,8 @@
 """Following a turn while it runs: stage events, and the result at the end.
 
-``runtime.astream_turn(input)`` yields a ``StageEvent`` as each stage starts and ends
-(``load``, ``loaders``, ``graph``, ``finalise``, ``persist``, and each node by its id,
-from the engine's node notes), then one ``TurnResult``; ``arun_turn(input, on_event=fn)``
-calls ``fn`` with the same events. The same timings go to the turn's ``diagnostics``.
+The runtime's stages (``load``, ``loaders``, ``graph``, ``finalise``, ``persist``) and each
+node, from the engine's node notes, are timed here; the same timings go to the turn's
+``diagnostics``.
 """
 
 from __future__ import annotations
@@ -26,12 +25,8 @@ Listener = Callable[["StageEvent"], object]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageEvent:
-    """A stage of a turn started, finished, failed or was skipped.
-
-    ``label`` is the stage (``load``, ``loaders``, ``graph``, ``finalise``, ``persist``) or
-    a node's id; ``kind`` says which; ``elapsed_ms`` is the stage's duration once it
-    ended (0 when it starts); ``at_ms`` is the time since the turn began.
-    """
+    """A stage of a turn (a runtime stage or a node, as ``kind`` says) started, finished,
+    failed or was skipped; ``at_ms`` is the time since the turn began."""
 
     label: str
     phase: Phase
@@ -43,8 +38,7 @@ class StageEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnResult:
-    """The end of a streamed turn: its output (what ``arun_turn`` returns), the thread,
-    the turn's number in it (1 for the first), and its wall-clock time."""
+    """The end of a streamed turn: its output (what ``arun_turn`` returns) and more."""
 
     output: Any
     thread_id: str
@@ -65,7 +59,7 @@ class Stages:
         self.node_ms: dict[str, float] = {}
 
     def elapsed_ms(self) -> float:
-        return round((perf_counter() - self.start) * 1000, 3)
+        return ms_since(self.start)
 
     @contextmanager
     def stage(self, label: str) -> Iterator[None]:
@@ -75,9 +69,9 @@ class Stages:
         try:
             yield
         except BaseException:
-            self.emit(label, "failed", _ms(began), "runtime")
+            self.emit(label, "failed", ms_since(began), "runtime")
             raise
-        self.stage_ms[label] = ms = _ms(began)
+        self.stage_ms[label] = ms = ms_since(began)
         self.emit(label, "finished", ms, "runtime")
 
     def emit(self, label: str, phase: Phase, elapsed: float, kind: StageKind) -> None:
@@ -111,5 +105,6 @@ class Stages:
         self.emit(label, note.event, elapsed, "node")
 
 
-def _ms(began: float) -> float:
+def ms_since(began: float) -> float:
+    """Milliseconds since ``began`` (a ``perf_counter()``), rounded to the microsecond."""
     return round((perf_counter() - began) * 1000, 3)

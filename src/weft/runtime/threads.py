@@ -1,14 +1,9 @@
 """Threads: one lock per thread id, and the threads a runtime keeps open between turns.
 
-Locks: two turns of one thread never interleave, turns of different threads run
-concurrently, from one event loop or several OS threads each with its own. A lock lives
-only while a turn of its thread runs or waits.
-
-Open threads: the newest ``capacity`` threads stay in memory between turns (a
-``DurableRun`` each), so a turn costs O(its writes). Before each turn the thread's last
-step in the backend is compared with the open store's: a thread another process moved on
-is read again, so several runtimes may share a database. Opening a thread checks its
-schema version and migrates an older one once (``weft.runtime.codec``).
+A lock lives only while a turn of its thread runs or waits, on one event loop or several
+OS threads. The newest ``capacity`` threads stay open (a ``DurableRun`` each), so a turn
+costs O(its writes); one whose last step in the backend moved on (another process) is read
+again, so several runtimes may share a database.
 """
 
 from __future__ import annotations
@@ -60,7 +55,6 @@ class ThreadLocks:
 
     @asynccontextmanager
     async def hold(self, thread_id: str) -> AsyncIterator[None]:
-        """Hold ``thread_id``'s lock for the block."""
         loop = asyncio.get_running_loop()
         with self._guard:
             slot = self._slots.get(thread_id)
@@ -90,8 +84,7 @@ class ThreadLocks:
 
 
 async def _wait_for(mutex: threading.Lock) -> None:
-    """Take a lock held on another loop without blocking this one (cancellable: a waiter
-    that is cancelled never holds it)."""
+    """Take a lock held on another loop without blocking this one."""
     delay = 0.0005
     while not mutex.acquire(blocking=False):
         await asyncio.sleep(delay)
@@ -125,7 +118,6 @@ class Threads:
         self._guard = threading.Lock()
 
     def __len__(self) -> int:
-        """The threads open now."""
         return len(self._open)
 
     def open(self, thread_id: str) -> tuple[DurableRun, ThreadRecord | None]:

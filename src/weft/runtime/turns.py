@@ -1,14 +1,10 @@
 """``TurnRuntime``: a conversation is a thread of turns, each a graph run, on one store.
 
-A turn runs in one transaction of the thread's store, stage by stage (each streamed and
-timed, ``weft.runtime.streaming``): ``load`` the thread (``weft.runtime.threads``);
-write the thread's records if it has none yet, every ``Input`` field, the ``each_turn``
-updates, and each ``TurnScoped`` or ``Loaded`` field back to its start; run the
-``loaders``; run the ``graph`` with the turn's ``WorkflowContext``; ``finalise`` (the
-diagnostics, the transcript pair, the output, the turn record); ``persist`` (commit).
-
-``TurnScoped`` and ``Loaded`` fields are declared never persisted on the thread's store,
-so a turn appends O(its writes), and a turn that raises stores nothing at all.
+A turn runs in one transaction of the thread's store, stage by stage: ``load`` the thread;
+write its records if it has none yet, every ``Input`` field, the ``each_turn`` updates, and
+each ``TurnScoped`` or ``Loaded`` field back to its start; run the ``loaders``; run the
+``graph``; ``finalise`` (the diagnostics, the transcript pair, the output, the turn
+record); ``persist`` (commit). A turn that raises stores nothing at all.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from weft.runtime.finalise import Transcript, append_entries, check_diagnostics,
 from weft.runtime.lifecycle import Loaded, Reducer
 from weft.runtime.nodes import GraphLike, compile_graph
 from weft.runtime.schema import Field, StateSchema, unflatten
-from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult
+from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult, ms_since
 from weft.runtime.threads import Threads
 from weft.runtime.views import CALLER, Contract, InitialState, TurnState, reader
 from weft.store import MISSING, Store, thaw
@@ -45,17 +41,9 @@ _END: Final = object()
 class TurnRuntime:
     """Runs the turns of conversations: ``state schema + graph + checkpointer + memory``.
 
-    ``schema`` is a TypedDict or pydantic model with lifecycle markers; ``graph`` a
-    WorkGraph, a list of turn nodes or one; ``checkpointer`` a ``weft.persist`` backend
-    (default: ``SQLiteBackend`` under ``./.weft/``, closed with the runtime);
-    ``memory_store`` the long-term memory, a ``weft.memory`` memory backend or an event-log
-    backend (default: the checkpointer's database, ``weft.memory.memory_backend``; opened
-    at the first use of ``context.memory``). Keywords:
-    ``context`` (a ``WorkflowContext``), ``input_model`` and ``output_model`` (your
-    pydantic models, a TypedDict, or output field names), ``writes`` (node id -> fields,
-    instead of ``@node``), ``codec`` (version and migrations), ``transcript``,
-    ``diagnostics`` (the field the runtime stamps, ``None``: off), ``thread_field`` and
-    ``user_field`` (the input fields naming the thread and the memory owner).
+    ``checkpointer`` defaults to a ``SQLiteBackend`` under ``./.weft/``, closed with the
+    runtime, ``memory_store`` to the checkpointer's database; ``diagnostics`` names the
+    field the runtime stamps (``None``: off).
 
     >>> import operator
     >>> from typing import Annotated, TypedDict
@@ -179,7 +167,12 @@ class TurnRuntime:
         if self._closed:
             raise TurnError("this TurnRuntime is closed; make a new one on the same checkpointer")
         initial = self.contract.build_initial_state(given)
-        tid = self._thread_id(initial.inputs, thread_id)
+        tid = initial.inputs.get(self._thread_field) if thread_id is None else thread_id
+        if not isinstance(tid, str) or not tid:
+            raise TurnError(
+                f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
+                f"{self._thread_field!r} (got {tid!r})"
+            )
         async with self._threads.locks.hold(tid):
             stages = Stages(tid, listener)
             with stages.stage("load"):
@@ -194,12 +187,11 @@ class TurnRuntime:
                     output = await self._inside(tx, initial, context, stages)
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()
-                stages.stage_ms["persist"] = ms = round((perf_counter() - began) * 1000, 3)
+                stages.stage_ms["persist"] = ms = ms_since(began)
                 stages.emit("persist", "finished", ms, "runtime")
             except BaseException as exc:
                 if began:
-                    failed = round((perf_counter() - began) * 1000, 3)
-                    stages.emit("persist", "failed", failed, "runtime")
+                    stages.emit("persist", "failed", ms_since(began), "runtime")
                 cause = exc.__cause__
                 if isinstance(exc, NodeError) and isinstance(cause, TurnError):
                     raise cause.with_traceback(cause.__traceback__) from None
@@ -228,9 +220,8 @@ class TurnRuntime:
                 else:
                     updates.append((path, start, SOURCE))
         tx.write_many("state", updates)
-        loaded: dict[str, Any] = {}
         with stages.stage("loaders"):
-            await self._run_loaders(tx, context, initial.loaded, loaded)
+            loaded = await self._run_loaders(tx, context, initial.loaded)
         with stages.stage("graph"):
             observe = stages.listener is not None or self._diagnostics is not None
             unsubscribe = tx.subscribe(stages.on_note) if observe else None
@@ -245,23 +236,21 @@ class TurnRuntime:
             return output
 
     async def _run_loaders(
-        self,
-        tx: Store,
-        context: WorkflowContext,
-        supplied: Mapping[str, Any],
-        out: dict[str, Any],
-    ) -> None:
+        self, tx: Store, context: WorkflowContext, supplied: Mapping[str, Any]
+    ) -> dict[str, Any]:
         for path, value in supplied.items():
             tx.write("state", path, value, source=CALLER)
         pending = [leaf for leaf in self._loaded if leaf.path not in supplied]
         if not pending:
-            return
+            return {}
         view = TurnState(self.schema, reader(tx.value))
         calls = [self._load_one(leaf, context, view) for leaf in pending]
         results = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
+        out: dict[str, Any] = {}  # each loader's time (and recall path), for the diagnostics
         for leaf, (value, info) in zip(pending, results, strict=True):
             tx.write("state", leaf.path, value, source=f"loader:{leaf.path}")
             out[leaf.path] = info
+        return out
 
     async def _load_one(
         self, leaf: Field, context: WorkflowContext, view: TurnState
@@ -276,7 +265,7 @@ class TurnRuntime:
                 f"the loader of {leaf.path!r} failed ({type(exc).__name__}: {exc}); nothing of "
                 "this turn was stored"
             ) from exc
-        info: dict[str, Any] = {"ms": round((perf_counter() - began) * 1000, 3)}
+        info: dict[str, Any] = {"ms": ms_since(began)}
         if isinstance(value, RecallResult):
             info["path"] = value.path
             value = value.values()
@@ -298,16 +287,6 @@ class TurnRuntime:
             append_entries(tx, self._transcript_fields, self._transcript.entries(state))
         return self.contract.state_to_output(state)
 
-    def _thread_id(self, inputs: Mapping[str, Any], thread_id: str | None) -> str:
-        if thread_id is None:
-            thread_id = inputs.get(self._thread_field)
-        if isinstance(thread_id, str) and thread_id:
-            return thread_id
-        raise TurnError(
-            f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
-            f"{self._thread_field!r} (got {thread_id!r})"
-        )
-
     def thread_state(self, thread_id: str, *, turn: int | None = None) -> dict[str, Any]:
         """The thread's stored (``Reducer``) fields as plain data: now, or as they were at
         the end of turn ``turn`` (read from the log, so it works past a bad later record)."""
@@ -328,8 +307,7 @@ class TurnRuntime:
         return 0 if record is None else record.turns
 
     def build_initial_state(self, input: Any) -> dict[str, Any]:
-        """The graph-input view: the Input fields (defaults filled in) and any Loaded
-        fields the caller supplied, as the nested dict a turn starts from."""
+        """The graph-input view: the nested dict of Input and supplied Loaded fields."""
         initial = self.contract.build_initial_state(input)
         flat = {leaf.path: leaf.default for leaf in self.schema.of("input")}
         flat.update(initial.inputs)

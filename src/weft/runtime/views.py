@@ -1,13 +1,9 @@
 """The three views over a schema (seed 004): graph input, internal state, output.
 
-- *Input*: ``Contract.build_initial_state(input)``: the caller's input (your pydantic
-  ``AgentInput``, or a dict) as the ``Input`` fields and any ``Loaded`` fields the caller
-  supplies for this turn; any other key is a ``ChannelOwnershipError``.
-- *Internal*: ``TurnState``, the read-only mapping every node and loader sees.
-- *Output*: ``Contract.state_to_output(state)``: your ``AgentOutput``, or a dict of the
-  output fields (by default the turn-scoped fields and ``diagnostics``).
-
-The models are checked against the schema when the runtime is built.
+``Contract.build_initial_state`` reads the caller's input, ``TurnState`` is what nodes and
+loaders see, and ``Contract.state_to_output`` builds your output model, or a dict of the
+output fields (by default the turn-scoped fields and ``diagnostics``). The models are
+checked against the schema when the runtime is built.
 """
 
 from __future__ import annotations
@@ -28,12 +24,8 @@ Read = Callable[[Field], Any]
 
 
 class TurnState(Mapping[str, Any]):
-    """The internal view of a turn: what nodes and loaders read (see the module docstring).
-
-    ``state[name]`` is a field's value, its default when nothing was written, or a
-    ``KeyError`` naming it when it has neither; ``state.get(name, default)`` never
-    raises for a field. Iterating gives the top-level fields that have a value.
-    """
+    """The internal view of a turn: what nodes and loaders read. ``state[name]`` is a
+    field's value, else its default, else a ``KeyError`` naming it."""
 
     __slots__ = ("_read", "_schema")
 
@@ -104,8 +96,7 @@ class Contract:
         self.schema = schema
         self.input_model = input_model
         if input_model is not None:
-            names = _model_names(input_model, "input")
-            for name in names:
+            for name in _model_names(input_model, "input"):
                 node = schema.fields.get(name)
                 leaves = schema.leaves_under(name) if node is not None else ()
                 if node is None or any(f.lifecycle not in ("input", "loaded") for f in leaves):
@@ -135,7 +126,7 @@ class Contract:
                 )
 
     def build_initial_state(self, given: Any) -> InitialState:
-        """The caller's input as leaves (see the module docstring)."""
+        """The caller's input as leaves; any key but an Input or Loaded field is an error."""
         data = plain(given)
         if not isinstance(data, Mapping):
             expected = self.input_model.__name__ if self.input_model else "a dict"
@@ -170,8 +161,7 @@ class Contract:
         return InitialState(inputs=inputs, loaded=loaded)
 
     def state_to_output(self, state: Mapping[str, Any]) -> Any:
-        """Your output model built from the output fields, or a dict of exactly them
-        (``None`` for a field with neither a value nor a default)."""
+        """Your output model built from the output fields, or a dict of exactly them."""
         values = {name: thaw(state.get(name)) for name in self.output_fields}
         if self.output_model is None:
             return values
@@ -184,14 +174,11 @@ _ABSENT: Final = object()
 
 
 def reader(value: Callable[[str, str, Any], Any]) -> Read:
-    """A leaf reader over ``value(kind, path, default)`` (a ``Store.value`` or a
-    ``StateView.read``): input leaves from kind ``input``, the rest from kind ``state``."""
+    """A leaf reader over ``value(kind, path, default)`` (``Store.value``, ``StateView.read``)."""
 
     def read(leaf: Field) -> Any:
         found = value("input" if leaf.lifecycle == "input" else "state", leaf.path, _ABSENT)
-        if found is _ABSENT:
-            return MISSING
-        return found
+        return MISSING if found is _ABSENT else found
 
     return read
 
