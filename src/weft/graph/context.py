@@ -17,17 +17,16 @@ A node whose function has a parameter named ``ctx`` is called with ``ctx=RunCont
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from weft.store import RunLog, Store
 
 D = TypeVar("D")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunContext(Generic[D]):
-    """The run context of one node call (see the module docstring)."""
+class RunContext(NamedTuple, Generic[D]):
+    """The run context of one node call (see the module docstring). Immutable; a named
+    tuple because one is made for every call of a node that takes ``ctx``."""
 
     deps: D
     store: Store

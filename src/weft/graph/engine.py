@@ -662,13 +662,14 @@ class Run(Dispatching):
         view = self.views[i] if self.views else None
         store = view._store if isinstance(view, StateView) else view
         assert isinstance(store, Store), "a node taking ctx works on a fork"
+        log = self.log
         return RunContext(
-            deps=self.deps,
-            store=store,
-            node=self.schedule.keys[i],
-            label=self.schedule.labels[i],
-            run_id=self.log.run_id if self.log is not None else None,
-            log=self.log,
+            self.deps,
+            store,
+            self.schedule.keys[i],
+            self.schedule.labels[i],
+            None if log is None else log.run_id,
+            log,
         )
 
     def _started(self, i: int) -> float:

@@ -457,6 +457,11 @@ class RunStores:
         self.due = []
         store, changes, waiting, records = self.store, self.changes, self.waiting, self.records
         final, self.final = self.final, None  # the run's own record, with its last commit
+        if len(due) == 1 and final is None and not waiting:  # one node's change: a chain
+            change = changes[due[0]]
+            if change is not None:
+                store.merge((change,))
+            return
         if not any(k in waiting for k in due):
             ready: list[Delta | Store] = [c for k in due if (c := changes[k]) is not None]
             if final is not None:
