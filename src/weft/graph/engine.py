@@ -130,7 +130,9 @@ class Run(Dispatching):
             if run_id is not None and store is not None
             else None
         )
-        writes = any(schedule.states) or any(schedule.ctxs)
+        writes = schedule.memo.get("writes")
+        if writes is None:
+            writes = schedule.memo["writes"] = any(schedule.states) or any(schedule.ctxs)
         if store is None and writes:
             store = Store()
         self.store = store

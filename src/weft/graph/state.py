@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from weft.store import MISSING, Store, freeze
+from weft.store._log import AppendLog
 
 
 class StateView:
@@ -38,6 +39,15 @@ class StateView:
         self._value = store.value
 
     def __getitem__(self, path: str) -> Any:
+        # the hot read of every state node: Store.value's lookup, inlined for the one kind
+        if path.__class__ is str:
+            store = self._store
+            row = store._recent.get(key := "state:" + path)
+            if row is None:
+                row = store._settled.get(key)
+            if row:  # not None, nor GONE
+                stored = row[2]
+                return stored.materialize() if stored.__class__ is AppendLog else stored
         return self._value("state", path)
 
     def get(self, path: str, default: Any = None) -> Any:
