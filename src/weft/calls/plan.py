@@ -96,10 +96,32 @@ class Plan(Sequence[Call]):
             instances=instances,
         )
 
-    def run(self, tools: ToolsLike, **options: Any) -> PlanResult:
+    def run(
+        self,
+        tools: ToolsLike,
+        *,
+        store: Store | None = None,
+        inputs: Mapping[str, Any] | None = None,
+        instances: InstancesLike = None,
+        merge_instances: bool = False,
+        run_id: str | None = None,
+        durable: DurableRun | None = None,
+        max_concurrency: int | None = None,
+    ) -> PlanResult:
         """The blocking form of :meth:`arun` (same arguments), run on this thread's cached
         event loop (or a helper thread when a loop already runs here)."""
-        return run_sync(self.arun(tools, **options))
+        return run_sync(
+            self.arun(
+                tools,
+                store=store,
+                inputs=inputs,
+                instances=instances,
+                merge_instances=merge_instances,
+                run_id=run_id,
+                durable=durable,
+                max_concurrency=max_concurrency,
+            )
+        )
 
     async def arun(
         self,
