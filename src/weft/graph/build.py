@@ -115,7 +115,10 @@ def find_cycle(
 
 def check_acyclic(nodes: Iterable[WorkGraphNode]) -> None:
     """Raise ``GraphBuildError`` naming the nodes of a cycle reachable from ``nodes``."""
-    reached = _reachable(list(nodes))
+    _check_acyclic(_reachable(list(nodes)))
+
+
+def _check_acyclic(reached: list[WorkGraphNode]) -> None:
     index = {id(n): i for i, n in enumerate(reached)}
     ring = find_cycle([[index[id(c)] for c in n.next] for n in reached])
     if ring is not None:
@@ -199,7 +202,7 @@ def compile_schedule(start_nodes: Sequence[WorkGraphNode]) -> Schedule:
             raise GraphBuildError(f"{node.id!r} is given twice in start_nodes; list it once")
         seen_start.add(id(node))
     reached = _reachable(start_nodes)
-    check_acyclic(start_nodes)
+    _check_acyclic(reached)
     for node in start_nodes:
         if node.previous:
             raise GraphBuildError(
@@ -215,48 +218,60 @@ def compile_schedule(start_nodes: Sequence[WorkGraphNode]) -> Schedule:
                     f"could never run; add {pred.id!r} (or its first ancestor) to start_nodes"
                 )
     order = _canonical_order(start_nodes, len(reached))
-    index = {id(n): i for i, n in enumerate(order)}
-    keys = tuple(f"{n.id}#{i}" for i, n in enumerate(order))
-    rank = [0] * len(order)
+    n = len(order)
+    index = {id(node): i for i, node in enumerate(order)}
+    rank = [0] * n
     for position, node in enumerate(reached):
         rank[index[id(node)]] = position
-    preds = tuple(tuple(index[id(p)] for p in n.previous) for n in order)
-    succs = tuple(tuple(index[id(s)] for s in n.next) for n in order)
-    codes = tuple(
-        mode_code(n.result_pass_down_mode, node=k) for n, k in zip(order, keys, strict=True)
-    )
+    keys: list[str] = []
+    codes: list[int] = []
+    preds: list[tuple[int, ...]] = []
+    succs: list[tuple[int, ...]] = []
+    asyncs: list[bool] = []
+    inline: list[bool] = []
+    ctxs: list[bool] = []
+    for i, node in enumerate(order):  # one pass: a small graph is built at every step
+        key = f"{node.id}#{i}"
+        keys.append(key)
+        codes.append(mode_code(node.result_pass_down_mode, node=key))
+        preds.append(tuple([index[id(p)] for p in node.previous]))
+        succs.append(tuple([index[id(c)] for c in node.next]))
+        asynchronous = is_async(node.value)
+        asyncs.append(asynchronous)
+        retry = node.retry
+        inline.append(
+            not asynchronous and node.timeout is None and (retry is None or retry.backoff == 0)
+        )
+        ctxs.append(_takes_ctx(node.value))
     _check_keywords(order, keys, codes, index)
-    asyncs = tuple(is_async(n.value) for n in order)
-    inline = tuple(
-        not a and n.timeout is None and (n.retry is None or n.retry.backoff == 0)
-        for n, a in zip(order, asyncs, strict=True)
-    )
     return Schedule(
         nodes=tuple(order),
-        keys=keys,
-        labels=tuple(n.id for n in order),
-        fns=tuple(n.value for n in order),
-        codes=codes,
-        mode_args=tuple(n.result_pass_down_mode for n in order),
-        preds=preds,
-        succs=succs,
-        indegree=tuple(len(p) for p in preds),
-        starts=tuple(index[id(n)] for n in start_nodes),
-        sinks=tuple(sorted((i for i in range(len(order)) if not succs[i]), key=rank.__getitem__)),
+        keys=tuple(keys),
+        labels=tuple([node.id for node in order]),
+        fns=tuple([node.value for node in order]),
+        codes=tuple(codes),
+        mode_args=tuple([node.result_pass_down_mode for node in order]),
+        preds=tuple(preds),
+        succs=tuple(succs),
+        indegree=tuple([len(p) for p in preds]),
+        starts=tuple([index[id(node)] for node in start_nodes]),
+        sinks=tuple(sorted([i for i in range(n) if not succs[i]], key=rank.__getitem__)),
         start_rank=tuple(rank),
-        multi_keywords=tuple(_multi_keywords(node, codes, index) for node in order),
-        asyncs=asyncs,
-        inline=inline,
-        timeouts=tuple(n.timeout for n in order),
-        retries=tuple(n.retry for n in order),
-        states=tuple(n.state for n in order),
-        ctxs=tuple(_takes_ctx(n.value) for n in order),
+        multi_keywords=tuple([_multi_keywords(node, codes, index) for node in order]),
+        asyncs=tuple(asyncs),
+        inline=tuple(inline),
+        timeouts=tuple([node.timeout for node in order]),
+        retries=tuple([node.retry for node in order]),
+        states=tuple([node.state for node in order]),
+        ctxs=tuple(ctxs),
         full=_full(succs),
         chain=tuple(
-            succs[i][0] if len(succs[i]) == 1 and len(preds[succs[i][0]]) == 1 else -1
-            for i in range(len(order))
+            [
+                succs[i][0] if len(succs[i]) == 1 and len(preds[succs[i][0]]) == 1 else -1
+                for i in range(n)
+            ]
         ),
-        loopless=not any(asyncs) and all(n.timeout is None for n in order),
+        loopless=not any(asyncs) and all(node.timeout is None for node in order),
         wiring=WorkGraphNode.wiring,
     )
 
