@@ -458,9 +458,12 @@ class RunStores:
         store, changes, waiting, records = self.store, self.changes, self.waiting, self.records
         final, self.final = self.final, None  # the run's own record, with its last commit
         if len(due) == 1 and final is None and not waiting:  # one node's change: a chain
-            change = changes[due[0]]
+            k = due[0]
+            change = changes[k]
             if change is not None:
                 store.merge((change,))
+                if not self.views.needed[k]:  # in the store now, and no later view's
+                    changes[k] = self.forks[k] = self.viewing[k] = None
             return
         if not any(k in waiting for k in due):
             ready: list[Delta | Store] = [c for k in due if (c := changes[k]) is not None]
@@ -468,6 +471,10 @@ class RunStores:
                 ready.append(store.delta([(KIND, final[0], final[1], "weft.graph")]))
             if ready:
                 store.merge(ready)
+                needed, forks, viewing = self.views.needed, self.forks, self.viewing
+                for k in due:
+                    if not needed[k]:
+                        changes[k] = forks[k] = viewing[k] = None
             return
         keys, log = self.schedule.keys, self.log
         assert log is not None, "only a recorded run has records waiting"
