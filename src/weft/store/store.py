@@ -134,8 +134,8 @@ class Store(Merging):
         self._index = SortedKeys()
         self._declared: dict[str, _Declared] = {}
         self._lock = threading.RLock()
-        self._subscribers: Sequence[Subscriber] = ()  # replaced, never changed in place
-        self._batch_subscribers: Sequence[BatchSubscriber] = ()
+        self._subscribers: list[Subscriber] = []
+        self._batch_subscribers: list[BatchSubscriber] = []
         self._journal: Journal | None = None
         self._own: list[EventRow] = []
         self._seq = 0
@@ -770,7 +770,8 @@ class Store(Merging):
             child._index = self._index = self._index.fork()
             child._declared = self._declared
             child._lock = threading.RLock()
-            child._subscribers = child._batch_subscribers = ()
+            child._subscribers = []
+            child._batch_subscribers = []
             child._journal = None
             child._own = []
             child._seq = child._fork_seq = self._seq
