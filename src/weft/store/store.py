@@ -29,28 +29,31 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 import immutables
 
-from weft.errors import InvalidKeyError, MissingEntryError, ReducerError, StoreError
+from weft.errors import MissingEntryError, ReducerError, StoreError
 from weft.store import _entries
 from weft.store import reducers as _reducers
-from weft.store._entries import GONE
 from weft.store._index import SortedKeys
 from weft.store._log import AppendLog, read
-from weft.store.events import KINDS, Entry, EntryRow, Event, EventRow, Op, make_key
-from weft.store.merge import Delta, Merging, _Mark
+from weft.store._staging import (
+    _KIND_SET,
+    _REPLACE,
+    Staging,
+    _check_kind,
+    _checked_key,
+    _Declared,
+)
+from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
+from weft.store.merge import Delta, _Mark
 from weft.store.values import _AS_IS, MISSING, TypeRegistry, freeze, registry
 
 logger: Final = logging.getLogger("weft.store")
 
 Subscriber = Callable[[Event], object]
 BatchSubscriber = Callable[[tuple[Event, ...]], object]
-_KIND_SET: Final = frozenset(KINDS)
-_GROWS: Final = frozenset({"append", "extend", "operator.add"})
-"""Reducers whose list results are kept as an ``AppendLog`` (O(1) per write)."""
 
 
 class Journal(Protocol):
@@ -69,21 +72,6 @@ class Journal(Protocol):
     def state_at(self, seq: int) -> Store | None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Declared:
-    name: str
-    fn: _reducers.Reducer
-    frozen_output: bool
-    persist: bool = True
-
-    def replacing(self) -> _Declared:
-        """This field's declaration for a write of the whole value, past its reducer."""
-        if self.name == "replace":
-            return self
-        return _Declared("replace", _reducers.replace, True, self.persist)
-
-
-_REPLACE: Final = _Declared("replace", _reducers.replace, True)
 _REPLACE_FN: Final = _reducers.replace
 _now: Final = time.time
 _NOTHING: Final[frozenset[str]] = frozenset()
@@ -94,7 +82,7 @@ _build: Final = tuple.__new__
 tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``)."""
 
 
-class Store(Merging):
+class Store(Staging):
     """A namespaced store with reducers, cheap forks, transactions and an event log.
 
     >>> from weft.store import Store, reducers
@@ -305,73 +293,6 @@ class Store(Merging):
                 )
             self._publish(events, mark)
         return len(events)
-
-    def _stage_batch(
-        self, items: Sequence[tuple[str, str, Any, str | None, bool]], at: float
-    ) -> list[EventRow]:
-        """Apply ``(kind, path, value, source, whole)`` updates (values frozen, keys checked)
-        in order, as ``write`` would one by one, but with one map change: appends to one
-        field are gathered into one ``AppendLog`` step. Raises before changing anything
-        if a reducer refuses an update. Call under the lock; returns the events' rows."""
-        declared_of = self._declared.get
-        recent, settled = self._recent, self._settled
-        seq = first = self._seq
-        # key -> [entry before, value so far, kind, path, last source, last seq, appends]
-        staged: dict[str, list[Any]] = {}
-        events: list[EventRow] = []
-        for kind, path, value, source, whole in items:
-            key = f"{kind}:{path}"
-            declared = declared_of(key, _REPLACE)
-            if whole:
-                declared = declared.replacing()
-            reducer = declared.name
-            slot = staged.get(key)
-            if slot is None:
-                old = _entries.lookup(recent, settled, key)
-                slot = [old, MISSING if old is None else old[2], kind, path, None, 0, None]
-                staged[key] = slot
-            pending = slot[6]
-            if (
-                reducer in _GROWS
-                and (reducer == "append" or isinstance(value, list))
-                and (pending is not None or _can_grow(slot[1], reducer, value))
-            ):  # gathered, and added to the AppendLog in one step below
-                if pending is None:
-                    pending = slot[6] = []
-                if reducer == "append":
-                    pending.append(value)
-                else:
-                    pending.extend(value)
-            else:
-                if pending is not None:
-                    slot[1], slot[6] = _grown(slot[1], pending), None
-                try:
-                    slot[1] = self._reduce(key, slot[1], value, declared)
-                except ReducerError as exc:
-                    raise ReducerError(
-                        f"reducer {reducer!r} of {key} failed on update {seq - first + 1} "
-                        f"(from {source!r}): {exc.__cause__}"
-                    ) from exc.__cause__
-            seq += 1
-            slot[4] = source
-            slot[5] = seq
-            events.append((seq, "write", kind, path, value, source, reducer, at, None))
-        index = self._index
-        with recent.mutate() as changed:
-            for key, (old, stored, kind, path, source, last, pending) in staged.items():
-                if pending is not None:
-                    stored = _grown(stored, pending)
-                if old is None:
-                    index = index.add(key)
-                    changed[key] = (kind, path, stored, source, at, at, last, None)
-                else:  # old[4], old[7]: created_at, meta
-                    changed[key] = (kind, path, stored, source, old[4], at, last, old[7])
-            self._recent = changed.finish()
-        self._index, self._seq = index, seq
-        self._own.extend(events)
-        if len(self._recent) > self._settle_at:
-            self._settle()
-        return events
 
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
@@ -833,185 +754,6 @@ class Store(Merging):
             for batch_fn in self._batch_subscribers:
                 _call(batch_fn, batch)
 
-    # ---------------------------------------------------------------- staging
-
-    def _stage_write(
-        self,
-        key: str,
-        kind: str,
-        path: str,
-        update: Any,
-        source: str | None,
-        meta: Mapping[str, Any] | None,
-        declared: _Declared,
-        at: float,
-        seq: int | None = None,
-    ) -> tuple[EntryRow, EventRow]:
-        """Write ``update`` through ``declared``; returns the new entry's and event's rows."""
-        recent = self._recent
-        old = _entries.lookup(recent, self._settled, key)
-        new = self._reduce(key, MISSING if old is None else old[2], update, declared)  # [2]: stored
-        event = self._log("write", kind, path, update, source, declared.name, meta, at, seq)
-        if old is None:
-            row = (kind, path, new, source, at, at, self._seq, meta)
-            self._index = self._index.add(key)
-        else:  # old[4], old[7]: created_at, meta
-            row = (kind, path, new, source, old[4], at, self._seq, old[7] if meta is None else meta)
-        self._recent = recent.set(key, row)
-        if len(self._recent) > self._settle_at:
-            self._settle()
-        return row, event
-
-    def _settle(self) -> None:
-        """Fold the recent entries into a new settled dict (see ``weft.store._entries``).
-        Settled first: a reader without the lock reads recent, then settled, so it sees
-        every entry in one or the other."""
-        self._settled = _entries.settle(self._recent, self._settled)
-        self._recent = immutables.Map()
-        self._settle_at = _entries.settle_at(self._recent, self._settled)
-
-    def _reducer_name(self, key: str) -> str:
-        return self._declared.get(key, _REPLACE).name
-
-    def _reduce(self, key: str, stored: Any, update: Any, declared: _Declared) -> Any:
-        """What ``key`` holds after ``update`` went through its reducer (``stored``: what it
-        held before, as ``Entry.stored``; ``MISSING`` when absent)."""
-        if declared.fn is _reducers.replace or (stored is MISSING and not declared.frozen_output):
-            return update  # user reducers are first called once there is a current value
-        if declared.name in _GROWS and _can_grow(stored, declared.name, update):
-            items = (update,) if declared.name == "append" else tuple(update)
-            return AppendLog.grow(None if stored is MISSING else stored, items)
-        try:
-            new = declared.fn(read(stored), update)
-        except Exception as exc:
-            raise ReducerError(
-                f"reducer {declared.name!r} of {key} failed: {exc}. Nothing was written"
-            ) from exc
-        if not declared.frozen_output:
-            new = freeze(new, where=f"{key} (result of {declared.name})", types=self._types)
-        return new
-
-    def _stage_delete(
-        self, key: str, kind: str, path: str, source: str | None, at: float, seq: int | None = None
-    ) -> EventRow:
-        if key in self._settled:
-            self._recent = self._recent.set(key, GONE)
-            if len(self._recent) > self._settle_at:
-                self._settle()
-        else:
-            self._recent = self._recent.delete(key)
-        self._index = self._index.remove(key)
-        return self._log("delete", kind, path, None, source, "replace", None, at, seq)
-
-    def _stage_clear(
-        self,
-        kind: str | None,
-        key_prefix: str,
-        source: str | None,
-        at: float,
-        seq: int | None = None,
-    ) -> tuple[int, EventRow]:
-        prefix = key_prefix or (f"{kind}:" if kind is not None else "")
-        keys = self._index.with_prefix(prefix) if prefix else iter(self._index)
-        doomed = [key for key in keys if kind is None or key.startswith(f"{kind}:")]
-        if doomed:
-            settled = self._settled
-            with self._recent.mutate() as recent:
-                for key in doomed:
-                    if key in settled:
-                        recent[key] = GONE
-                    else:
-                        del recent[key]
-                self._recent = recent.finish()
-            if len(self._recent) > self._settle_at:
-                self._settle()
-            index = self._index
-            for key in doomed:
-                index = index.remove(key)
-            self._index = index
-        event = self._log("clear", kind or "", key_prefix, None, source, "replace", None, at, seq)
-        return len(doomed), event
-
-    def _log(
-        self,
-        op: Op,
-        kind: str,
-        path: str,
-        value: Any,
-        source: str | None,
-        reducer: str,
-        meta: Mapping[str, Any] | None,
-        at: float | None = None,
-        seq: int | None = None,
-    ) -> EventRow:
-        """Log an event of this store's own; returns its row."""
-        self._seq = self._seq + 1 if seq is None else seq
-        row = (
-            self._seq,
-            op,
-            kind,
-            path,
-            value,
-            source,
-            reducer,
-            time.time() if at is None else at,
-            meta,
-        )
-        self._own.append(row)
-        return row
-
-    def _replay(self, event: Event | EventRow, *, keep_seq: bool = True) -> EventRow:
-        """Stage ``event`` (from a log: an ``Event`` or a row) as this store's own; returns
-        the row logged."""
-        try:
-            number, op, kind, path, value, source, reducer, at, meta = event
-        except (TypeError, ValueError):
-            raise StoreError(
-                f"expected an event (weft.store.Event, as events() returns them), got {event!r}"
-            ) from None
-        seq = number if keep_seq else None
-        if seq is not None and seq <= self._seq:
-            raise StoreError(
-                f"event {seq} comes after event {self._seq}; replay events oldest first, "
-                "as events() returns them"
-            )
-        if op == "write":
-            key = _checked_key(kind, path)
-            declared = self._declared_for_replay(key, reducer)
-            return self._stage_write(key, kind, path, value, source, meta, declared, at, seq)[1]
-        if op == "delete":
-            key = make_key(kind, path)
-            if _entries.lookup(self._recent, self._settled, key) is not None:
-                return self._stage_delete(key, kind, path, source, at, seq)
-            return self._log("delete", kind, path, None, source, "replace", None, at, seq)
-        if op == "clear":
-            return self._stage_clear(kind or None, path, source, at, seq)[1]
-        if op == "note":
-            return self._log("note", kind, path, value, source, reducer, meta, at, seq)
-        raise StoreError(f"event {number} has an unknown op {op!r}")
-
-    def _declared_for_replay(self, key: str, reducer: str) -> _Declared:
-        if reducer == "replace":
-            return self._declared.get(key, _REPLACE).replacing()
-        declared = self._declared.get(key)
-        if declared is None:
-            builtin = _reducers.by_name(reducer)
-            if builtin is None:
-                raise ReducerError(
-                    f"the log writes {key} through the reducer {reducer!r}, which is not a "
-                    f"built-in; pass reducers={{{key!r}: {reducer.rsplit('.', 1)[-1]}}} to "
-                    "rebuild it"
-                )
-            kind, _, path = key.partition(":")
-            self.declare(kind, path, builtin)
-            declared = self._declared[key]
-        if declared.name != reducer:
-            raise ReducerError(
-                f"the log writes {key} through {reducer!r} but this store declares "
-                f"{declared.name!r} for it; declare the reducer the log was written with"
-            )
-        return declared
-
     def _missing_message(self, kind: str, path: str) -> str:
         key = make_key(kind, path)
         near = list(itertools.islice(self._index.with_prefix(f"{kind}:"), 10))
@@ -1036,34 +778,8 @@ def _call(fn: Callable[[Any], object], what: Any) -> None:
         )
 
 
-def _can_grow(stored: Any, reducer: str, update: Any) -> bool:
-    """Whether a write can be an O(1) append to an ``AppendLog`` (else the reducer runs)."""
-    if stored is not MISSING and not isinstance(stored, (list, AppendLog)):
-        return False
-    return reducer == "append" or isinstance(update, list)
-
-
 def _not_a_triple(method: str, item: Any) -> StoreError:
     return StoreError(
         f"{method} takes (path, value, source) tuples, got {item!r}; pass source=None for "
         "the store's name. Nothing of the batch was written"
     )
-
-
-def _grown(stored: Any, items: list[Any]) -> AppendLog:
-    """``stored`` (an ``Entry.stored`` or ``MISSING``) with ``items`` appended."""
-    return AppendLog.grow(None if stored is MISSING else stored, tuple(items))
-
-
-def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
-        raise InvalidKeyError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
-
-
-def _checked_key(kind: str, path: str) -> str:
-    if kind in _KIND_SET and type(path) is str and path:
-        return f"{kind}:{path}"
-    _check_kind(kind)
-    if not isinstance(path, str) or not path:
-        raise InvalidKeyError(f"{kind}: the path must be a non-empty string, got {path!r}")
-    return make_key(kind, path)
