@@ -161,3 +161,14 @@ def test_forks_see_the_parents_reducer_declarations() -> None:
     child.write("state", "log", "a")
     child.write("state", "log", "b")
     assert child.value("state", "log") == ["a", "b"]
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_merge_of_something_that_is_no_change_is_a_clear_error(check: bool) -> None:
+    store = Store()
+    store.write("state", "kept", 1)
+    other = Store().fork()
+    for bad in (["not a fork"], [other], [store.fork(), "x"]):
+        with pytest.raises(StoreError, match=r"merge|fork"):
+            store.merge(bad, check=check)  # type: ignore[list-item]
+    assert store.to_dict() == {"state:kept": 1}

@@ -234,7 +234,7 @@ class RunStores:
         if shortcut is not None:
             post = self._post(shortcut[0])
             changes = [c for u in shortcut[1] if (c := self._changes_of(u)) is not None]
-            if post.untouched(self.start, changes):
+            if post._untouched(self.start, changes):
                 view = post.fork()
                 if changes:
                     view.merge(changes, check=False)

@@ -165,15 +165,14 @@ class Merging:
         """Fold forks and deltas into this store as one commit, in the order given (never
         the order they finished); see ``weft.store.merge`` for the rule on conflicting
         writes. Nothing is merged if one of them conflicts. ``check=False`` folds them
-        without that rule or the family checks, for a store that is only read (the
-        WorkGraph engine's views, whose writes meet the rule when they are committed)."""
+        without that rule, for a store that is only read (the WorkGraph engine's views,
+        whose writes meet the rule when they are committed)."""
         given = list(forks)
         if not given:
             return
         if len(given) == 1 and self._fast_forward(given[0]):
             return
-        if check:
-            self._check_family(given)
+        self._check_family(given)
         with self._lock:
             mark = self._mark()
             events: list[EventRow] = []
@@ -235,9 +234,11 @@ class Merging:
         """The common commit: one fork of this very store, nothing written here since it
         was made, merged once. Then this store takes the fork's content as it is, without
         the family walk or a replay; returns False for anything else."""
-        if change.__class__ is Delta or change._parent is not self:  # type: ignore[union-attr]
+        if change.__class__ is not self.__class__:  # a delta, or no change at all
             return False
         assert isinstance(change, Merging)
+        if change._parent is not self:
+            return False
         with self._lock, change._lock:
             if (
                 change._merged is not None
@@ -271,7 +272,7 @@ class Merging:
         self._own.extend(fork._own)
         return fork._own
 
-    def untouched(self, since: Merging, changes: Sequence[Merging | Delta]) -> bool:
+    def _untouched(self, since: Merging, changes: Sequence[Merging | Delta]) -> bool:
         """Whether every field that ``changes`` write holds here the very entry it holds in
         ``since`` (a store this one was built from): then nothing written on the way from
         ``since`` to here meets them, and merging them here comes to the same as merging
