@@ -23,6 +23,7 @@ def test_store_public_names_are_pinned() -> None:
         "Kind",
         "Note",
         "Op",
+        "Pause",
         "RunLog",
         "RunRecord",
         "StepRecord",

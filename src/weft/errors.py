@@ -20,7 +20,8 @@ WeftError
 ├── GraphError                 the WorkGraph engine
 │   ├── GraphBuildError        wired wrong: found before anything runs
 │   ├── NodeError              a node raised while the graph ran
-│   └── NodeTimeoutError       a node ran past its timeout
+│   ├── NodeTimeoutError       a node ran past its timeout
+│   └── PauseError             a pause outside a recorded run, or an answer to no question
 ├── AgentError                 the agent layer
 │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
 │   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
@@ -184,6 +185,11 @@ class NodeError(GraphError):
 
 class NodeTimeoutError(NodeError, TimeoutError):
     """A node ran longer than its timeout."""
+
+
+class PauseError(GraphError):
+    """``interrupt()`` outside a unit of a recorded run, a question that cannot be stored,
+    or answers that match no question waiting."""
 
 
 class AgentError(WeftError):

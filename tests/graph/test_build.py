@@ -21,7 +21,9 @@ FIRST = ResultPassDownMode.ResultAsFirstArg
 
 def test_public_names_are_pinned() -> None:
     assert weft.graph.__all__ == [
+        "Interrupt",
         "PassDown",
+        "Paused",
         "ResultPassDownMode",
         "RetryPolicy",
         "RunContext",
@@ -30,6 +32,7 @@ def test_public_names_are_pinned() -> None:
         "WorkGraphNode",
         "WorkGraphStopFlags",
         "build_nodes_from_paths",
+        "interrupt",
     ]
     for name in weft.graph.__all__:
         assert getattr(weft.graph, name) is not None

@@ -10,7 +10,8 @@ name, never through ``**kwargs`` and never over an argument the reasoner gave::
         return call_once("charge", payments.charge, order, amount)
 
 A crash after ``fn`` took effect but before its record was written calls it again: pass
-the key on to a service that accepts idempotency keys.
+the key on to a service that accepts idempotency keys. In a run with a run id an actor may
+ask a person with ``weft.graph.interrupt(question)``: the agent's run returns ``Paused``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Final
 
 from weft.agent.types import AgentAction
 from weft.errors import AgentBuildError, ValueTypeError
+from weft.graph.pause import pausing
 
 logger: Final = logging.getLogger("weft.agent")
 
@@ -38,6 +40,10 @@ EXTRAS: Final = frozenset(
         "acall_once",
     }
 )
+
+PAUSE: Final = "weft.pause"
+"""The key of ``offered`` holding the action's pause points (``weft.graph.pause``), in a run
+with a run id; never an extra (no parameter can have that name)."""
 
 Actor = Callable[..., Any]
 ActorSpec = Mapping[str, Actor] | Actor | None
@@ -165,7 +171,8 @@ def run_sync_actor(
     if bound is None:
         return no_actor(table, action)
     try:
-        value = bound.call(action, offered)
+        with pausing(offered.get(PAUSE)):
+            value = bound.call(action, offered)
     except Exception as exc:
         return failed(action, exc)
     if inspect.isawaitable(value):
@@ -181,9 +188,10 @@ async def run_actor(
     if bound is None:
         return no_actor(table, action)
     try:
-        value = bound.call(action, offered)
-        if inspect.isawaitable(value):
-            value = await value
+        with pausing(offered.get(PAUSE)):
+            value = bound.call(action, offered)
+            if inspect.isawaitable(value):
+                value = await value
     except Exception as exc:
         return failed(action, exc)
     return finish(action, value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from time import time
 from typing import Any, Final
@@ -42,6 +42,7 @@ from weft.agent.types import (
     action_record,
 )
 from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
+from weft.graph.pause import Interrupt, Paused, enclosing, paused
 from weft.llm import areason
 from weft.store import FrozenList, Store, freeze, reducers
 from weft.store.records import check_run_id
@@ -162,7 +163,7 @@ class Agent:
         clone._set_paths()
         return clone
 
-    def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult:
+    def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult | Paused:
         """The blocking form of :meth:`arun` (same arguments)."""
         return run_sync(self.arun(user_input, **kwargs))
 
@@ -178,18 +179,29 @@ class Agent:
         action_results: Any = None,
         previous_agent_results: Any = None,
         run_id: str | None = None,
-    ) -> AgentResult:
+        answers: Mapping[str, Any] | None = None,
+    ) -> AgentResult | Paused:
         """Run the loop until the task is completed, nothing is left to do, or
         ``max_iterations``. ``action_results`` seeds the first iteration's feedback. With
         ``run_id``, calling again with the same arguments resumes the run (``weft.agent.resume``).
+        An actor that asks a person (``weft.graph.interrupt``) pauses the run: it returns
+        ``Paused``, and calling again with ``answers=`` goes on from that action.
         """
         run = None if run_id is None else check_run_id(run_id, AgentBuildError)
+        if answers is not None and run is None:
+            raise AgentBuildError("answers= resume a paused run: pass them with its run_id")
         given = (*attachments, *self.make_attachments(previous_agent_results))
         with self._exclusive():
             records = None if run is None else AgentRun.begin(self, run)
-            result = await self._loop(
-                user_input, user_profile, context, given, action_results, records
-            )
+            if records is not None and answers is not None:
+                records.log.answer(answers, error=AgentError)
+            outer = enclosing()
+            try:
+                result = await self._loop(
+                    user_input, user_profile, context, given, action_results, records
+                )
+            except Interrupt as pause:
+                return paused(None if records is None else records.log, pause, outer)
             if records is not None:
                 records.complete(result)
             return result

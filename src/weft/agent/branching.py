@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from weft.agent.actors import failed, finish, run_actor, run_sync_actor
+from weft.agent.actors import PAUSE, failed, finish, run_actor, run_sync_actor
 from weft.agent.context import IterationContext, LoopAgent
 from weft.agent.resume import fork_of, once_extras
 from weft.agent.types import (
@@ -34,6 +34,7 @@ from weft.agent.types import (
     to_plain_record,
 )
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+from weft.graph.pause import Asking
 from weft.store import FrozenList, StepRecord, Store, freeze
 
 _FIRST = ResultPassDownMode.ResultAsFirstArg
@@ -136,7 +137,7 @@ def _only_result(result: Any, *_args: Any, **_kwargs: Any) -> tuple[tuple[Any], 
 def _offered(
     agent: LoopAgent, action: AgentAction, flow: Flow, step: IterationContext, unit: str
 ) -> dict[str, Any]:
-    offered = {
+    offered: dict[str, Any] = {
         "target": action.target,
         "action": action,
         "previous_action_results": flow.previous_action_results,
@@ -146,6 +147,8 @@ def _offered(
     bound = agent.actors.get(action.type)
     if bound is not None:
         once_extras(offered, bound.extras, step.calls, unit)
+    if step.calls is not None:  # a recorded run: the actor may ask a person
+        offered[PAUSE] = Asking(step.calls, unit, action.type)
     return offered
 
 

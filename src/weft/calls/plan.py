@@ -21,6 +21,7 @@ from weft.calls.simulate import simulate
 from weft.calls.tools import ToolsLike, as_tools
 from weft.calls.validate import compile_plan
 from weft.errors import PlanValidationError
+from weft.graph import Paused
 from weft.persist import DurableRun
 from weft.refs.schemas import schema_error
 from weft.store import Store
@@ -107,7 +108,8 @@ class Plan(Sequence[Call]):
         run_id: str | None = None,
         durable: DurableRun | None = None,
         max_concurrency: int | None = None,
-    ) -> PlanResult:
+        answers: Mapping[str, Any] | None = None,
+    ) -> PlanResult | Paused:
         """The blocking form of :meth:`arun` (same arguments), run on this thread's cached
         event loop (or a helper thread when a loop already runs here)."""
         return run_sync(
@@ -120,6 +122,7 @@ class Plan(Sequence[Call]):
                 run_id=run_id,
                 durable=durable,
                 max_concurrency=max_concurrency,
+                answers=answers,
             )
         )
 
@@ -134,7 +137,8 @@ class Plan(Sequence[Call]):
         run_id: str | None = None,
         durable: DurableRun | None = None,
         max_concurrency: int | None = None,
-    ) -> PlanResult:
+        answers: Mapping[str, Any] | None = None,
+    ) -> PlanResult | Paused:
         """Validate the plan (``PlanValidationError`` listing every problem, before
         anything runs) and run it on the WorkGraph engine.
 
@@ -144,7 +148,9 @@ class Plan(Sequence[Call]):
         ``run_id`` records the run for resume; ``durable`` runs on a ``DurableRun``'s store
         (its run id by default); ``max_concurrency`` bounds the calls in flight. A failed
         call raises its ``PlanRunError`` (the tool's exception as its cause) once the calls
-        already running finish; what was committed stays.
+        already running finish; what was committed stays. A tool that calls
+        ``weft.graph.interrupt`` (in a run with a run id) pauses its call: the run returns
+        ``Paused``, and running it again with ``answers=`` goes on.
         """
         store = run_store(store, durable)
         compiled = self.validate(tools, store=store, inputs=inputs, instances=instances)
@@ -155,6 +161,7 @@ class Plan(Sequence[Call]):
             run_id=run_id,
             durable=durable,
             max_concurrency=max_concurrency,
+            answers=answers,
         )
 
     def simulate(

@@ -17,7 +17,7 @@ from weft.calls.execute import Runtime, is_async_tool
 from weft.calls.result import PlanResult
 from weft.calls.tools import Tool
 from weft.errors import NodeError, PlanRunError, PlanValidationError
-from weft.graph import RunContext, WorkGraph, WorkGraphNode
+from weft.graph import Paused, RunContext, WorkGraph, WorkGraphNode
 from weft.persist import DurableRun
 from weft.persist._gc import paused
 from weft.store import RunLog, Store
@@ -47,7 +47,8 @@ async def arun_compiled(
     run_id: str | None = None,
     durable: DurableRun | None = None,
     max_concurrency: int | None = None,
-) -> PlanResult:
+    answers: Mapping[str, Any] | None = None,
+) -> PlanResult | Paused:
     """Run ``compiled`` (validated against ``store``, see ``run_store``) to the end; the
     options are ``Plan.arun``'s."""
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
@@ -60,10 +61,12 @@ async def arun_compiled(
     )
     if graph is not None:
         try:
-            await graph.arun(store=store, run_id=run_id)
+            ended = await graph.arun(store=store, run_id=run_id, answers=answers)
         except NodeError as exc:
             error = _unwrap(exc, run_id)
             raise error from error.__cause__
+        if isinstance(ended, Paused):
+            return ended
     records = runtime.records
     if log is not None:
         records = _records(log, keys)

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from weft.agent import PromptBasedActionAgent, PromptBasedActionPlanningAgent
 from weft.agent.types import render_value
-from weft.graph import WorkGraph
+from weft.graph import Paused, WorkGraph
 from weft.llm import ScriptedReasoner
 from weft.memory import (
     AgentMemory,
@@ -336,6 +336,7 @@ def scene_plan_and_run(run: DemoRun) -> None:
         result = planner.run(f"Compute the invoice from the files in {folder.name}/")
     finally:
         unsubscribe()
+    assert not isinstance(result, Paused), "a run with no run id never returns Paused"
     run.results["planner"] = result
     sinks = result.states[0].action_results
     for solved in sinks if isinstance(sinks, list) else [sinks]:

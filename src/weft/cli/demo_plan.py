@@ -15,6 +15,7 @@ from rich.table import Table
 from weft.calls import Plan, Tool
 from weft.cli.demo import DemoRun, Scene, show_json
 from weft.errors import PlanValidationError
+from weft.graph import Paused
 from weft.refs import ChosenPath
 
 ACCOUNTS: Final[dict[str, dict[str, Any]]] = {
@@ -118,6 +119,7 @@ def scene_plan_instances(run: DemoRun) -> None:
     run.console.print(Rule("Plan 2. The plan over three instances, each with its own state"))
     store = run.memory.store
     result = Plan(PLAN_JSON).run(review_tools(), store=store, instances=ACCOUNTS)
+    assert not isinstance(result, Paused), "a run with no run id never returns Paused"
     table = Table("instance", "userId", "profile.name", "review", "log")
     for name in ACCOUNTS:
         fork = result.instances[name]

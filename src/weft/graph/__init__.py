@@ -7,10 +7,13 @@ from weft.graph.context import RunContext
 from weft.graph.graph import WorkGraph
 from weft.graph.modes import PassDown, ResultPassDownMode, WorkGraphStopFlags
 from weft.graph.node import RetryPolicy, WorkGraphNode
+from weft.graph.pause import Interrupt, Paused, interrupt
 from weft.graph.state import StateView
 
 __all__ = [
+    "Interrupt",
     "PassDown",
+    "Paused",
     "ResultPassDownMode",
     "RetryPolicy",
     "RunContext",
@@ -19,4 +22,5 @@ __all__ = [
     "WorkGraphNode",
     "WorkGraphStopFlags",
     "build_nodes_from_paths",
+    "interrupt",
 ]

@@ -73,6 +73,7 @@ class Dispatching:
     _fail: Callable[[int, BaseException, float, int, float], None]
     _call_args: Callable[[int], Args]
     _commit_due: Callable[[], None]
+    _rewind: Callable[[int], None]
 
     # -------------------------------------------------------------- waiting
 
@@ -152,6 +153,7 @@ class Dispatching:
                     return False, exc, attempt
                 delay = retry.delay(attempt)
                 attempt += 1
+                self._rewind(i)
                 if delay:
                     await asyncio.sleep(delay)
 
@@ -232,6 +234,7 @@ class Dispatching:
                     break
                 time.sleep(retry.delay(attempt))
                 attempt += 1
+                self._rewind(i)
             else:
                 ended = perf_counter() if timed else 0.0
                 self.done.append((i, token, True, value, started, ended, attempt))

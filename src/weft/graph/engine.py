@@ -41,7 +41,7 @@ from time import perf_counter, time
 from typing import Any, Final
 
 from weft._sync import run_sync
-from weft.errors import GraphError, NodeError, ValueTypeError, WeftError
+from weft.errors import GraphError, NodeError, PauseError, ValueTypeError, WeftError
 from weft.graph.build import Schedule
 from weft.graph.context import RunContext
 from weft.graph.dispatch import Completion, Dispatching
@@ -51,16 +51,18 @@ from weft.graph.outcome import (
     ABORTED,
     DONE,
     FAILED,
+    PAUSED,
     PENDING,
     SKIPPED,
     node_error,
     output_of,
     path_to,
 )
+from weft.graph.pause import _ASKING, Asking, Interrupt, Paused, paused
 from weft.graph.pool import SyncQueue
 from weft.graph.state import StateView, checked_delta
 from weft.graph.stores import RunStores
-from weft.store import RunLog, StepRecord, Store
+from weft.store import Pause, RunLog, StepRecord, Store
 from weft.store.records import check_run_id
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
@@ -84,6 +86,7 @@ class Run(Dispatching):
         events: bool,
         context: Any,
         limit: int | None,
+        answers: Any = None,
     ) -> None:
         n = schedule.size
         self.schedule = schedule
@@ -130,6 +133,14 @@ class Run(Dispatching):
             if run_id is not None and store is not None
             else None
         )
+        if answers is not None and self.log is None:
+            raise PauseError(
+                "answers= are for resuming a paused run: pass them with its run_id and store"
+            )
+        self.answers = answers
+        self.asking: list[Asking | None] | None = [None] * n if self.log is not None else None
+        self.pauses: list[Pause] = []
+        self.enclosing: Asking | None = None
         writes = schedule.memo.get("writes")
         if writes is None:
             writes = schedule.memo["writes"] = any(schedule.states) or any(schedule.ctxs)
@@ -167,11 +178,16 @@ class Run(Dispatching):
             self.driven = False
         log = self.log
         started_at = time()
+        token = None
         if log is not None:
             run = log.check("graph", self.schedule.keys, error=GraphError)
+            if self.answers is not None:
+                log.answer(self.answers, error=PauseError)
             self._load()
             if run is not None and run.status == "completed":
                 self.completed = True  # every node is restored; the output is rebuilt
+            self.enclosing = _ASKING.get()
+            token = _ASKING.set(None)
         if not self.driven:
             self.loop = asyncio.get_running_loop()
         try:
@@ -182,11 +198,16 @@ class Run(Dispatching):
         except BaseException:
             await self._abandon()
             raise
+        finally:
+            if token is not None:
+                _ASKING.reset(token)
         if self.failure is not None:
             if self.stores is not None:  # what finished before the failure is kept
                 with contextlib.suppress(WeftError):
                     self.stores.commit_due()
             raise self.failure
+        if self.pauses:
+            return self._paused()
         output = output_of(self.schedule, self.status, self.results, self.terminators)
         if self.stores is not None:
             self.stores.complete(None if self.completed else started_at)
@@ -260,6 +281,9 @@ class Run(Dispatching):
             except Exception as exc:  # after its retries, the main loop takes the next node
                 result = self._retry_inline(i, args, kwargs, exc, started)
                 return self._after_inline(i, result, started)
+            except Interrupt as pause:
+                self._fail(i, pause, started)
+                return None
             if result.__class__ is _CORO:
                 return self._after_inline(i, result, started)
             self._complete(i, result, started)
@@ -401,7 +425,7 @@ class Run(Dispatching):
                 return i, result, started
             try:
                 result = run_sync(result)
-            except Exception as exc:
+            except (Exception, Interrupt) as exc:
                 self._fail(i, exc, started)
                 return None
         self._complete(i, result, started)
@@ -414,10 +438,14 @@ class Run(Dispatching):
         attempt = 1
         while retry is not None and attempt < retry.attempts and isinstance(exc, retry.retry_on):
             attempt += 1  # inline nodes have no backoff: nothing to wait for
+            self._rewind(i)
             try:
                 return self.schedule.fns[i](*args, **kwargs)
             except Exception as again:
                 exc = again
+            except Interrupt as pause:
+                self._fail(i, pause, started)
+                return _FAILED_CALL
         self._fail(i, exc, started, attempt)
         return _FAILED_CALL
 
@@ -426,7 +454,7 @@ class Run(Dispatching):
     ) -> None:
         try:
             result = await coro
-        except Exception as exc:
+        except (Exception, Interrupt) as exc:
             self._fail(i, exc, started)
             return
         self._complete(i, result, started)
@@ -434,7 +462,10 @@ class Run(Dispatching):
     async def _run_direct(self, i: int) -> None:
         args, kwargs = self._call_args(i)
         started = self._started(i)
-        ok, value, attempts = await self._attempts(i, args, kwargs)
+        try:
+            ok, value, attempts = await self._attempts(i, args, kwargs)
+        except Interrupt as pause:
+            ok, value, attempts = False, pause, 1
         if ok:
             self._complete(i, value, started)
         else:
@@ -594,6 +625,9 @@ class Run(Dispatching):
         attempts: int = 1,
         ended: float = 0.0,
     ) -> None:
+        if exc.__class__ is Interrupt:
+            self._pause(i, exc)
+            return
         self.status[i] = FAILED
         if self.observer is not None:
             self.observer.failed(i, exc, (ended or perf_counter()) - started)
@@ -603,6 +637,28 @@ class Run(Dispatching):
             else:
                 run_id = self.log.run_id if self.log is not None else None
                 self._halt_with(node_error(self.schedule, self.status, run_id, i, exc, attempts))
+
+    def _pause(self, i: int, interrupt: Interrupt) -> None:
+        """Node ``i`` asked a person (its question is recorded): the rest of the run goes
+        on without it and what depends on it (see ``weft.graph.pause``)."""
+        self.status[i] = PAUSED
+        self.pauses.extend(interrupt.pauses)
+        if self.observer is not None:
+            self.observer.paused(i)
+
+    def _paused(self) -> Paused:
+        """End a run that some node paused: commit what the frontier passed (later nodes
+        that finished are recorded already), store the run as paused, and return its
+        ``Paused``, or raise the pause to the unit that runs this graph (``paused``)."""
+        if self.stores is not None:
+            with contextlib.suppress(WeftError):
+                self.stores.commit_due()
+        return paused(self.log, Interrupt(tuple(self.pauses)), self.enclosing)
+
+    def _rewind(self, i: int) -> None:
+        """Node ``i`` is called again (a retry): its pause points count from the first."""
+        if self.asking is not None and (point := self.asking[i]) is not None:
+            point.index = 0
 
     def _commit_due(self) -> None:
         """Commit what the frontier passed during a batch of completions (its notes are
@@ -658,6 +714,9 @@ class Run(Dispatching):
             args = (self.views[i], *args)
         if schedule.ctxs[i]:
             kwargs = {**kwargs, "ctx": self._context(i)}
+        if self.asking is not None:  # a recorded run: the node may pause
+            point = self.asking[i] = Asking(self.log, schedule.keys[i], schedule.labels[i])  # type: ignore[arg-type]
+            _ASKING.set(point)
         return args, kwargs
 
     def _context(self, i: int) -> RunContext[Any]:

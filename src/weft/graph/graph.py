@@ -6,7 +6,7 @@ a loop, on a helper thread (``await graph.arun()`` is the better call there).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from weft._sync import drive, run_sync
@@ -33,14 +33,16 @@ class WorkGraph:
     ``max_concurrency`` bounds the nodes in flight at once, async tasks and sync threads
     together; ``None`` leaves async nodes unbounded and gives sync nodes up to 32 threads.
 
-    ``run(*args, run_id=None, store=None, events=True, **kwargs)`` passes the arguments to
-    every start node (``run_id``, ``store`` and ``events`` are the engine's own keywords).
+    ``run(*args, run_id=None, store=None, events=True, context=None, answers=None,
+    **kwargs)`` passes the arguments to every start node (the named ones are the engine's
+    own keywords).
     With a ``store``, state nodes read and write it and, when someone subscribes to it
     before the run starts, node-lifecycle events go to its log and subscribers
     (``events=False`` leaves them out even then: two ``Store.note`` calls per node, ~4 us
     each, add up in a fan-out over thousands of quick nodes); with a
     ``run_id`` as well, each finished node is recorded so that running again with that id
-    resumes.
+    resumes, and a node may pause the run to ask a person (``interrupt``): ``run`` then
+    returns ``Paused``, and running again with ``answers=`` goes on (``weft.graph.pause``).
     """
 
     __slots__ = ("_runnable", "_schedule", "max_concurrency", "start_nodes")
@@ -87,11 +89,15 @@ class WorkGraph:
         store: Store | None = None,
         events: bool = True,
         context: Any = None,
+        answers: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run the graph to the end and return the sink's result (a list for several sinks)."""
+        """Run the graph to the end and return the sink's result (a list for several sinks),
+        or ``Paused`` when a node waits for a person (``weft.graph.pause``)."""
         schedule = self._ready_schedule()
-        run = Run(schedule, args, kwargs, store, run_id, events, context, self.max_concurrency)
+        run = Run(
+            schedule, args, kwargs, store, run_id, events, context, self.max_concurrency, answers
+        )
         return drive(run.execute()) if schedule.loopless else run_sync(run.execute())
 
     __call__ = run
@@ -103,11 +109,14 @@ class WorkGraph:
         store: Store | None = None,
         events: bool = True,
         context: Any = None,
+        answers: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
         schedule = self._ready_schedule()
-        run = Run(schedule, args, kwargs, store, run_id, events, context, self.max_concurrency)
+        run = Run(
+            schedule, args, kwargs, store, run_id, events, context, self.max_concurrency, answers
+        )
         return await run.execute(driven=False)
 
     def _ready_schedule(self) -> Schedule:

@@ -6,8 +6,8 @@ key>``), only when a store is given and someone observes it as the run starts
 subscribe before you start the run), so a run nobody watches pays nothing for them, not
 even a clock read per node::
 
-    Note(event="started" | "finished" | "failed" | "skipped", unit=<node key>, label=<id>,
-         run_id=..., duration_ms=..., flag=..., error=..., reason=...)
+    Note(event="started" | "finished" | "failed" | "skipped" | "paused", unit=<node key>,
+         label=<id>, run_id=..., duration_ms=..., flag=..., error=..., reason=...)
 
 ``skipped`` carries a reason: ``"aborted"`` (every predecessor was aborted or skipped),
 ``"recorded"`` (restored from a step record) or ``"cancelled"`` (stopped by a failure).
@@ -83,6 +83,9 @@ class Observer:
     def failed(self, i: int, error: BaseException, seconds: float) -> None:
         message = f"{type(error).__name__}: {error}"
         self._send(i, "failed", duration_ms=int(seconds * 1e6) / 1000, error=message)
+
+    def paused(self, i: int) -> None:
+        self._send(i, "paused")
 
     def skipped(self, i: int, reason: str) -> None:
         self._send(i, "skipped", reason=reason)

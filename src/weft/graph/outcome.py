@@ -25,6 +25,7 @@ DONE: Final = 1
 ABORTED: Final = 2
 SKIPPED: Final = 3
 FAILED: Final = 4
+PAUSED: Final = 5
 
 
 class TimedOut(TimeoutError):

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from weft.errors import ExecutorError, GraphBuildError, NodeError, WeftError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.graph.build import check_acyclic
+from weft.graph.pause import Asking, Interrupt, Paused, enclosing, paused, pausing
 from weft.store import RunLog, StepRecord, Store, register_type
 from weft.store.records import check_run_id
 
@@ -81,9 +82,12 @@ async def run_jobs(
     run_id: str | None = None,
     kind: str = "step",
     max_concurrency: int | None = None,
-) -> DagReport:
+    answers: Mapping[str, Any] | None = None,
+) -> DagReport | Paused:
     """Run ``jobs`` as a WorkGraph and report. ``what`` names them in errors ("the steps of
-    task 'report'"); a graph that cannot be built or a bad ``run_id`` is an ``ExecutorError``."""
+    task 'report'"); a graph that cannot be built or a bad ``run_id`` is an ``ExecutorError``.
+    With a run id a job may ask a person (``weft.graph.interrupt``): the jobs that can go on
+    do, and the run returns ``Paused``; ``answers=`` resumes it."""
     log = None
     if run_id is not None:
         if store is None:
@@ -103,7 +107,8 @@ async def run_jobs(
             else:
                 fork = None if store is None else store.fork(name=job)
                 try:
-                    problem = await run(job, fork)
+                    with pausing(None if log is None else Asking(log, job, job)):
+                        problem = await run(job, fork)
                     outcome = JobOutcome(job, "failed" if problem else "completed", problem or "")
                     if fork is not None and store is not None:
                         if log is not None and problem is None:
@@ -141,7 +146,15 @@ async def run_jobs(
         raise ExecutorError(f"{what} cannot run: {exc}") from exc
     if log is not None:
         log.begin("job graph", tuple(jobs), error=ExecutorError)
-    await graph.arun()
+        if answers is not None:
+            log.answer(answers, error=ExecutorError)
+    elif answers is not None:
+        raise ExecutorError(f"{what}: answers= resume a paused run; pass its run_id too")
+    outer = enclosing()
+    try:
+        await graph.arun()
+    except Interrupt as pause:  # a job asked a person (its fork is dropped: it runs again)
+        return paused(log, pause, outer)
     ran = {o.job for o in outcomes}
     report = DagReport(
         completed=tuple(o.job for o in outcomes if o.status == "completed"),

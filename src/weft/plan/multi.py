@@ -16,6 +16,7 @@ from weft._sync import run_sync
 from weft.agent import Agent, AgentResult
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError, PlanValidationError
+from weft.graph import Paused
 from weft.llm import ChatMessage, ChatModel, Completion
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
 from weft.memory.prompts import upstream_memory_hint
@@ -140,6 +141,7 @@ class MultiModeAgent:
             max_iterations=self.max_iterations,
         )
         outcome = await agent.arun(self._loop_input([*tools, *self.tools]))
+        assert not isinstance(outcome, Paused), "a run with no run id never returns Paused"
         write_task_result(self.memory, self.name, outcome.output, self.objective[:200], "")
         return ModeResult(
             mode="loop",
@@ -173,6 +175,7 @@ class MultiModeAgent:
             max_concurrency=self.max_concurrency,
         )
         report = await executor.aexecute()
+        assert not isinstance(report, Paused), "a run with no run id never returns Paused"
         return ModeResult(
             mode="plan",
             ok=report.ok,

@@ -14,6 +14,7 @@ from typing import Any
 
 from weft._sync import run_sync
 from weft.calls import Tool
+from weft.graph import Paused
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.jobs import DagReport, run_jobs, sub_run_id
@@ -64,12 +65,17 @@ class ParallelTaskExecutor:
         self.max_token_budget = max_token_budget
         self._results: dict[str, TaskResult] = {}
 
-    def execute(self, *, run_id: str | None = None) -> PlanReport:
+    def execute(
+        self, *, run_id: str | None = None, answers: Mapping[str, Any] | None = None
+    ) -> PlanReport | Paused:
         """The blocking form of ``aexecute``."""
-        return run_sync(self.aexecute(run_id=run_id))
+        return run_sync(self.aexecute(run_id=run_id, answers=answers))
 
-    async def aexecute(self, *, run_id: str | None = None) -> PlanReport:
-        """Run the tasks (those ``run_id`` recorded as completed are skipped); report."""
+    async def aexecute(
+        self, *, run_id: str | None = None, answers: Mapping[str, Any] | None = None
+    ) -> PlanReport | Paused:
+        """Run the tasks (those ``run_id`` recorded as completed are skipped); report;
+        ``Paused`` when a step's tool asked a person, and ``answers=`` go on from there."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         tasks = self.plan.tasks
@@ -82,7 +88,10 @@ class ParallelTaskExecutor:
             run_id=run_id,
             kind="task",
             max_concurrency=self.max_concurrency,
+            answers=answers,
         )
+        if isinstance(report, Paused):
+            return report
         return PlanReport(
             **{f.name: getattr(report, f.name) for f in fields(report)},
             tasks=dict(self._results),
@@ -104,6 +113,7 @@ class ParallelTaskExecutor:
             max_token_budget=self.max_token_budget,
         )
         result = await executor.aexecute(run_id=run_id)
+        assert not isinstance(result, Paused), "a step's pause goes up to its task's job"
         self._results[task_id] = result
         if not result.report.ok:
             return result.report.summary()

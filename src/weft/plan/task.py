@@ -15,6 +15,7 @@ from typing import Any
 
 from weft._sync import run_sync
 from weft.calls import Tool
+from weft.graph import Paused
 from weft.llm import ChatModel
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.jobs import DagReport, run_jobs, sub_run_id
@@ -74,12 +75,17 @@ class TaskExecutor:
         self.max_token_budget = max_token_budget
         self.results: dict[str, StepResult] = {}
 
-    def execute(self, *, run_id: str | None = None) -> TaskResult:
+    def execute(
+        self, *, run_id: str | None = None, answers: Mapping[str, Any] | None = None
+    ) -> TaskResult | Paused:
         """The blocking form of ``aexecute``."""
-        return run_sync(self.aexecute(run_id=run_id))
+        return run_sync(self.aexecute(run_id=run_id, answers=answers))
 
-    async def aexecute(self, *, run_id: str | None = None) -> TaskResult:
-        """Seed the inputs, run the steps (skipping those on record under ``run_id``), report."""
+    async def aexecute(
+        self, *, run_id: str | None = None, answers: Mapping[str, Any] | None = None
+    ) -> TaskResult | Paused:
+        """Seed the inputs, run the steps (skipping those on record under ``run_id``), report;
+        ``Paused`` when a step's tool asked a person, and ``answers=`` go on from there."""
         for name, value in self.inputs.items():
             self.memory.set(memory_keys.input(name), value, source="caller", title=name)
         task = self.task
@@ -99,7 +105,10 @@ class TaskExecutor:
             store=self.memory.store,
             run_id=run_id,
             max_concurrency=self.max_concurrency,
+            answers=answers,
         )
+        if isinstance(report, Paused):
+            return report
         key = memory_keys.task(task.id)
         ok = report.ok and self.memory.has(key)
         return TaskResult(
@@ -156,7 +165,7 @@ class TaskExecutor:
             sub = replace(step, id=sub_id, title=title, process_from=None, depends_on=others)
             return self._run(sub, fork, item=items[index])
 
-        report = DagReport()
+        report: DagReport | Paused = DagReport()
         if subs:
             report = await run_jobs(
                 list(subs),
@@ -167,6 +176,7 @@ class TaskExecutor:
                 run_id=run_id,
                 max_concurrency=self.max_concurrency,
             )
+        assert not isinstance(report, Paused), "an item's pause goes up to its step's job"
         results = [self.memory.get_value(memory_keys.step(sub_id)) for sub_id in subs]
         memory.set(
             memory_keys.step(step.id),

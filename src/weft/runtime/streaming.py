@@ -18,7 +18,7 @@ from weft.store import Event, Note
 
 logger: Final = logging.getLogger("weft.runtime")
 
-Phase = Literal["started", "finished", "failed", "skipped"]
+Phase = Literal["started", "finished", "failed", "skipped", "paused"]
 StageKind = Literal["runtime", "node"]
 Listener = Callable[["StageEvent"], object]
 

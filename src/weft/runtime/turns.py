@@ -20,6 +20,7 @@ from typing import Any, Final, cast
 
 from weft._sync import run_sync
 from weft.errors import ConflictError, NodeError, TurnError
+from weft.graph.pause import Asking, Interrupt, Paused, pausing
 from weft.memory import MemoryBackend, Owner, RecallResult
 from weft.persist import Backend, SQLiteBackend
 from weft.runtime.codec import StateCodec, end_turn, start_turn
@@ -31,7 +32,8 @@ from weft.runtime.schema import Field, StateSchema, unflatten
 from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult, ms_since
 from weft.runtime.threads import Threads
 from weft.runtime.views import CALLER, Contract, InitialState, TurnState, reader
-from weft.store import MISSING, Store, thaw
+from weft.store import MISSING, RunLog, RunRecord, StepRecord, Store, thaw
+from weft.store.records import KIND
 from weft.store.reducers import replace as replace_
 
 SOURCE: Final = "weft.runtime"
@@ -127,17 +129,32 @@ class TurnRuntime:
         self._closed = False
 
     async def arun_turn(
-        self, input: Any, *, thread_id: str | None = None, on_event: Listener | None = None
+        self,
+        input: Any = None,
+        *,
+        thread_id: str | None = None,
+        on_event: Listener | None = None,
+        answers: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Run one turn and return its output (your output model, or a dict)."""
-        result = await self._turn(input, thread_id, on_event)
+        """Run one turn and return its output (your output model, or a dict), or ``Paused``
+        when a node asked a person (``weft.graph.interrupt``): the turn stored nothing but
+        its input and question, and ``answers=`` (with the ``thread_id``, no input) runs it
+        again whole, the node getting its answer."""
+        result = await self._turn(input, thread_id, on_event, answers)
         return result.output
 
     def run_turn(
-        self, input: Any, *, thread_id: str | None = None, on_event: Listener | None = None
+        self,
+        input: Any = None,
+        *,
+        thread_id: str | None = None,
+        on_event: Listener | None = None,
+        answers: Mapping[str, Any] | None = None,
     ) -> Any:
         """The sync form of ``arun_turn``."""
-        return run_sync(self.arun_turn(input, thread_id=thread_id, on_event=on_event))
+        return run_sync(
+            self.arun_turn(input, thread_id=thread_id, on_event=on_event, answers=answers)
+        )
 
     async def astream_turn(
         self, input: Any, *, thread_id: str | None = None
@@ -150,7 +167,7 @@ class TurnRuntime:
         def listen(event: StageEvent) -> None:
             loop.call_soon_threadsafe(queue.put_nowait, event)
 
-        task = asyncio.ensure_future(self._turn(input, thread_id, listen))
+        task = asyncio.ensure_future(self._turn(input, thread_id, listen, None))
         task.add_done_callback(lambda _: loop.call_soon(queue.put_nowait, _END))
         try:
             while (item := await queue.get()) is not _END:
@@ -162,11 +179,24 @@ class TurnRuntime:
                 await asyncio.gather(task, return_exceptions=True)
 
     async def _turn(
-        self, given: Any, thread_id: str | None, listener: Listener | None
+        self,
+        given: Any,
+        thread_id: str | None,
+        listener: Listener | None,
+        answers: Mapping[str, Any] | None,
     ) -> TurnResult:
         if self._closed:
             raise TurnError("this TurnRuntime is closed; make a new one on the same checkpointer")
-        initial = self.contract.build_initial_state(given)
+        if answers is not None and (given is not None or thread_id is None):
+            raise TurnError(
+                "answers= resume the paused turn of a thread: pass thread_id=... and no input "
+                "(the turn runs again with the input it paused with)"
+            )
+        initial = (
+            InitialState(inputs={}, loaded={})
+            if answers is not None
+            else self.contract.build_initial_state(given)
+        )
         tid = initial.inputs.get(self._thread_field) if thread_id is None else thread_id
         if not isinstance(tid, str) or not tid:
             raise TurnError(
@@ -178,17 +208,31 @@ class TurnRuntime:
             with stages.stage("load"):
                 run, record = self._threads.open(tid)
             turn = (record.turns if record is not None else 0) + 1
+            log = RunLog(run.store, f"turn-{turn}")
+            initial = self._paused_input(log, initial, answers, tid)
             user = initial.inputs.get(self._user_field)
             owner = Owner(user_id=user if isinstance(user, str) and user else None, session_id=tid)
             context = replace(self.context, thread_id=tid, turn=turn, owner=owner)
             began = 0.0
             try:
                 with run.store.transaction() as tx:
-                    output = await self._inside(tx, initial, context, stages)
+                    with pausing(Asking(RunLog(tx, log.run_id), "turn", "turn")):
+                        output = await self._inside(tx, initial, context, stages)
+                    if answers is not None:  # the paused turn, done
+                        tx.write(KIND, log.run_id, replace(log.run(), status="completed"))  # type: ignore[type-var]
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()
                 stages.stage_ms["persist"] = ms = ms_since(began)
                 stages.emit("persist", "finished", ms, "runtime")
+            except Interrupt as pause:  # nothing of the turn is stored but its question
+                with run.store.transaction() as tx:
+                    paused = RunRecord(kind="turn", status="paused", started_at=time.time())
+                    tx.write(KIND, log.run_id, paused, source=SOURCE)
+                    given = {"inputs": initial.inputs, "loaded": initial.loaded}
+                    tx.write(KIND, log.path("input"), StepRecord(kind="input", result=given))
+                    for asked in pause.pauses:
+                        tx.write(KIND, asked.id, asked, source=SOURCE)
+                output = Paused(log.run_id, pause.pauses)
             except BaseException as exc:
                 if began:
                     stages.emit("persist", "failed", ms_since(began), "runtime")
@@ -199,6 +243,29 @@ class TurnRuntime:
                     self._threads.drop(tid)  # another process moved the thread on: read it again
                 raise
         return TurnResult(output=output, thread_id=tid, turn=turn, elapsed_ms=stages.elapsed_ms())
+
+    def _paused_input(
+        self, log: RunLog, initial: InitialState, answers: Mapping[str, Any] | None, tid: str
+    ) -> InitialState:
+        """The input of the turn to run: the one given, or a paused turn's, once answered."""
+        known = log.run()
+        waiting = known is not None and known.status == "paused"
+        if answers is None:
+            if waiting:
+                asked = "; ".join(f"{p.id}: {p.question!r}" for p in log.pending())
+                raise TurnError(
+                    f"thread {tid!r} waits for an answer before its next turn ({asked}); call "
+                    "run_turn(thread_id=..., answers={id: answer})"
+                )
+            return initial
+        if not waiting:
+            raise TurnError(f"thread {tid!r} has no paused turn to answer; run a turn with input")
+        log.answer(answers, error=TurnError)
+        stored = log.get("input")
+        assert stored is not None, "a paused turn keeps its input"
+        return InitialState(
+            inputs=thaw(stored.result["inputs"]), loaded=thaw(stored.result["loaded"])
+        )
 
     async def _inside(
         self, tx: Store, initial: InitialState, context: WorkflowContext, stages: Stages

@@ -5,7 +5,7 @@ from weft.store import reducers
 from weft.store.codec import dumps, from_jsonable, loads, to_jsonable, value_bytes
 from weft.store.events import KINDS, Entry, Event, Kind, Op, make_key
 from weft.store.merge import Delta
-from weft.store.records import Note, RunLog, RunRecord, StepRecord
+from weft.store.records import Note, Pause, RunLog, RunRecord, StepRecord
 from weft.store.store import BatchSubscriber, Journal, Store, Subscriber
 from weft.store.values import (
     DELETE,
@@ -33,6 +33,7 @@ __all__ = [
     "Kind",
     "Note",
     "Op",
+    "Pause",
     "RunLog",
     "RunRecord",
     "StepRecord",

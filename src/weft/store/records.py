@@ -9,6 +9,7 @@ Where they live (kind ``step``; ``RunLog`` reads and writes them)::
     <run id>                  RunRecord    the run: its kind, status, what it is made of
     <run id>/<unit>           StepRecord   a unit of work that finished, with its result
     <run id>/<unit>/calls/<k> StepRecord   a keyed call made inside that unit (kind "call")
+    <run id>/<unit>/pauses/<n> Pause       the unit's n-th question to a person, and its answer
     calls/<k>                 StepRecord   a keyed call of a durable run as a whole
     (notes)                   Note         started / finished / failed / skipped, for observers
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -40,9 +41,11 @@ KIND: Final = "step"
 """The store kind every record lives in."""
 CALLS: Final = "calls"
 """The path segment under which keyed calls are recorded."""
+PAUSES: Final = "pauses"
+"""The path segment under which a unit's questions to a person are recorded."""
 
-RunStatus = Literal["running", "completed"]
-NoteEvent = Literal["started", "finished", "failed", "skipped"]
+RunStatus = Literal["running", "completed", "paused"]
+NoteEvent = Literal["started", "finished", "failed", "skipped", "paused"]
 
 
 _SCALARS: Final = frozenset({str, int, float, bool})
@@ -136,9 +139,38 @@ class Note:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pause:
+    """A unit of work that stopped to ask a person (``weft.graph.interrupt``): the
+    ``question`` (any JSON value) it asked at its ``index``-th pause point, and the
+    ``answer`` once one was given. ``id`` (where it is stored) names it when answering."""
+
+    run_id: str
+    unit: str
+    label: str | None = None
+    index: int = 0
+    question: Any = None
+    answered: bool = False
+    answer: Any = None
+    asked_at: float = 0.0
+    answered_at: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("question", "answer"):
+            value = getattr(self, name)
+            if value is not None and value.__class__ not in _SCALARS:
+                object.__setattr__(self, name, freeze(value, where=f"the {name} of a pause"))
+
+    @property
+    def id(self) -> str:
+        """Its path in kind ``step``: ``<run id>/<unit>/pauses/<index>``."""
+        return f"{self.run_id}/{self.unit}/{PAUSES}/{self.index}"
+
+
 register_builtin(RunRecord, "weft.RunRecord")
 register_builtin(StepRecord, "weft.StepRecord")
 register_builtin(Note, "weft.Note")
+register_builtin(Pause, "weft.Pause")
 
 
 def check_run_id(run_id: object, error: type[Exception] = StoreError) -> str:
@@ -256,6 +288,81 @@ class RunLog:
         target = into if into is not None else self.store
         target.write(KIND, self._prefix + unit, record, source=record.label or unit)
         return record
+
+    def paused(self) -> None:
+        """Mark the run paused: some unit waits for an answer (``pending``)."""
+        known = self.run()
+        if known is not None and known.status != "paused":
+            self.store.write(
+                KIND, self.run_id, replace(known, status="paused"), source="weft.pause"
+            )
+
+    # ------------------------------------------------------------------ pauses
+
+    def pause(self, unit: str, index: int) -> Pause | None:
+        """The record of ``unit``'s ``index``-th question, if it was asked."""
+        found = self.store.value(KIND, f"{self._prefix}{unit}/{PAUSES}/{index}", None)
+        return found if isinstance(found, Pause) else None
+
+    def ask(self, unit: str, index: int, question: Any, label: str | None = None) -> Pause:
+        """Record that ``unit`` asks ``question`` at its ``index``-th pause point (kept as
+        it was if it asked already: the first question stands)."""
+        known = self.pause(unit, index)
+        if known is not None:
+            return known
+        whole = self._prefix[len(self.run_id) + 1 :] + unit  # the unit's path in the run
+        record = Pause(
+            run_id=self.run_id,
+            unit=whole,
+            label=label,
+            index=index,
+            question=question,
+            asked_at=time.time(),
+        )
+        self.store.write(KIND, record.id, record, source=label or unit)
+        return record
+
+    def pending(self) -> tuple[Pause, ...]:
+        """The questions of this run (and of runs nested in its units, whose ids begin
+        with ``<run id>.``) that wait for an answer, in path order."""
+        run_id = self.run_id
+        at = len(run_id)
+        return tuple(
+            value
+            for entry in self.store.entries(kind=KIND, key_prefix=f"{KIND}:{run_id}")
+            if entry.path[at : at + 1] in ("/", ".")
+            and isinstance(value := entry.value, Pause)
+            and not value.answered
+        )
+
+    def answer(self, answers: Any, *, error: type[Exception] = StoreError) -> None:
+        """Give the answers (``{pause id: answer}``) to questions waiting, in one commit,
+        and mark the run running again; an id that waits for no answer is ``error``."""
+        if not isinstance(answers, Mapping) or not answers:
+            raise error(
+                f"answers={answers!r}: expected a non-empty dict of question id to answer, "
+                "e.g. paused.answer('yes') or {paused.questions[0].id: 'yes'}"
+            )
+        now = time.time()
+        records = []
+        for key, value in answers.items():
+            found = self.store.value(KIND, key, None) if isinstance(key, str) else None
+            if not isinstance(found, Pause) or found.answered:
+                waiting = ", ".join(repr(p.id) for p in self.pending()) or "none"
+                raise error(
+                    f"no question waits for an answer under {key!r} (run {self.run_id!r}); "
+                    f"the questions waiting are: {waiting}"
+                )
+            try:
+                records.append(replace(found, answered=True, answer=value, answered_at=now))
+            except ValueTypeError as exc:
+                raise error(f"the answer to {key!r} cannot be stored: {exc}") from None
+        with self.store.transaction() as tx:
+            for record in records:
+                tx.write(KIND, record.id, record, source="weft.answer")
+            known = self.run()
+            if known is not None and known.status == "paused":
+                tx.write(KIND, self.run_id, replace(known, status="running"), source="weft.answer")
 
     # -------------------------------------------------------------- keyed calls
 
