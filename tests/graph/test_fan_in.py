@@ -111,24 +111,6 @@ def test_mixed_modes_shape(mode: Mode) -> None:
     )
 
 
-def test_callable_modes_apply_in_edge_order_after_the_rest(mode: Mode) -> None:
-    def tag(name: str) -> Any:
-        def apply(result: Any, *args: Any, **kwargs: Any) -> Any:
-            return (*args, f"{name}:{result}"), kwargs
-
-        return apply
-
-    graph, _ = fan_in(
-        mode,
-        [
-            (const(1), tag("x"), 0.1),
-            (const(2), R.ResultAsFirstArg, 0.0),
-            (const(3), tag("y"), 0.0),
-        ],
-    )
-    assert mode.run(graph, "arg0") == ((2, "x:1", "y:3"), {})
-
-
 def test_aborted_predecessor_contributes_nothing_and_positions_close_up(mode: Mode) -> None:
     graph, _ = fan_in(
         mode,

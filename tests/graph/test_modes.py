@@ -99,7 +99,7 @@ def test_seed_shared_list_accumulation(mode: Mode) -> None:
     nodes = [WorkGraphNode(mode.fn(action(n)), merge_action_results) for n in ("A1", "C1")]
     nodes[0].add_next(nodes[1])
     mode.run(WorkGraph(start_nodes=[nodes[0]]), task_input={})
-    assert shared == ["init", "A1"]  # the last node's mode runs only if something follows
+    assert shared == ["init", "A1", "C1"]  # the last node's result is appended too
 
 
 def test_run_passes_its_arguments_to_every_start_node(mode: Mode) -> None:

@@ -45,7 +45,16 @@ from weft.errors import GraphError, NodeError, PauseError, ValueTypeError, WeftE
 from weft.graph.build import Schedule
 from weft.graph.context import RunContext
 from weft.graph.dispatch import Completion, Dispatching
-from weft.graph.modes import FIRST, NO, Args, WorkGraphStopFlags, pass_many, pass_one
+from weft.graph.modes import (
+    CALL,
+    FIRST,
+    NO,
+    Args,
+    WorkGraphStopFlags,
+    hand_down,
+    pass_many,
+    pass_one,
+)
 from weft.graph.observe import Observer
 from weft.graph.outcome import (
     ABORTED,
@@ -96,6 +105,7 @@ class Run(Dispatching):
         self.status = [PENDING] * n
         self.results: list[Any] = [None] * n
         self.inputs: list[Args | None] = [None] * n
+        self.handed: dict[int, Args | None] = {}  # what a callable pass-down mode handed down
         self.remaining = list(schedule.indegree)
         self.ready: deque[int] = deque()
         self.replay: deque[int] = deque()
@@ -529,6 +539,8 @@ class Run(Dispatching):
             self._release_all(i)
 
     def _release_all(self, i: int) -> None:
+        if self.schedule.codes[i] == CALL and self.status[i] == DONE and not self._hand_down(i):
+            return
         remaining = self.remaining
         for s in self.schedule.succs[i]:
             left = remaining[s] - 1
@@ -549,6 +561,9 @@ class Run(Dispatching):
                 elif code == FIRST:
                     args, kwargs = inputs[p]  # type: ignore[misc]
                     inputs[s] = ((results[p], *args[1:]), kwargs)
+                elif code == CALL:
+                    handed = self.handed[p]
+                    inputs[s] = inputs[p] if handed is None else handed
                 else:
                     try:
                         inputs[s] = pass_one(code, schedule.mode_args[p], results[p], inputs[p])  # type: ignore[arg-type]
@@ -563,7 +578,9 @@ class Run(Dispatching):
                 try:
                     inputs[s] = pass_many(
                         [
-                            (schedule.codes[p], schedule.mode_args[p], results[p])
+                            (CALL, schedule.keys[p], self.handed[p])
+                            if schedule.codes[p] == CALL
+                            else (schedule.codes[p], schedule.mode_args[p], results[p])
                             for p in contributing
                         ],
                         inputs[contributing[0]],  # type: ignore[arg-type]
@@ -681,10 +698,29 @@ class Run(Dispatching):
         if self.failure is None:
             self._halt_with(exc)
 
+    def _hand_down(self, i: int) -> bool:
+        """Run node ``i``'s callable pass-down mode, once for all its successors (and also
+        when it has none); False when it raised and the run stops."""
+        args, kwargs = self.inputs[i]  # type: ignore[misc]
+        try:
+            self.handed[i] = hand_down(self.schedule.mode_args[i], self.results[i], args, kwargs)
+        except Exception as exc:
+            succs = self.schedule.succs[i]
+            self._fail_pass_down(i, succs[0] if len(succs) == 1 else -1, exc)
+            return False
+        return True
+
     def _fail_pass_down(self, p: int, s: int, exc: Exception) -> None:
-        keys = self.schedule.keys
+        keys, succs = self.schedule.keys, self.schedule.succs[p]
+        into = (
+            f"into {keys[s]}"
+            if s >= 0
+            else f"into {', '.join(keys[c] for c in succs)}"
+            if succs
+            else "(a node with no successor)"
+        )
         error = NodeError(
-            f"the pass-down of {keys[p]} into {keys[s]} raised {type(exc).__name__}: {exc} "
+            f"the pass-down of {keys[p]} {into} raised {type(exc).__name__}: {exc} "
             f"(path: {path_to(self.schedule, self.status, p)}); fix the result_pass_down_mode "
             f"of {keys[p]}"
         )

@@ -19,6 +19,10 @@ a callable                  ``mode(result, *args, **kwargs)`` returns ``None``
                             (keep the arguments) or ``(args, kwargs)``
 ==========================  =====================================================
 
+A callable mode runs once per finished node, on the arguments that node was called with,
+also when the node has no successor (a shared list then gets the last result too); every
+successor gets what it handed down. An aborted node hands nothing down.
+
 With one predecessor this is the seed's behaviour exactly. With several (fan-in), the node
 runs once, when every predecessor has finished or been aborted, and gets every
 contribution, never just the first or the last:
@@ -28,7 +32,8 @@ contribution, never just the first or the last:
 - keywords: a keyword that two or more predecessors write (counted on the graph, not on
   the run) gets the *list* of their results in edge order; a keyword one predecessor
   writes gets that result as it is;
-- callable modes run last, in edge order, each on the arguments built so far;
+- the base is the ``(args, kwargs)`` a callable predecessor handed down, if one did (two
+  that did is an error: a node has one base), else its first contributing predecessor's;
 - an aborted predecessor contributes nothing and positions close up; a node whose
   predecessors were all aborted or skipped is skipped.
 
@@ -43,7 +48,7 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from weft.errors import GraphBuildError
+from weft.errors import GraphBuildError, GraphError
 
 
 class ResultPassDownMode(enum.Enum):
@@ -121,19 +126,21 @@ def pass_one(code: int, arg: Any, result: Any, base: Args) -> Args:
         new = dict(kwargs)
         new[arg] = result
         return args, new
-    return call_mode(arg, result, args, kwargs)
+    handed = hand_down(arg, result, args, kwargs)
+    return base if handed is None else handed
 
 
 def pass_many(
     contributions: Sequence[tuple[int, Any, Any]], base: Args, multi_keywords: frozenset[str]
 ) -> Args:
     """The arguments of a fan-in node: ``contributions`` are ``(code, arg, result)`` of the
-    contributing predecessors in edge order; ``multi_keywords`` are the keywords that
-    several predecessors write on the graph (they always get a list)."""
+    contributing predecessors in edge order (for a callable mode ``(CALL, key, handed)``:
+    the predecessor's key and what ``hand_down`` gave); ``multi_keywords`` are the keywords
+    that several predecessors write on the graph (they always get a list)."""
     lead: list[Any] = []
     drop_first = False
     keywords: dict[str, Any] = {}
-    calls: list[tuple[Any, Any]] = []
+    handed: list[tuple[str, Args]] = []
     for code, arg, result in contributions:
         if code == NO:
             continue
@@ -150,21 +157,25 @@ def pass_many(
                 keywords.setdefault(arg, []).append(result)
             else:
                 keywords[arg] = result
-        else:
-            calls.append((arg, result))
-    base_args, base_kwargs = base
+        elif result is not None:
+            handed.append((arg, result))
+    if len(handed) > 1:
+        raise GraphError(
+            f"the pass-down callables of {' and '.join(key for key, _ in handed)} each handed "
+            "down arguments, and a fan-in node has one set of base arguments; make all but "
+            "one of them return None"
+        )
+    base_args, base_kwargs = handed[0][1] if handed else base
     args = (*lead, *(base_args[1:] if drop_first else base_args))
-    kwargs = {**base_kwargs, **keywords} if keywords else base_kwargs
-    for fn, result in calls:
-        args, kwargs = call_mode(fn, result, args, kwargs)
-    return args, kwargs
+    return args, ({**base_kwargs, **keywords} if keywords else base_kwargs)
 
 
-def call_mode(fn: Any, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Args:
-    """Apply a callable pass-down mode; ``None`` keeps the arguments."""
+def hand_down(fn: Any, result: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Args | None:
+    """Run a callable pass-down mode: the ``(args, kwargs)`` it hands down, or ``None`` to
+    keep the arguments."""
     out = fn(result, *args, **kwargs)
     if out is None:
-        return args, kwargs
+        return None
     if (
         isinstance(out, (tuple, list))
         and len(out) == 2
