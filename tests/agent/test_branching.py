@@ -181,7 +181,8 @@ def test_a_branch_can_inherit_the_parent_states() -> None:
     agent.run("first")
     agent.run("go")
     branch_prompts = sorted(reasoner.prompts[2:4])
-    assert [p.split("|")[0] for p in branch_prompts] == ["User: first\nAgent: done"] * 2
+    inherited = "User: first\nAgent: done\nUser: go"  # the spawning iteration's input too
+    assert [p.split("|")[0] for p in branch_prompts] == [inherited] * 2
     assert ">B1<" in branch_prompts[0]
     assert ">B2<" in branch_prompts[1]
 

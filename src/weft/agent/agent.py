@@ -13,6 +13,7 @@ import asyncio
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from time import time
 from typing import Any, Final
 
@@ -59,7 +60,8 @@ class Agent:
     function (``weft.agent.actors``); ``store`` defaults to a new one, ``name`` is the
     agent's place in it. ``summarizer(*branch_results)`` merges a parallel group (default:
     ``default_summarizer``); with ``branching_agent_start_as_new=False`` a branch inherits
-    this agent's states.
+    this agent's states, the iteration that spawned it included (its input, reply and
+    status, its action results not yet known).
 
     >>> from weft.llm import ScriptedReasoner
     >>> reasoner = ScriptedReasoner([
@@ -109,6 +111,7 @@ class Agent:
         self.branching_agent_start_as_new = branching_agent_start_as_new
         self._store = store if store is not None else Store(name=name)
         self._inherited = AgentStates()
+        self._spawning: AgentStateItem | None = None  # the iteration whose actions run now
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
         self._set_paths()
@@ -157,7 +160,10 @@ class Agent:
         clone.__dict__.update(self.__dict__)
         clone.name = name
         clone._store = store
-        clone._inherited = AgentStates() if clear_states else self.states
+        states = AgentStates() if clear_states else self.states
+        spawning = None if clear_states else self._spawning
+        clone._inherited = states if spawning is None else AgentStates((*states, spawning))
+        clone._spawning = None
         clone._cache = (None, ())
         clone._running = False
         clone._set_paths()
@@ -303,8 +309,13 @@ class Agent:
                     reasoner_input=prompt,
                     raw_response=raw,
                     response=response,
-                    action_results=await self._work(work, step) if ran else None,
                 )
+                if ran:  # a branch copied meanwhile inherits this item (its results unknown)
+                    self._spawning = item
+                    try:
+                        item = replace(item, action_results=await self._work(work, step))
+                    finally:
+                        self._spawning = None
                 if run is None:
                     self._store.write(
                         "state", self.states_path, item.to_dict(plan), source=self.name
