@@ -303,13 +303,6 @@ def test_read_never_reveals_state(tools: MemoryTools, memory: AgentMemory) -> No
     assert "s3cr3t" not in json.dumps(result)
 
 
-def test_read_points_a_bare_name_at_its_shared_key(tools: MemoryTools) -> None:
-    ok(tools.memory_write({"key": "top", "value": 1}))
-    result = ok(tools.memory_read({"keys": ["top"]}))
-    assert result["missing"] == ["top"]
-    assert "shared:top" in result["note"]
-
-
 @register_type
 @dataclasses.dataclass(frozen=True)
 class Point:

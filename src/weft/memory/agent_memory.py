@@ -9,15 +9,21 @@ the same place, and a memory subscriber hears both.
 
 from __future__ import annotations
 
+import base64
 import builtins
+import dataclasses
+import enum
+import json
 import logging
+import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from operator import attrgetter
 from typing import Any, Final, Literal
 
-from weft.errors import MemoryKeyError
+from weft.errors import MemoryKeyError, ValueTypeError
 from weft.store import Entry, Event, RunRecord, StepRecord, Store
 
 logger: Final = logging.getLogger("weft.memory")
@@ -113,6 +119,11 @@ def _utc(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=UTC)
 
 
+_CREATED: Final = "created_at"
+"""The meta field of an entry whose ``created_at`` was given (``set``, ``restore``): epoch
+seconds. It travels with the write's event, so a replayed or persisted store keeps it."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryEntry:
     """One memory entry: a store entry seen through memory (kind names, UTC datetimes)."""
@@ -132,6 +143,7 @@ class MemoryEntry:
         meta = entry.meta or {}
         title = meta.get("title")
         description = meta.get("description")
+        created = meta.get(_CREATED)
         return cls(
             key=entry.key,
             kind=MEMORY_KIND_OF[entry.kind],
@@ -139,7 +151,7 @@ class MemoryEntry:
             source=entry.source,
             title=title if isinstance(title, str) else None,
             description=description if isinstance(description, str) else None,
-            created_at=_utc(entry.created_at),
+            created_at=_utc(created if type(created) is float else entry.created_at),
             updated_at=_utc(entry.updated_at),
         )
 
@@ -234,29 +246,41 @@ class AgentMemory:
         source: str | None = None,
         title: str | None = None,
         description: str | None = None,
+        created_at: datetime | None = None,
     ) -> MemoryEntry:
         """Write (overwrite) ``key``; ``kind`` may be omitted, it follows from the namespace.
 
         The value is frozen by the store (a ``ValueTypeError`` naming the key if it
-        is not JSON-serialisable). A rewrite keeps ``created_at``.
+        is not JSON-serialisable). A rewrite keeps ``created_at`` unless one is given
+        (a timezone-aware ``datetime``, as ``MemoryEntry.created_at`` is).
         """
-        store_kind, path = parse_key(key)
-        if kind is not None:
-            expected = STORE_KIND_OF.get(kind)
-            if expected != store_kind:
-                needs = (
-                    f"kind {kind!r} needs keys under {expected}:"
-                    if expected is not None
-                    else f"{kind!r} is not a memory kind ({', '.join(MEMORY_KINDS)})"
-                )
-                raise MemoryKeyError(
-                    f"memory key {key!r} is in the {store_kind}: namespace, whose kind is "
-                    f"{MEMORY_KIND_OF[store_kind]!r}, but kind={kind!r} was given; {needs}. "
-                    "Omit kind to take it from the key, or build the key with memory_keys"
-                )
-        meta = {"title": title, "description": description}
-        entry = self._store.write(store_kind, path, value, source=source, meta=meta, replace=True)
+        entry = _write(self._store, key, value, kind, source, title, description, created_at)
         return MemoryEntry.from_store(entry)
+
+    def restore(self, entries: Iterable[MemoryEntry]) -> int:
+        """Load ``entries`` (a ``snapshot()``, say) into this memory as one commit: each key
+        given is overwritten with the entry's value, source, title, description and
+        ``created_at``; other keys stay. Subscribers hear a set per entry. Returns how many.
+
+        >>> old = AgentMemory()
+        >>> _ = old.set("task:research", ["alpha"], title="Findings")
+        >>> live = AgentMemory()
+        >>> live.restore(old.snapshot())
+        1
+        >>> live.get("task:research").created_at == old.get("task:research").created_at
+        True
+        """
+        items = builtins.list(entries)
+        for item in items:
+            if not isinstance(item, MemoryEntry):
+                raise MemoryKeyError(
+                    f"restore() takes MemoryEntry items, as snapshot() and list() return "
+                    f"them, not a {type(item).__name__} ({item!r:.80}); nothing was restored"
+                )
+        with self._store.transaction() as tx:
+            for e in items:
+                _write(tx, e.key, e.value, e.kind, e.source, e.title, e.description, e.created_at)
+        return len(items)
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; returns whether it held anything. Subscribers hear of it."""
@@ -315,6 +339,50 @@ class AgentMemory:
         """Every memory entry, oldest write first."""
         return self.list()
 
+    def format_for_prompt(
+        self,
+        *,
+        kind: MemoryKind | Iterable[MemoryKind] | None = None,
+        keys: Iterable[str] | None = None,
+        key_prefix: str | None = None,
+        sources: Iterable[str] | None = None,
+    ) -> str:
+        """The entries ``list`` selects with the same filters, as Markdown for a prompt, in
+        creation order: per entry a heading ``## [kind] title (key)``, its description, and
+        its value in a fence (text as it is, anything else as JSON). ``""`` when none match.
+
+        >>> memory = AgentMemory()
+        >>> _ = memory.set("task:research", ["alpha"], title="Findings")
+        >>> print(memory.format_for_prompt(kind="task_result"))
+        # Memory (results of earlier steps and tasks, inputs, shared facts)
+        <BLANKLINE>
+        ## [task_result] Findings (task:research)
+        ```json
+        [
+          "alpha"
+        ]
+        ```
+        """
+        entries = self.list(kind=kind, keys=keys, key_prefix=key_prefix, sources=sources)
+        if not entries:
+            return ""
+        entries.sort(key=attrgetter("created_at"))  # stable: a tie stays in write order
+        lines = ["# Memory (results of earlier steps and tasks, inputs, shared facts)"]
+        for entry in entries:
+            title = " ".join(entry.title.split()) if entry.title else ""
+            lines += ["", f"## [{entry.kind}] {f'{title} ({entry.key})' if title else entry.key}"]
+            if entry.description:
+                lines.append(entry.description)
+            if isinstance(entry.value, str):
+                body, info = entry.value, ""
+            else:
+                body = json.dumps(to_plain_json(entry.value), ensure_ascii=False, indent=2)
+                info = "json"
+            longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+            fence = "`" * max(3, longest + 1)
+            lines += [fence + info, body, fence]
+        return "\n".join(lines)
+
     def __len__(self) -> int:
         return len(self._select())
 
@@ -370,6 +438,72 @@ class AgentMemory:
 
         forward.__qualname__ = f"AgentMemory.subscribe({name})"
         return store.subscribe(forward)
+
+
+def _write(
+    store: Store,
+    key: str,
+    value: Any,
+    kind: MemoryKind | None,
+    source: str | None,
+    title: str | None,
+    description: str | None,
+    created_at: datetime | None,
+) -> Entry:
+    """``AgentMemory.set`` on ``store`` (the memory's store, or a transaction's fork)."""
+    store_kind, path = parse_key(key)
+    if kind is not None:
+        expected = STORE_KIND_OF.get(kind)
+        if expected != store_kind:
+            needs = (
+                f"kind {kind!r} needs keys under {expected}:"
+                if expected is not None
+                else f"{kind!r} is not a memory kind ({', '.join(MEMORY_KINDS)})"
+            )
+            raise MemoryKeyError(
+                f"memory key {key!r} is in the {store_kind}: namespace, whose kind is "
+                f"{MEMORY_KIND_OF[store_kind]!r}, but kind={kind!r} was given; {needs}. "
+                "Omit kind to take it from the key, or build the key with memory_keys"
+            )
+    meta: dict[str, Any] = {"title": title, "description": description}
+    if created_at is None:  # a rewrite keeps a created_at that was given before
+        old = store.get(store_kind, path)
+        if old is not None and old.meta and type(old.meta.get(_CREATED)) is float:
+            meta[_CREATED] = old.meta[_CREATED]
+    elif isinstance(created_at, datetime) and created_at.utcoffset() is not None:
+        meta[_CREATED] = created_at.timestamp()
+    else:
+        raise ValueTypeError(
+            f"created_at={created_at!r} for memory key {key!r}: expected a timezone-aware "
+            "datetime, as MemoryEntry.created_at is (e.g. datetime.now(UTC)); nothing was "
+            "written"
+        )
+    return store.write(store_kind, path, value, source=source, meta=meta, replace=True)
+
+
+def to_plain_json(value: Any) -> Any:
+    """A stored value as plain JSON for a model: models dumped, datetimes as ISO text,
+    bytes as base64; never the codec's tagged form."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(key): to_plain_json(item) for key, item in value.items()}
+    if isinstance(value, builtins.list | tuple):
+        return [to_plain_json(item) for item in value]
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, enum.Enum):
+        return to_plain_json(value.value)
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return str(value)
 
 
 def _translate(store: Store, event: Event) -> MemoryEvent | None:

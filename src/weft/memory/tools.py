@@ -9,22 +9,18 @@ and act on. ``memory_write`` can only ever write under ``shared:``.
 
 from __future__ import annotations
 
-import base64
 import copy
-import dataclasses
-import enum
 import heapq
 import json
 import logging
-import math
 import reprlib
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, Final, NamedTuple
 
 from weft.errors import MemoryKeyError, WeftError
-from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys
+from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys, to_plain_json
 from weft.memory.prompts import (
     DEFAULT_MAX_VALUE_BYTES,
     FIX_HINTS,
@@ -202,23 +198,27 @@ def _read(memory: AgentMemory, args: dict[str, Any]) -> ToolResult:
     entries: dict[str, Any] = {}
     missing: list[str] = []
     malformed: list[str] = []
+    resolved: dict[str, str] = {}
     for key in dict.fromkeys(args["keys"]):
         try:
             entry = memory.get(key)
-        except MemoryKeyError:
-            entry = None
-            malformed.append(key)
+        except MemoryKeyError:  # a bare name: what memory_write stored it as, if anything
+            entry = _shared(memory, key)
+            if entry is None:
+                malformed.append(key)
+            else:
+                resolved[key] = entry.key
         if entry is None:
             missing.append(key)
         else:
-            entries[key] = {**_metadata(entry), "value": to_plain_json(entry.value)}
+            entries[entry.key] = {**_metadata(entry), "value": to_plain_json(entry.value)}
     result: ToolResult = {"ok": True, "entries": entries, "missing": missing}
+    if resolved:
+        result["resolved_keys"] = resolved
     if malformed:
-        guesses = [f"shared:{key}" for key in malformed if _is_shared(memory, key)]
         result["note"] = (
             f"not memory keys: {', '.join(malformed)}; a key starts with task:, step:, "
             "input: or shared:, exactly as memory_list shows it"
-            + (f" (did you mean {', '.join(guesses)}?)" if guesses else "")
         )
     return result
 
@@ -272,36 +272,12 @@ def iso_time(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def to_plain_json(value: Any) -> Any:
-    """A stored value as plain JSON for a model: models dumped, datetimes as ISO text,
-    bytes as base64; never the codec's tagged form."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, Mapping):
-        return {str(key): to_plain_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_plain_json(item) for item in value]
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, enum.Enum):
-        return to_plain_json(value.value)
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_plain_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    return str(value)
-
-
-def _is_shared(memory: AgentMemory, name: str) -> bool:
+def _shared(memory: AgentMemory, name: str) -> MemoryEntry | None:
+    """The entry at ``shared:<name>`` (a bare name is read as memory_write stored it)."""
     try:
-        return memory.has(f"shared:{name}")
+        return memory.get(f"shared:{name}")
     except MemoryKeyError:
-        return False
+        return None
 
 
 def _metadata(entry: MemoryEntry) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from weft.calls import Tool
 from weft.errors import ExecutorError
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
-from weft.memory.tools import to_plain_json
+from weft.memory.agent_memory import to_plain_json
 from weft.refs.schemas import schema_problems
 
 logger: Final = logging.getLogger("weft.plan")
