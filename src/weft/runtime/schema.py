@@ -156,6 +156,27 @@ class StateSchema:
                 out[name] = found
         return FrozenDict(out)
 
+    def stored_within(self, name: str) -> bool:
+        """Whether the group ``name`` has a subfield that persists (a ``Reducer`` leaf)."""
+        node = self.nodes[name]
+        return isinstance(node, Group) and any(leaf.persisted for leaf in node.leaves())
+
+    def without_stored(self, node: Field | Group, value: Any) -> Any:
+        """``value`` of ``node`` (plain data) without the subfields that persist: what a
+        turn's default output shows of a group that mixes stored and turn-scoped fields
+        (a stored leaf itself: ``MISSING``)."""
+        if isinstance(node, Field):
+            return MISSING if node.persisted else value
+        if not isinstance(value, Mapping):
+            return value
+        out = {}
+        for name, item in value.items():
+            child = node.children.get(name)
+            kept = item if child is None else self.without_stored(child, item)
+            if kept is not MISSING:
+                out[name] = kept
+        return out
+
     def split(self, key: str, value: Any, writer: str) -> list[tuple[Field, Any]]:
         """The leaf writes of ``{key: value}`` (a group's dict goes to its subfields)."""
         node = self.nodes.get(key) if isinstance(key, str) else None

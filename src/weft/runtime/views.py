@@ -2,7 +2,8 @@
 
 ``Contract.build_initial_state`` reads the caller's input, ``TurnState`` is what nodes and
 loaders see, and ``Contract.state_to_output`` builds your output model, or a dict of the
-output fields (by default the turn-scoped fields and ``diagnostics``). The models are
+output fields (by default the turn-scoped fields, a group that mixes them with stored ones
+showing only its turn-scoped part, and ``diagnostics``). The models are
 checked against the schema when the runtime is built.
 """
 
@@ -84,7 +85,7 @@ class InitialState:
 class Contract:
     """The input and output views of one schema, and the user's models for them."""
 
-    __slots__ = ("input_model", "output_fields", "output_model", "schema")
+    __slots__ = ("input_model", "output_fields", "output_model", "schema", "trimmed")
 
     def __init__(
         self,
@@ -107,11 +108,13 @@ class Contract:
                         "from the model, or mark it Input in the schema"
                     )
         self.output_model: type | None = None
+        self.trimmed: tuple[str, ...] = ()  # output groups shown without their stored subfields
         if output is None:
             fields = [f.path.split(".")[0] for f in schema.of("turn_scoped")]
             if "diagnostics" in schema.fields:
                 fields.append("diagnostics")
             self.output_fields: tuple[str, ...] = tuple(dict.fromkeys(fields))
+            self.trimmed = tuple(f for f in self.output_fields if schema.stored_within(f))
         elif isinstance(output, type):
             self.output_fields = tuple(_model_names(output, "output"))
             if _members(output) is not None and not issubclass(output, dict):  # not a TypedDict
@@ -163,6 +166,8 @@ class Contract:
     def state_to_output(self, state: Mapping[str, Any]) -> Any:
         """Your output model built from the output fields, or a dict of exactly them."""
         values = {name: thaw(state.get(name)) for name in self.output_fields}
+        for name in self.trimmed:
+            values[name] = self.schema.without_stored(self.schema.nodes[name], values[name])
         if self.output_model is None:
             return values
         present = {k: v for k, v in values.items() if v is not None}
