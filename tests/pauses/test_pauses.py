@@ -243,3 +243,47 @@ def test_a_turn_refuses_answers_with_an_input_or_for_no_paused_turn(tmp_path: Pa
             runtime.run_turn({"message": "x", "session_id": "c"}, answers={"a": 1})
         with pytest.raises(TurnError, match="no paused turn"):
             runtime.run_turn(thread_id="c", answers={"a": 1})
+
+
+def test_a_step_replays_its_model_replies_and_runs_only_the_tool_that_asked() -> None:
+    from weft.calls import Tool
+    from weft.llm import ScriptedChatModel
+    from weft.memory import AgentMemory
+    from weft.plan import Step, Task, TaskExecutor
+
+    calls: Counter[str] = Counter()
+
+    def lookup(q: str) -> dict[str, str]:
+        calls["lookup"] += 1
+        return {"found": q}
+
+    def send(to: str) -> dict[str, Any]:
+        calls["send"] += 1
+        return {"sent": interrupt({"send to": to})}
+
+    def script(messages: Any, tools: Any) -> Any:
+        calls["model"] += 1
+        tool_results = [m for m in messages if m.role == "tool"]
+        if not tool_results:
+            return ScriptedChatModel.tool_call("lookup", {"q": "bob"})
+        if len(tool_results) == 1:
+            return ScriptedChatModel.tool_call("send", {"to": "bob"})
+        return ScriptedChatModel.tool_call("finish_step", {"result": tool_results[-1].content})
+
+    open_object = {"type": "object"}
+    tools = [
+        Tool(name="lookup", fn=lookup, parameters=open_object),
+        Tool(name="send", fn=send, parameters=open_object),
+    ]
+    task = Task(id="mail", steps=[Step(id="send", instructions="Send it.")])
+    memory = AgentMemory()
+    executor = TaskExecutor(task, model=ScriptedChatModel(script), memory=memory, tools=tools)
+    paused = executor.execute(run_id="job")
+    assert isinstance(paused, Paused)
+    assert calls == Counter({"model": 2, "lookup": 1, "send": 1})
+    done = executor.execute(run_id="job", answers=paused.answer("yes"))
+    assert not isinstance(done, Paused) and done.ok
+    # the two replies and lookup's result are replayed; only send runs again, then the
+    # model is asked for the one reply it never gave
+    assert calls == Counter({"model": 3, "lookup": 1, "send": 2})
+    assert memory.get_value("step:send") == '{"ok": true, "result": {"sent": "yes"}}'

@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from weft.store import register_type
+
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: Final = ("system", "user", "assistant", "tool")
 
@@ -224,3 +226,9 @@ def as_chat_messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
                 "(ChatMessage.user(text), ChatMessage.system(text), ...) or an AssistantMessage"
             )
     return result
+
+
+# A model's reply is stored as it is when a run records its model calls (a step of a
+# recorded executor run replays them on resume instead of asking the model again).
+for _cls in (Usage, ToolCall, AssistantMessage):
+    register_type(_cls, f"weft.{_cls.__name__}")

@@ -119,6 +119,8 @@ async def run_jobs(
                     if not isinstance(exc, WeftError):
                         logger.exception("job %s raised", job)
                     outcome = JobOutcome(job, "failed", _described(exc))
+                if log is not None and outcome.status == "failed":
+                    log.forget_calls(job)  # it runs again from scratch
             outcomes.append(outcome)
             return outcome
 

@@ -22,7 +22,8 @@ from typing import Any, Final
 from weft._sync import run_sync
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
-from weft.llm import ChatMessage, ChatModel, ToolCall, Usage
+from weft.graph.pause import Asking, enclosing
+from weft.llm import AssistantMessage, ChatMessage, ChatModel, ToolCall, Usage
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.prompts import (
     CONCLUSION_NOTE,
@@ -135,7 +136,14 @@ class StepExecutor:
         return run_sync(self.aexecute())
 
     async def aexecute(self) -> StepResult:
-        """Run the loop until ``finish_step`` succeeds or the iterations run out."""
+        """Run the loop until ``finish_step`` succeeds or the iterations run out.
+
+        Run as a job of an executor run with a run id, the step records each model reply
+        and each result of a caller's tool as keyed calls of that job: run again (after a
+        crash, or with the answer to a question a tool asked), it replays them instead of
+        asking the model or calling the tool again; memory tools run again on the job's
+        new fork."""
+        job = enclosing()
         messages = [ChatMessage.system(self.system_prompt), ChatMessage.user(self.user_message())]
         usage: Usage | None = None
         spent = 0
@@ -147,7 +155,7 @@ class StepExecutor:
                 messages.append(ChatMessage.user(CONCLUSION_NOTE))
             offered = self.tools.specs(only=[FINISH_STEP] if concluding else None)
             try:
-                reply = await self.model.achat(messages, tools=offered)
+                reply = await self._reply(job, iteration, messages, offered)
             except ModelError as exc:
                 problem = f"the model failed on call {iteration}: {exc}"
                 return self._end(iteration, usage, messages, problem=problem)
@@ -158,13 +166,17 @@ class StepExecutor:
             if not reply.tool_calls:
                 messages.append(ChatMessage.user(NO_TEXT_ENDING))
                 continue
-            for call in reply.tool_calls:
+            for k, call in enumerate(reply.tool_calls):
                 if call.name == FINISH_STEP:
                     if (wrong := self._problem(call)) is None:
                         return self._end(iteration, usage, messages, call.arguments["result"])
                     result = error(wrong)
                 elif concluding:
                     result = error(f"only {FINISH_STEP} is available now: {CONCLUSION_NOTE}")
+                elif job is not None and self.tools.is_caller(call.name):
+                    result = await job.log.aonce(
+                        job.unit, f"tool/{iteration}.{k}", self.tools.call, call
+                    )
                 else:
                     result = await self.tools.call(call)
                 messages.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
@@ -173,6 +185,17 @@ class StepExecutor:
             f"{self.max_iterations} model calls"
         )
         return self._end(self.max_iterations, usage, messages, problem=problem)
+
+    async def _reply(
+        self, job: Asking | None, n: int, messages: list[ChatMessage], offered: Any
+    ) -> AssistantMessage:
+        """The model's ``n``-th reply: asked now, or replayed from the job's record."""
+        if job is None:
+            return await self.model.achat(messages, tools=offered)
+        reply: AssistantMessage = await job.log.aonce(
+            job.unit, f"model/{n}", self.model.achat, list(messages), tools=offered
+        )
+        return reply
 
     def _problem(self, call: ToolCall) -> str | None:
         """What is wrong with a ``finish_step`` call (sent back to the model), or None."""

@@ -78,6 +78,10 @@ class ToolBox:
         every: list[Any] = [*self._memory, *self._caller.values(), *self._local.values()]
         return every if only is None else [tool for tool in every if tool.name in only]
 
+    def is_caller(self, name: str) -> bool:
+        """Whether ``name`` is one of the caller's tools (not a memory or local tool)."""
+        return name in self._caller
+
     async def call(self, call: ToolCall) -> dict[str, Any]:
         """The JSON result of one tool call."""
         if call.parse_error is not None:

@@ -377,6 +377,16 @@ class RunLog:
         """The async form of ``once``."""
         return await aonce(self.store, self._call_path(unit, key), fn, *args, **kwargs)
 
+    def forget_calls(self, unit: str) -> None:
+        """Delete the keyed calls recorded under ``unit`` (one commit): a unit that failed
+        runs again from scratch, asking again what it asked."""
+        prefix = f"{KIND}:{self._prefix}{unit}/{CALLS}/"
+        paths = [e.path for e in self.store.entries(kind=KIND, key_prefix=prefix)]
+        if paths:
+            with self.store.transaction() as tx:
+                for path in paths:
+                    tx.delete(KIND, path, source="weft.forget")
+
     def _call_path(self, unit: str, key: str) -> str:
         _check_key(key)
         base = self._prefix + unit if unit else self._prefix.rstrip("/")
