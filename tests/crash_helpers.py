@@ -90,6 +90,11 @@ def effects(counter: Path) -> list[tuple[int, str]]:
     return out
 
 
+def die_now() -> None:
+    """SIGKILL this process (a crash at exactly this point of the worker)."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def dump(value: Any) -> str:
     """What a worker prints after ``done``."""
     return json.dumps(value, sort_keys=True)

@@ -21,6 +21,7 @@ CASES = [
     errors.ConflictError("lost", thread_id="t", expected=1, actual=2),
     errors.MissingEntryError("state:a holds nothing"),
     errors.StorageError("no server"),
+    errors.UnreconciledCallError("unknown", key="pay", idempotency_key="calls/pay~1", path="p"),
 ]
 
 

@@ -40,7 +40,8 @@ WeftError
     ├── FutureFormatError      a record or database written by a newer weft
     ├── StepError              a step that is not stored (never written, or pruned)
     ├── StorageError           the database itself failed (unreadable file, no server)
-    └── OwnerError             long-term memory with neither a user nor a session id
+    ├── OwnerError             long-term memory with neither a user nor a session id
+    └── UnreconciledCallError  a keyed call that began before a crash, its outcome unknown
 """
 
 from __future__ import annotations
@@ -317,3 +318,16 @@ class StorageError(PersistError):
 
 class OwnerError(PersistError, ValueError):
     """Long-term memory opened with neither a user id nor a session id to own it."""
+
+
+class UnreconciledCallError(PersistError):
+    """A keyed call that began in an earlier run (its intent is recorded) and has no result:
+    the process stopped after the call started, so whether its effect happened is unknown,
+    and the call is not made again blindly. ``key`` is the caller's key, ``idempotency_key``
+    the key the call was given, ``path`` where it is recorded (kind ``step``)."""
+
+    def __init__(self, message: str, *, key: str, idempotency_key: str, path: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.idempotency_key = idempotency_key
+        self.path = path

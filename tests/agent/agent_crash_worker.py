@@ -60,7 +60,8 @@ def build(store: Any, counter: str, ledger: str) -> Agent:
     def ran(what: str, k: int) -> None:
         append(counter, f"{os.getpid()} run {what} {k}")
 
-    def effect(key: str) -> dict[str, str]:
+    def effect(key: str, idempotency_key: str) -> dict[str, str]:
+        # given the idempotency key, weft makes a call the crash interrupted again with it
         append(counter, f"{os.getpid()} effect {key}")
         done = Path(ledger).read_text().split() if Path(ledger).exists() else []
         if key not in done:

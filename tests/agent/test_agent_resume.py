@@ -56,11 +56,13 @@ class Job:
     """A job of seven iterations. Iteration k runs ``work`` (a keyed payment), on even k a
     parallel group of ``a`` and ``b`` (each branch then asks the reasoner once), then
     ``tick``, whose result tells the reasoner which iteration comes next. Every call is
-    counted; ``crash`` names the one call that raises ``Crash`` instead."""
+    counted; ``crash`` names the one call that raises ``Crash`` instead. The payment
+    service deduplicates by idempotency key, as payment APIs do."""
 
     def __init__(self, crash: tuple[str, int] | None = None) -> None:
         self.calls: Counter[tuple[str, int | str]] = Counter()
         self.payments: Counter[int] = Counter()
+        self.receipts: dict[str, dict[str, int]] = {}
         self.crash = crash
         self.store = Store()
 
@@ -96,8 +98,8 @@ class Job:
         async def work_async(k: int, acall_once: Any) -> Any:
             self.fire("work", k)
 
-            async def pay() -> dict[str, int]:
-                return self.pay(k)
+            async def pay(idempotency_key: str) -> dict[str, int]:
+                return self.pay(k, idempotency_key)
 
             return await acall_once("pay", pay)
 
@@ -139,9 +141,11 @@ class Job:
             name="agent",
         )
 
-    def pay(self, k: int) -> dict[str, int]:
-        self.payments[k] += 1
-        return {"paid": k}
+    def pay(self, k: int, idempotency_key: str) -> dict[str, int]:
+        if idempotency_key not in self.receipts:
+            self.payments[k] += 1
+            self.receipts[idempotency_key] = {"paid": k}
+        return self.receipts[idempotency_key]
 
 
 def reference() -> tuple[Job, Agent, AgentResult]:

@@ -38,6 +38,7 @@ from weft.agent.context import LoopAgent, next_iteration
 from weft.agent.types import AgentResult
 from weft.errors import AgentError
 from weft.store import RunLog, StepRecord, Store
+from weft.store.records import unrecorded
 
 ONCE: Final = frozenset({"call_once", "acall_once"})
 
@@ -154,9 +155,11 @@ def once_extras(
         offered["acall_once"] = functools.partial(calls.aonce, unit)
 
 
-def _call(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    _check_key(key)
-    result = fn(*args, **kwargs)
+def _call(
+    key: str, fn: Callable[..., Any], *args: Any, reconcile: Any = None, **kwargs: Any
+) -> Any:
+    _check_key(key)  # nothing is recorded, so there is nothing for ``reconcile`` to settle
+    result = unrecorded("", key, fn, *args, **kwargs)
     if inspect.isawaitable(result):
         if inspect.iscoroutine(result):
             result.close()
@@ -167,9 +170,11 @@ def _call(key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return result
 
 
-async def _acall(key: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+async def _acall(
+    key: str, fn: Callable[..., Awaitable[Any]], *args: Any, reconcile: Any = None, **kwargs: Any
+) -> Any:
     _check_key(key)
-    return await fn(*args, **kwargs)
+    return await unrecorded("", key, fn, *args, **kwargs)
 
 
 def _check_key(key: object) -> None:

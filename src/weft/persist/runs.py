@@ -50,7 +50,7 @@ from weft.persist.base import Backend, Closeable, LoggedEvent, check_id
 from weft.persist.snapshot import capture
 from weft.store import Event, Store
 from weft.store import reducers as _reducers
-from weft.store.records import aonce, call_path, once
+from weft.store.records import Reconcile, aonce, call_path, once
 
 if TYPE_CHECKING:
     from weft.graph import WorkGraph
@@ -219,20 +219,53 @@ class DurableRun(Closeable):
         """The async form of ``run_graph``."""
         return await graph.arun(*args, run_id=run_id or self.run_id, store=self._store, **kwargs)
 
-    def call_once(self, key: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Any:
-        """Call ``fn`` unless a call with this idempotency key was recorded in the thread;
-        return the recorded result (frozen JSON form; a tuple comes back a tuple).
+    def call_once(
+        self,
+        key: str,
+        fn: Callable[..., T],
+        *args: Any,
+        reconcile: Reconcile | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Call ``fn(*args, **kwargs)`` unless the call with this key was recorded in the
+        thread; return the recorded result (frozen JSON form; a tuple comes back a tuple).
 
-        The result is durable before this returns. A crash after ``fn`` took effect but
-        before its record was stored runs it again: pass the key to the service as well
-        when it accepts one, for exactly-once effects end to end."""
-        return once(self._store, self._call_path(key), fn, *args, **kwargs)
+        At most once, with reconcile: an intent holding the call's idempotency key is
+        committed before ``fn`` is called (one commit more than the result's) and the
+        result, committed before this returns, replaces it. ``fn`` gets the key if it has a
+        parameter named ``idempotency_key``: the same key on every attempt, across
+        processes, so a service that deduplicates by it applies the effect once. An intent
+        found without a result (the process died during the call) goes to
+        ``reconcile(idempotency_key)``, which returns the call's result or
+        ``weft.store.NOT_DONE`` (make the call again, with the same key). Without
+        ``reconcile`` the call is made again only if ``fn`` takes the key or the last
+        attempt raised (its caller saw the error); otherwise ``UnreconciledCallError``.
+        ``reconcile`` and ``idempotency_key`` are therefore never passed through to ``fn``.
+
+        >>> from weft.persist import InMemoryBackend
+        >>> run = DurableRun.open(InMemoryBackend(), "orders")
+        >>> def charge(order, idempotency_key):
+        ...     return {"charged": order, "key": idempotency_key}
+        >>> receipt = run.call_once("charge-17", charge, 17)
+        >>> receipt["key"]  # the same on every attempt, in any process  # doctest: +ELLIPSIS
+        'calls/charge-17~...'
+        >>> run.call_once("charge-17", charge, 17) == receipt  # recorded: not called again
+        True
+        """
+        path = self._call_path(key)
+        return once(self._store, path, fn, *args, reconcile=reconcile, **kwargs)
 
     async def acall_once(
-        self, key: str, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+        self,
+        key: str,
+        fn: Callable[..., Awaitable[T]],
+        *args: Any,
+        reconcile: Reconcile | None = None,
+        **kwargs: Any,
     ) -> Any:
-        """The async form of ``call_once``."""
-        return await aonce(self._store, self._call_path(key), fn, *args, **kwargs)
+        """The async form of ``call_once`` (``reconcile`` may be async too)."""
+        path = self._call_path(key)
+        return await aonce(self._store, path, fn, *args, reconcile=reconcile, **kwargs)
 
     def _call_path(self, key: str) -> str:
         if not isinstance(key, str) or not key:

@@ -11,6 +11,7 @@ Where they live (kind ``step``; ``RunLog`` reads and writes them)::
     <run id>/<unit>/calls/<k> StepRecord   a keyed call made inside that unit (kind "call")
     <run id>/<unit>/pauses/<n> Pause       the unit's n-th question to a person, and its answer
     calls/<k>                 StepRecord   a keyed call of a durable run as a whole
+    .../calls/<k>             CallIntent   a keyed call that began and has no result yet
     (notes)                   Note         started / finished / failed / skipped, for observers
 
 A *unit* is whatever a layer resumes by: a graph node (its key ``fetch#2``), an agent
@@ -24,15 +25,18 @@ resume applies them. Otherwise the unit's writes are in the store already.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
+from types import CodeType, FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from weft.errors import StoreError, ValueTypeError
+from weft.errors import StoreError, UnreconciledCallError, ValueTypeError
 from weft.store.events import Event
-from weft.store.values import MISSING, freeze, register_builtin
+from weft.store.values import _Sentinel, freeze, register_builtin
 
 if TYPE_CHECKING:
     from weft.store.store import Store
@@ -366,16 +370,34 @@ class RunLog:
 
     # -------------------------------------------------------------- keyed calls
 
-    def once(self, unit: str, key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def once(
+        self,
+        unit: str,
+        key: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        reconcile: Reconcile | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """``fn(*args, **kwargs)`` unless the call with ``key`` was recorded under ``unit``
-        (``""``: the run as a whole); returns the recorded result (frozen JSON form)."""
-        return once(self.store, self._call_path(unit, key), fn, *args, **kwargs)
+        (``""``: the run as a whole); returns the recorded result (frozen JSON form). See
+        ``once`` for the idempotency key and ``reconcile``."""
+        return once(
+            self.store, self._call_path(unit, key), fn, *args, reconcile=reconcile, **kwargs
+        )
 
     async def aonce(
-        self, unit: str, key: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
+        self,
+        unit: str,
+        key: str,
+        fn: Callable[..., Awaitable[Any]],
+        *args: Any,
+        reconcile: Reconcile | None = None,
+        **kwargs: Any,
     ) -> Any:
         """The async form of ``once``."""
-        return await aonce(self.store, self._call_path(unit, key), fn, *args, **kwargs)
+        path = self._call_path(unit, key)
+        return await aonce(self.store, path, fn, *args, reconcile=reconcile, **kwargs)
 
     def forget_calls(self, unit: str) -> None:
         """Delete the keyed calls recorded under ``unit`` (one commit): a unit that failed
@@ -393,57 +415,261 @@ class RunLog:
         return f"{base}/{CALLS}/{key}"
 
 
+# ------------------------------------------------------------------ keyed calls
+
+IDEMPOTENCY_KEY: Final = "idempotency_key"
+"""The parameter by which a keyed call's function asks for the call's idempotency key."""
+
+
+class _NotDone(_Sentinel):
+    __slots__ = ()
+
+
+NOT_DONE: Final = _NotDone("NOT_DONE")
+"""What a ``reconcile`` hook returns when the call did not take effect: it is made again,
+with the same idempotency key."""
+
+Reconcile = Callable[[str], Any]
+"""``reconcile(idempotency_key)``: the call's result, or ``NOT_DONE`` (awaitable in
+``aonce``)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallIntent:
+    """A keyed call that began and has no result yet: recorded (on a durable run,
+    committed) before the call is made, and replaced by the call's ``StepRecord``.
+
+    ``key`` is the idempotency key the call is given: the record's path and a random
+    suffix, read back from here on resume (so every attempt has the same key) and distinct
+    from a call at the same path in another database. ``label`` is the caller's key;
+    ``failed`` the error of an attempt that raised (its caller saw it, so calling again
+    makes the call again); ``started_at`` the first attempt's wall-clock seconds."""
+
+    key: str
+    label: str
+    started_at: float = 0.0
+    failed: str | None = None
+
+
+register_builtin(CallIntent, "weft.CallIntent")
+
+
 def call_path(key: str) -> str:
     """Where a keyed call of a durable run as a whole is recorded (kind ``step``)."""
     _check_key(key)
     return f"{CALLS}/{key}"
 
 
-def once(store: Store, path: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call ``fn`` unless a call was recorded at ``path``; record and return its result."""
-    found = _recorded(store, path)
-    if found is not MISSING:
-        return found
-    started = time.time()
-    result = fn(*args, **kwargs)
-    if inspect.isawaitable(result):
-        if inspect.iscoroutine(result):
-            result.close()
-        raise StoreError(
-            f"the keyed call {path!r} got an awaitable from {getattr(fn, '__name__', fn)!r}; "
-            "for an async function use the async form (acall_once / aonce) and await it"
-        )
-    return _record_call(store, path, result, started)
+def once(
+    store: Store,
+    path: str,
+    fn: Callable[..., Any],
+    *args: Any,
+    reconcile: Reconcile | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Call ``fn`` unless a call was recorded at ``path``; record and return its result.
+
+    At most once, with reconcile: a ``CallIntent`` holding the call's idempotency key is
+    written before ``fn`` is called (a commit of its own on a durable store) and the
+    result's ``StepRecord`` replaces it after. ``fn`` is given the key when it has a
+    parameter named ``idempotency_key``. An intent found without a result (the process
+    stopped during the call, or the call raised) is handed to ``reconcile(key)`` when one
+    is given: it returns the call's result (recorded as if the call had returned it), or
+    ``NOT_DONE`` to make the call again with the same key. Without ``reconcile`` the call
+    is made again only if ``fn`` takes the key (the service deduplicates) or the last
+    attempt raised; otherwise it is an ``UnreconciledCallError``, never a blind re-run."""
+    found = store.value(KIND, path, None)
+    if found.__class__ is StepRecord:
+        return found.value
+    intent, gets_key, ask = _intent(store, path, found, fn, kwargs, reconcile)
+    if ask:
+        assert reconcile is not None
+        outcome = reconcile(intent.key)
+        if inspect.isawaitable(outcome):
+            _discard(outcome)
+            raise StoreError(
+                f"the keyed call {path!r} got an awaitable from its reconcile hook "
+                f"{_name(reconcile)!r}; for an async hook use the async form "
+                "(acall_once / aonce) and await it"
+            )
+        if outcome is not NOT_DONE:
+            return _record_call(store, path, intent, outcome)
+    if gets_key:
+        kwargs[IDEMPOTENCY_KEY] = intent.key
+    try:
+        result = fn(*args, **kwargs)
+        if inspect.isawaitable(result):
+            _discard(result)
+            raise StoreError(
+                f"the keyed call {path!r} got an awaitable from {_name(fn)!r}; for an async "
+                "function use the async form (acall_once / aonce) and await it"
+            )
+    except Exception as exc:
+        _failed(store, path, intent, exc)
+        raise
+    return _record_call(store, path, intent, result)
 
 
 async def aonce(
-    store: Store, path: str, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
+    store: Store,
+    path: str,
+    fn: Callable[..., Awaitable[Any]],
+    *args: Any,
+    reconcile: Reconcile | None = None,
+    **kwargs: Any,
 ) -> Any:
-    """The async form of ``once``."""
-    found = _recorded(store, path)
-    if found is not MISSING:
-        return found
-    started = time.time()
-    return _record_call(store, path, await fn(*args, **kwargs), started)
-
-
-def _recorded(store: Store, path: str) -> Any:
+    """The async form of ``once``: ``fn`` and ``reconcile`` may be sync or async."""
     found = store.value(KIND, path, None)
-    return found.value if isinstance(found, StepRecord) else MISSING
+    if found.__class__ is StepRecord:
+        return found.value
+    intent, gets_key, ask = _intent(store, path, found, fn, kwargs, reconcile)
+    if ask:
+        assert reconcile is not None
+        outcome = reconcile(intent.key)
+        if inspect.isawaitable(outcome):
+            outcome = await outcome
+        if outcome is not NOT_DONE:
+            return _record_call(store, path, intent, outcome)
+    if gets_key:
+        kwargs[IDEMPOTENCY_KEY] = intent.key
+    try:
+        result = fn(*args, **kwargs)
+        if inspect.isawaitable(result):  # a plain function's result is taken as it is
+            result = await result
+    except Exception as exc:
+        _failed(store, path, intent, exc)
+        raise
+    return _record_call(store, path, intent, result)
 
 
-def _record_call(store: Store, path: str, result: Any, started: float) -> Any:
-    key = path.rsplit("/", 1)[-1]
+def unrecorded(scope: str, key: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` where nothing is recorded (a run without a run id): a call
+    that cannot be resumed is a new call each time, so a function that asks for an
+    ``idempotency_key`` gets a fresh one (``<scope>/calls/<key>~<random>``)."""
+    if takes_key(fn):
+        where = f"{scope}/{CALLS}/{key}" if scope else f"{CALLS}/{key}"
+        _check_own_key(where, kwargs)
+        kwargs[IDEMPOTENCY_KEY] = f"{where}~{secrets.token_hex(8)}"
+    return fn(*args, **kwargs)
+
+
+def _intent(
+    store: Store,
+    path: str,
+    found: Any,
+    fn: Callable[..., Any],
+    kwargs: dict[str, Any],
+    reconcile: Reconcile | None,
+) -> tuple[CallIntent, bool, bool]:
+    """The call's intent, committed and pending before ``fn`` is called; whether ``fn``
+    takes the key; whether ``reconcile`` must be asked first (an earlier attempt)."""
+    if not callable(fn):
+        raise StoreError(f"the keyed call {path!r}: {fn!r} is not callable; pass a function")
+    if reconcile is not None and not callable(reconcile):
+        raise StoreError(
+            f"the keyed call {path!r}: reconcile={reconcile!r} is not callable; pass a "
+            "function of the idempotency key that returns the call's result or NOT_DONE"
+        )
+    gets_key = takes_key(fn)
+    if gets_key:
+        _check_own_key(path, kwargs)
+    label = path.rsplit("/", 1)[-1]
+    if found.__class__ is not CallIntent:
+        intent = CallIntent(
+            key=f"{path}~{secrets.token_hex(8)}", label=label, started_at=time.time()
+        )
+        store.write(KIND, path, intent, source=f"call:{label}")
+        return intent, gets_key, False
+    if reconcile is None and not gets_key and found.failed is None:
+        raise UnreconciledCallError(
+            f"the keyed call {label!r} (recorded at step:{path}) began in an earlier run and "
+            "has no result: the process stopped during the call, so whether its effect "
+            "happened is unknown, and it is not made again blindly. Pass reconcile=fn: it is "
+            f"called with the idempotency key {found.key!r} and returns the call's result "
+            "(ask the service what happened) or weft.store.NOT_DONE to make the call again "
+            f"with that key; or give {_name(fn)!r} a parameter named {IDEMPOTENCY_KEY} and "
+            "pass the key on to a service that deduplicates by it",
+            key=label,
+            idempotency_key=found.key,
+            path=path,
+        )
+    intent = found
+    if found.failed is not None:  # pending again: a crash in this attempt is unknown again
+        intent = replace(found, failed=None)
+        store.write(KIND, path, intent, source=f"call:{label}")
+    return intent, gets_key, reconcile is not None
+
+
+def _failed(store: Store, path: str, intent: CallIntent, exc: Exception) -> None:
+    """The call raised: its caller is told, so a later call may make it again."""
+    # Recording this must not hide the call's own error: if it fails (the backend is down
+    # too, an error that cannot be shown), the intent stays pending, and the outcome reads
+    # as unknown, which is the safe side.
+    with contextlib.suppress(Exception):
+        failed = replace(intent, failed=f"{type(exc).__name__}: {exc}"[:300])
+        store.write(KIND, path, failed, source=f"call:{intent.label}")
+
+
+def _record_call(store: Store, path: str, intent: CallIntent, result: Any) -> Any:
     record = StepRecord(
         kind="call",
-        label=key,
+        label=intent.label,
         result=result,
         tuple_result=result.__class__ is tuple,
-        started_at=started,
-        duration_ms=_ms_since(started),
+        started_at=intent.started_at,
+        duration_ms=_ms_since(intent.started_at),
     )
-    store.write(KIND, path, record, source=f"call:{key}")
+    store.write(KIND, path, record, source=f"call:{intent.label}")
     return record.value
+
+
+_KEYED: dict[int, tuple[CodeType, bool]] = {}
+"""Whether a function's code takes the key, by ``id`` (the code is kept: its id stays its
+own). Reading a code object's fields costs more than a call of a small function."""
+
+
+def takes_key(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` has a parameter ``idempotency_key`` that a keyword can fill (then a
+    keyed call passes it the call's idempotency key)."""
+    target: Any = fn.__func__ if fn.__class__ is MethodType else fn
+    if target.__class__ is FunctionType and "__wrapped__" not in target.__dict__:
+        code = target.__code__  # the hot path: a plain function, known by its code
+        known = _KEYED.get(id(code))
+        if known is not None and known[0] is code:
+            return known[1]
+        first, last = code.co_posonlyargcount, code.co_argcount + code.co_kwonlyargcount
+        takes = IDEMPOTENCY_KEY in code.co_varnames[first:last]
+        if len(_KEYED) >= 4096:
+            _KEYED.clear()
+        _KEYED[id(code)] = (code, takes)
+        return takes
+    try:
+        parameter = inspect.signature(fn).parameters.get(IDEMPOTENCY_KEY)
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return parameter is not None and parameter.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    )
+
+
+def _check_own_key(where: str, kwargs: dict[str, Any]) -> None:
+    if IDEMPOTENCY_KEY in kwargs:
+        raise StoreError(
+            f"the keyed call {where!r} was passed {IDEMPOTENCY_KEY}= itself; weft gives the "
+            "function its idempotency key (stable across resumes): drop the argument and "
+            "choose the call's key instead"
+        )
+
+
+def _discard(awaitable: Any) -> None:
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__name__", fn))
 
 
 def _ms_since(started: float) -> float:
