@@ -5,6 +5,7 @@ never silently made again without its key. In process, and with real SIGKILLs.""
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import uuid
@@ -276,10 +277,23 @@ def test_the_key_reaches_only_a_function_that_names_it() -> None:
         def __call__(self, idempotency_key: str) -> None:
             got["object"] = idempotency_key
 
-    for key, fn in (("a", by_keyword), ("b", only_rest), ("c", Caller())):
+    @functools.wraps(by_keyword)  # a decorator's wrapper: its signature is the wrapped one's
+    def logged(*args: Any, **kwargs: Any) -> None:
+        got["wrapped"] = kwargs
+
+    calls = {
+        "a": by_keyword,
+        "b": only_rest,
+        "c": Caller(),
+        "d": logged,
+        "e": functools.partial(by_keyword),
+    }
+    for key, fn in calls.items():
         log.once("", key, fn)
-    assert got["kw"].startswith("r/calls/a~") and got["rest"] == {}
+    assert got["rest"] == {}
     assert got["object"].startswith("r/calls/c~")
+    assert got["wrapped"]["idempotency_key"].startswith("r/calls/d~")
+    assert got["kw"].startswith("r/calls/e~")  # the partial's call, the last of by_keyword's
 
 
 def test_without_a_run_id_the_call_gets_a_fresh_key_and_nothing_is_recorded() -> None:

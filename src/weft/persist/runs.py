@@ -235,12 +235,12 @@ class DurableRun(Closeable):
         result, committed before this returns, replaces it. ``fn`` gets the key if it has a
         parameter named ``idempotency_key``: the same key on every attempt, across
         processes, so a service that deduplicates by it applies the effect once. An intent
-        found without a result (the process died during the call) goes to
-        ``reconcile(idempotency_key)``, which returns the call's result or
+        found without a result (the process died during the call, or the call raised) goes
+        to ``reconcile(idempotency_key)``, which returns the call's result or
         ``weft.store.NOT_DONE`` (make the call again, with the same key). Without
         ``reconcile`` the call is made again only if ``fn`` takes the key or the last
         attempt raised (its caller saw the error); otherwise ``UnreconciledCallError``.
-        ``reconcile`` and ``idempotency_key`` are therefore never passed through to ``fn``.
+        ``reconcile`` is never passed on to ``fn``, and ``idempotency_key`` is weft's to give.
 
         >>> from weft.persist import InMemoryBackend
         >>> run = DurableRun.open(InMemoryBackend(), "orders")
