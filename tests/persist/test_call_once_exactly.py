@@ -28,7 +28,7 @@ from crash_helpers import (
 )
 from weft.agent import Agent
 from weft.errors import NodeError, StoreError, UnreconciledCallError
-from weft.graph import RunContext, WorkGraph, WorkGraphNode
+from weft.graph import Paused, RunContext, WorkGraph, WorkGraphNode, interrupt
 from weft.llm import ScriptedReasoner
 from weft.memory import AgentMemory
 from weft.persist import Backend, DurableRun, load_store
@@ -365,6 +365,27 @@ def test_a_graph_node_keyless_interrupted_call_is_refused_on_resume() -> None:
     with pytest.raises(NodeError) as caught:
         graph.run(run_id="job", store=store)
     assert isinstance(caught.value.__cause__, UnreconciledCallError) and sent == [1]
+
+
+def test_a_keyed_call_that_pauses_is_made_again_when_the_answer_comes(backend: Backend) -> None:
+    """A pause is not a crash: the call's caller saw it end, so its intent is settled as
+    for an error, and the resumed unit makes the call again (``interrupt`` answering)."""
+    charged: list[str] = []
+
+    def node(ctx: RunContext[None]) -> Any:
+        def charge() -> str:
+            if interrupt("charge 42?") == "yes":
+                charged.append("42")
+            return "done"
+
+        return ctx.call_once("charge", charge)
+
+    graph = WorkGraph([WorkGraphNode(node)])
+    paused = DurableRun.open(backend, "t").run_graph(graph, run_id="job")
+    assert isinstance(paused, Paused) and charged == []
+    answers = {paused.questions[0].id: "yes"}
+    assert DurableRun.open(backend, "t").run_graph(graph, run_id="job", answers=answers) == "done"
+    assert charged == ["42"]
 
 
 def test_an_intent_is_never_listed_as_memory() -> None:

@@ -30,13 +30,13 @@ from typing import Any, Final
 
 from weft.errors import PauseError
 from weft.store import RunLog
-from weft.store.records import Pause
+from weft.store.records import Pause, UnitExit
 from weft.store.values import freeze
 
 _ASKING: Final[ContextVar[Asking | None]] = ContextVar("weft_asking", default=None)
 
 
-class Interrupt(BaseException):
+class Interrupt(UnitExit):
     """Units paused: carries their ``Pause`` s up to the code that runs the run."""
 
     def __init__(self, pauses: tuple[Pause, ...]) -> None:

@@ -434,6 +434,13 @@ Reconcile = Callable[[str], Any]
 ``aonce``)."""
 
 
+class UnitExit(BaseException):
+    """weft's own way out of a unit of work that is not an error (``interrupt`` pausing
+    the unit). A keyed call it leaves ended as visibly as one that raised, so it is made
+    again when the unit runs again; any other ``BaseException`` (a cancellation, the
+    process stopping) leaves the call's outcome unknown."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallIntent:
     """A keyed call that began and has no result yet: recorded (on a durable run,
@@ -505,7 +512,7 @@ def once(
                 f"the keyed call {path!r} got an awaitable from {_name(fn)!r}; for an async "
                 "function use the async form (acall_once / aonce) and await it"
             )
-    except Exception as exc:
+    except (Exception, UnitExit) as exc:
         _failed(store, path, intent, exc)
         raise
     return _record_call(store, path, intent, result)
@@ -537,7 +544,7 @@ async def aonce(
         result = fn(*args, **kwargs)
         if inspect.isawaitable(result):  # a plain function's result is taken as it is
             result = await result
-    except Exception as exc:
+    except (Exception, UnitExit) as exc:
         _failed(store, path, intent, exc)
         raise
     return _record_call(store, path, intent, result)
@@ -601,8 +608,8 @@ def _intent(
     return intent, gets_key, reconcile is not None
 
 
-def _failed(store: Store, path: str, intent: CallIntent, exc: Exception) -> None:
-    """The call raised: its caller is told, so a later call may make it again."""
+def _failed(store: Store, path: str, intent: CallIntent, exc: BaseException) -> None:
+    """The call raised (or paused): its caller is told, so a later call makes it again."""
     # Recording this must not hide the call's own error: if it fails (the backend is down
     # too, an error that cannot be shown), the intent stays pending, and the outcome reads
     # as unknown, which is the safe side.
