@@ -661,6 +661,7 @@ class OnRecord:
         finally:
             backend.close()
         steps = [e.path for e in store.entries(kind="step")]
+        results = [e.path for e in store.entries(kind="step") if isinstance(e.value, StepRecord)]
         actions = store.value("state", "agent/agent/actions", None) or []
         branch = re.compile(r"job/iter/(\d+)/branch/1\.([01])$")
         call = re.compile(r"job/iter/(\d+)/.*/calls/(pay|note)$")
@@ -670,7 +671,9 @@ class OnRecord:
             branches=frozenset(
                 ("ab"[int(m[2])], int(m[1])) for p in steps if (m := branch.match(p))
             ),
-            calls=frozenset(f"{m[2]}-{m[1]}" for p in steps if (m := call.match(p))),
+            calls=frozenset(  # a call's result, not its intent (a call that began)
+                f"{m[2]}-{m[1]}" for p in results if (m := call.match(p))
+            ),
         )
 
 
