@@ -27,11 +27,13 @@ from crash_helpers import (
     spec_for,
 )
 from weft.agent import Agent
+from weft.calls import Tool
 from weft.errors import NodeError, StoreError, UnreconciledCallError
 from weft.graph import Paused, RunContext, WorkGraph, WorkGraphNode, interrupt
-from weft.llm import ScriptedReasoner
+from weft.llm import ScriptedChatModel, ScriptedReasoner
 from weft.memory import AgentMemory
 from weft.persist import Backend, DurableRun, load_store
+from weft.plan import Step, Task, TaskExecutor
 from weft.store import NOT_DONE, CallIntent, RunLog, StepRecord, Store
 
 WORKER = Path(__file__).parent / "once_crash_worker.py"
@@ -386,6 +388,37 @@ def test_a_keyed_call_that_pauses_is_made_again_when_the_answer_comes(backend: B
     answers = {paused.questions[0].id: "yes"}
     assert DurableRun.open(backend, "t").run_graph(graph, run_id="job", answers=answers) == "done"
     assert charged == ["42"]
+
+
+def test_an_executor_step_asks_its_model_again_after_a_crash_during_a_reply() -> None:
+    """A step's keyed calls replay it (model replies, tools that ask): they guard no
+    effect, so a reply the crash interrupted is asked for again, not refused."""
+    asked: Counter[str] = Counter()
+    crash = [True]
+
+    def lookup(q: str) -> dict[str, str]:
+        asked["lookup"] += 1
+        return {"found": q}
+
+    def script(messages: Any, tools: Any) -> Any:
+        asked["model"] += 1
+        tool_results = [m for m in messages if m.role == "tool"]
+        if not tool_results:
+            return ScriptedChatModel.tool_call("lookup", {"q": "bob"})
+        if crash.pop() if crash else False:
+            raise Crash("the process dies while the model answers")
+        return ScriptedChatModel.tool_call("finish_step", {"result": tool_results[-1].content})
+
+    tools = [Tool(name="lookup", fn=lookup, parameters={"type": "object"})]
+    task = Task(id="mail", steps=[Step(id="send", instructions="Send it.")])
+    executor = TaskExecutor(
+        task, model=ScriptedChatModel(script), memory=AgentMemory(), tools=tools
+    )
+    with pytest.raises(Crash):
+        executor.execute(run_id="job")
+    done = executor.execute(run_id="job")
+    assert done.ok, done
+    assert asked == Counter({"model": 3, "lookup": 1})  # the first reply was replayed
 
 
 def test_an_intent_is_never_listed_as_memory() -> None:

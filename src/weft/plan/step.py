@@ -35,7 +35,7 @@ from weft.plan.prompts import (
 from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import Step
 from weft.refs.schemas import schema_problems
-from weft.store import MISSING
+from weft.store import MISSING, NOT_DONE
 
 logger: Final = logging.getLogger("weft.plan")
 CONCLUSION_SHARE: Final = 0.9
@@ -175,7 +175,7 @@ class StepExecutor:
                     result = error(f"only {FINISH_STEP} is available now: {CONCLUSION_NOTE}")
                 elif job is not None and self.tools.is_caller(call.name):
                     result = await job.log.aonce(
-                        job.unit, f"tool/{iteration}.{k}", self.tools.call, call
+                        job.unit, f"tool/{iteration}.{k}", self.tools.call, call, reconcile=_again
                     )
                 else:
                     result = await self.tools.call(call)
@@ -193,7 +193,12 @@ class StepExecutor:
         if job is None:
             return await self.model.achat(messages, tools=offered)
         reply: AssistantMessage = await job.log.aonce(
-            job.unit, f"model/{n}", self.model.achat, list(messages), tools=offered
+            job.unit,
+            f"model/{n}",
+            self.model.achat,
+            list(messages),
+            tools=offered,
+            reconcile=_again,
         )
         return reply
 
@@ -257,3 +262,10 @@ def _tokens(usage: Usage) -> int:
     if usage.total_tokens is not None:
         return usage.total_tokens
     return (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+def _again(_key: str) -> Any:
+    """The keyed calls of a step replay it, they guard no effect: a model reply or a tool
+    call that a crash interrupted is made again (a tool's effect is at least once, as in
+    a job that runs again)."""
+    return NOT_DONE
