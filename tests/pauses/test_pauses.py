@@ -287,3 +287,15 @@ def test_a_step_replays_its_model_replies_and_runs_only_the_tool_that_asked() ->
     # model is asked for the one reply it never gave
     assert calls == Counter({"model": 3, "lookup": 1, "send": 2})
     assert memory.get_value("step:send") == '{"ok": true, "result": {"sent": "yes"}}'
+
+
+def test_pause_records_are_never_listed_as_memory() -> None:
+    from weft.memory import AgentMemory
+
+    calls: Counter[str] = Counter()
+    store = Store()
+    assert isinstance(asking_graph(calls).run(1, run_id="r", store=store), Paused)
+    assert store.has("step", "r/ask#0/pauses/0")
+    memory = AgentMemory(store)
+    assert [entry.key for entry in memory.list()] == []
+    assert len(memory) == 0

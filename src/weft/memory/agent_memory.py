@@ -24,7 +24,8 @@ from operator import attrgetter
 from typing import Any, Final, Literal
 
 from weft.errors import MemoryKeyError, ValueTypeError
-from weft.store import CallIntent, Entry, Event, RunRecord, StepRecord, Store
+from weft.store import Entry, Event, Store
+from weft.store.records import RECORDS
 
 logger: Final = logging.getLogger("weft.memory")
 
@@ -536,4 +537,4 @@ def _translate(store: Store, event: Event) -> MemoryEvent | None:
 def _a_run_record(entry: Entry) -> bool:
     """Whether ``entry`` is a run's record (``weft.store.records``, kept in kind ``step``
     beside the steps' results): the engine's bookkeeping, never listed as memory."""
-    return entry.kind == "step" and isinstance(entry.value, (RunRecord, StepRecord, CallIntent))
+    return entry.kind == "step" and isinstance(entry.value, RECORDS)

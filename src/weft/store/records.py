@@ -460,6 +460,10 @@ class CallIntent:
 
 register_builtin(CallIntent, "weft.CallIntent")
 
+RECORDS: Final = (RunRecord, StepRecord, CallIntent, Pause)
+"""The record types that are a run's bookkeeping, never anybody's data (memory listings
+leave entries holding them out)."""
+
 
 def call_path(key: str) -> str:
     """Where a keyed call of a durable run as a whole is recorded (kind ``step``)."""
