@@ -299,3 +299,36 @@ def test_pause_records_are_never_listed_as_memory() -> None:
     memory = AgentMemory(store)
     assert [entry.key for entry in memory.list()] == []
     assert len(memory) == 0
+
+
+def test_an_agents_parallel_branches_ask_and_are_answered_independently() -> None:
+    from weft.agent import Agent
+
+    calls: Counter[Any] = Counter()
+
+    def reasoner(prompt: str) -> str:
+        if '"branch"' in prompt:
+            return json.dumps({"instant_response": "branch done", "task_status": "Completed"})
+        if "approved" in prompt:
+            return json.dumps({"instant_response": "done", "task_status": "Completed"})
+        ask = [{"type": "ask", "args": {"who": w}} for w in ("alice", "bob")]
+        return json.dumps({"next_actions": [ask, [{"type": "finish", "args": {}}]]})
+
+    def ask(who: str) -> dict[str, Any]:
+        calls[who] += 1
+        return {"branch": who, "reply": interrupt(f"{who}: approve?")}
+
+    def finish() -> str:
+        calls["finish"] += 1
+        return "approved"
+
+    agent = Agent(reasoner, actor={"ask": ask, "finish": finish}, store=Store(), name="ag")
+    first = agent.run("go", run_id="j")
+    assert isinstance(first, Paused)
+    assert [q.question for q in first.questions] == ["alice: approve?", "bob: approve?"]
+    alice, bob = (q.id for q in first.questions)
+    second = agent.run("go", run_id="j", answers={alice: "yes"})
+    assert isinstance(second, Paused) and [q.id for q in second.questions] == [bob]
+    done = agent.run("go", run_id="j", answers={bob: "yes"})
+    assert not isinstance(done, Paused) and done.stop_reason == "completed"
+    assert calls == Counter({"alice": 2, "bob": 3, "finish": 1})
