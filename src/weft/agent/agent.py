@@ -46,7 +46,7 @@ from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphEr
 from weft.graph.pause import Interrupt, Paused, enclosing, paused
 from weft.llm import areason
 from weft.store import FrozenList, Store, freeze, reducers
-from weft.store.records import check_run_id
+from weft.store.runlog import check_run_id
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)*")
 _COMPLETED: Final = AgentTaskStatusFlags.Completed

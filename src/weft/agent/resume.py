@@ -38,7 +38,7 @@ from weft.agent.context import LoopAgent, next_iteration
 from weft.agent.types import AgentResult
 from weft.errors import AgentError
 from weft.store import RunLog, StepRecord, Store
-from weft.store.records import unrecorded
+from weft.store.runlog import unrecorded
 
 ONCE: Final = frozenset({"call_once", "acall_once"})
 

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from weft.store import RunLog, Store
-from weft.store.records import Reconcile, takes_key, unrecorded
+from weft.store.runlog import Reconcile, takes_key, unrecorded
 
 D = TypeVar("D")
 

@@ -72,7 +72,7 @@ from weft.graph.pool import SyncQueue
 from weft.graph.state import StateView, checked_delta
 from weft.graph.stores import RunStores
 from weft.store import Pause, RunLog, StepRecord, Store
-from weft.store.records import check_run_id
+from weft.store.runlog import check_run_id
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch

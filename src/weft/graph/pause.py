@@ -30,7 +30,8 @@ from typing import Any, Final
 
 from weft.errors import PauseError
 from weft.store import RunLog
-from weft.store.records import Pause, UnitExit
+from weft.store.records import Pause
+from weft.store.runlog import UnitExit
 from weft.store.values import freeze
 
 _ASKING: Final[ContextVar[Asking | None]] = ContextVar("weft_asking", default=None)

@@ -50,7 +50,7 @@ from weft.persist.base import Backend, Closeable, LoggedEvent, check_id
 from weft.persist.snapshot import capture
 from weft.store import Event, Store
 from weft.store import reducers as _reducers
-from weft.store.records import Reconcile, aonce, call_path, once
+from weft.store.runlog import Reconcile, aonce, call_path, once
 
 if TYPE_CHECKING:
     from weft.graph import WorkGraph

@@ -21,7 +21,7 @@ from weft.graph import WorkGraph, WorkGraphNode
 from weft.graph.build import check_acyclic
 from weft.graph.pause import Asking, Interrupt, Paused, enclosing, paused, pausing
 from weft.store import RunLog, StepRecord, Store, register_type
-from weft.store.records import check_run_id
+from weft.store.runlog import check_run_id
 
 logger: Final = logging.getLogger("weft.plan")
 

@@ -5,7 +5,8 @@ from weft.store import reducers
 from weft.store.codec import dumps, from_jsonable, loads, to_jsonable, value_bytes
 from weft.store.events import KINDS, Entry, Event, Kind, Op, make_key
 from weft.store.merge import Delta
-from weft.store.records import NOT_DONE, CallIntent, Note, Pause, RunLog, RunRecord, StepRecord
+from weft.store.records import CallIntent, Note, Pause, RunRecord, StepRecord
+from weft.store.runlog import NOT_DONE, RunLog
 from weft.store.store import BatchSubscriber, Journal, Store, Subscriber
 from weft.store.values import (
     DELETE,
