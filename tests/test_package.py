@@ -12,6 +12,7 @@ def test_store_public_names_are_pinned() -> None:
     assert weft.store.__all__ == [
         "DELETE",
         "KINDS",
+        "MAX_DEPTH",
         "MISSING",
         "NOT_DONE",
         "BatchSubscriber",

@@ -3,7 +3,7 @@
 WeftError
 ├── StoreError                 the store refused a write or a read
 │   ├── InvalidKeyError        a kind or path that is not well formed
-│   ├── ValueTypeError         a value that is not JSON-serialisable
+│   ├── ValueTypeError         a value JSON cannot hold (a set, NaN, nested too deep)
 │   ├── ReducerError           a reducer declared twice, or one that failed
 │   ├── MissingEntryError      a read of a key that holds nothing
 │   ├── MergeConflictError     two branches wrote one last-write-wins field
@@ -69,7 +69,9 @@ class InvalidKeyError(StoreError, ValueError):
 
 
 class ValueTypeError(StoreError, TypeError):
-    """A value that cannot be stored because it is not JSON-serialisable."""
+    """A value that cannot be stored because not every backend could save it as JSON: not
+    JSON at all (a set, a socket), a float that is not finite, a lone surrogate, an int past
+    Python's digit limit, containers nested past ``weft.store.MAX_DEPTH``."""
 
 
 class ReducerError(StoreError):

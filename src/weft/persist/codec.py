@@ -32,9 +32,10 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from weft.errors import CodecError, CorruptRecordError, FutureFormatError
+from weft.errors import CodecError, CorruptRecordError, FutureFormatError, ValueTypeError
 from weft.persist.snapshot import Snapshot
 from weft.store import Entry, Event, TypeRegistry, from_jsonable, registry, to_jsonable
+from weft.store.codec import parse
 from weft.store.values import BUILTIN_TYPES
 
 FORMAT_VERSION: Final = 1
@@ -55,13 +56,21 @@ _TAG: Final = b'"__weft__"'
 
 
 def _dumps(data: Any) -> str:
-    """Plain JSON (already tagged where needed) as text."""
+    """Plain JSON (already tagged where needed) as text; ``ValueTypeError`` for what JSON
+    cannot say (the store refuses it when written, so only a value built around that check,
+    a ``FrozenDict`` made by hand, say, gets here)."""
     if _orjson is not None:
         try:
             return _orjson.dumps(data).decode("utf-8")
         except TypeError:  # an int past 64 bits, a str subclass as a key: the stdlib takes them
             pass
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if not text.isascii():
+            text.encode("utf-8")  # a lone surrogate: no backend can save the text
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise ValueTypeError(f"a value cannot be written as JSON: {exc}") from None
+    return text
 
 
 class _Records:
@@ -155,7 +164,10 @@ def encode_event(event: Event, types: TypeRegistry = registry) -> str:
             record["meta"] = to_jsonable(event.meta, types)
         return record
 
-    return _encode(raw, tagged)
+    try:
+        return _encode(raw, tagged)
+    except ValueTypeError as exc:
+        raise ValueTypeError(f"{event.kind}:{event.path}: {exc}") from None
 
 
 def decode_event(
@@ -254,9 +266,9 @@ def decode_value(text: str | bytes, *, where: str, types: TypeRegistry = registr
 
 def _record(text: str | bytes, where: str) -> Mapping[str, Any]:
     try:
-        record = json.loads(text)  # not orjson: it reads an int past 64 bits as a float
-    except (ValueError, TypeError) as exc:
-        raise _corrupt(where, f"it is not JSON ({exc})") from exc
+        record = parse(text, "it")  # not orjson: it reads an int past 64 bits as a float
+    except CodecError as exc:
+        raise _corrupt(where, str(exc)) from None
     if not isinstance(record, dict):
         raise _corrupt(where, f"it is a JSON {type(record).__name__}, not an object")
     version = record.get("v")

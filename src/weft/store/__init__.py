@@ -10,6 +10,7 @@ from weft.store.runlog import NOT_DONE, RunLog
 from weft.store.store import BatchSubscriber, Journal, Store, Subscriber
 from weft.store.values import (
     DELETE,
+    MAX_DEPTH,
     MISSING,
     FrozenDict,
     FrozenList,
@@ -23,6 +24,7 @@ from weft.store.values import (
 __all__ = [
     "DELETE",
     "KINDS",
+    "MAX_DEPTH",
     "MISSING",
     "NOT_DONE",
     "BatchSubscriber",

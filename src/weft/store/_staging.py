@@ -12,14 +12,14 @@ from typing import Any, Final
 
 import immutables
 
-from weft.errors import InvalidKeyError, ReducerError, StoreError
+from weft.errors import InvalidKeyError, ReducerError, StoreError, ValueTypeError
 from weft.store import _entries
 from weft.store import reducers as _reducers
 from weft.store._entries import GONE
 from weft.store._log import AppendLog, read
 from weft.store.events import KINDS, EntryRow, Event, EventRow, Op, make_key
 from weft.store.merge import Merging
-from weft.store.values import MISSING, TypeRegistry, freeze
+from weft.store.values import MISSING, TypeRegistry, check_text, freeze
 
 _KIND_SET: Final = frozenset(KINDS)
 _GROWS: Final = frozenset({"append", "extend", "operator.add"})
@@ -245,15 +245,27 @@ class Staging(Merging):
         self._own.append(row)
         return row
 
-    def _replay(self, event: Event | EventRow, *, keep_seq: bool = True) -> EventRow:
+    def _replay(
+        self, event: Event | EventRow, *, keep_seq: bool = True, check: bool = False
+    ) -> EventRow:
         """Stage ``event`` (from a log: an ``Event`` or a row) as this store's own; returns
-        the row logged."""
+        the row logged. ``check``: the event comes from outside (``apply``), so its key,
+        source and values are checked as a write's are (a fork's own rows were already)."""
         try:
             number, op, kind, path, value, source, reducer, at, meta = event
         except (TypeError, ValueError):
             raise StoreError(
                 f"expected an event (weft.store.Event, as events() returns them), got {event!r}"
             ) from None
+        if check:
+            _checked_source(source)
+            if op == "clear":
+                _checked_prefix(path)
+            else:
+                where = _checked_key(kind, path)
+                merging = reducer == "merge"
+                value = freeze(value, where=where, types=self._types, allow_delete=merging)
+                meta = freeze(meta, where=f"{where} meta", types=self._types) if meta else None
         seq = number if keep_seq else None
         if seq is not None and seq <= self._seq:
             raise StoreError(
@@ -311,14 +323,48 @@ def _grown(stored: Any, items: list[Any]) -> AppendLog:
 
 
 def _check_kind(kind: str) -> None:
-    if kind not in KINDS:
+    if kind.__class__ is not str or kind not in KINDS:
         raise InvalidKeyError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
 
 
 def _checked_key(kind: str, path: str) -> str:
-    if kind in _KIND_SET and type(path) is str and path:
+    """``kind:path``, or ``InvalidKeyError``: a path is a non-empty string that UTF-8 can
+    hold (every backend saves it), of one of the kinds."""
+    ok = path.__class__ is str and path and path.isascii()
+    if ok and kind.__class__ is str and kind in _KIND_SET:
         return f"{kind}:{path}"
     _check_kind(kind)
     if not isinstance(path, str) or not path:
         raise InvalidKeyError(f"{kind}: the path must be a non-empty string, got {path!r}")
+    try:
+        check_text(path, f"the path {path!r}")
+    except ValueTypeError as exc:
+        raise InvalidKeyError(f"{kind}: {exc}") from None
     return make_key(kind, path)
+
+
+def _checked_prefix(prefix: Any) -> None:
+    """Refuse a ``key_prefix`` that is not a string UTF-8 can hold (it is logged)."""
+    if prefix.__class__ is str and prefix.isascii():
+        return
+    if not isinstance(prefix, str):
+        raise InvalidKeyError(f"key_prefix={prefix!r}: expected a string such as 'state:'")
+    try:
+        check_text(prefix, f"key_prefix={prefix!r}")
+    except ValueTypeError as exc:
+        raise InvalidKeyError(str(exc)) from None
+
+
+def _checked_source(source: Any) -> None:
+    """Refuse a ``source`` that is not None or a string UTF-8 can hold (``StoreError``)."""
+    if source is None or (source.__class__ is str and source.isascii()):
+        return
+    if not isinstance(source, str):
+        raise StoreError(
+            f"source={source!r}: a source names who wrote (a node, a tool, a user) and is a "
+            f"string or None, not a {type(source).__name__}"
+        )
+    try:
+        check_text(source, f"source={source!r}")
+    except ValueTypeError as exc:
+        raise StoreError(str(exc)) from None

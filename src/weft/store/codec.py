@@ -8,6 +8,12 @@ records in ``weft.store.records`` put their fields beside the tag instead of in 
 and a user dict that itself has a ``"__weft__"`` key (TAG ``"dict"``), so no
 user data can be mistaken for a tag. Decoding looks a TAG up in the registry
 and never imports anything named in the data.
+
+What the store holds is checked when written (``weft.store.values.freeze``), so it always
+encodes. The codec still refuses on its own, with a ``ValueTypeError`` or ``CodecError``
+rather than a crash: JSON nested deeper than ``JSON_DEPTH`` levels (a value can grow past
+``MAX_DEPTH`` only by nesting frozen values already stored, one write at a time), and, when
+reading, what it would not write (``NaN``, a lone surrogate, an int past Python's limit).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from weft.errors import CodecError, ValueTypeError
 from weft.store.values import (
     BUILTIN_TYPES,
     DELETE,
+    MAX_DEPTH,
     FrozenDict,
     FrozenList,
     TypeRegistry,
@@ -30,18 +37,32 @@ from weft.store.values import (
 )
 
 TAG: Final = "__weft__"
+JSON_DEPTH: Final = 240
+"""The deepest JSON of one value the codec writes or reads: past ``2 * MAX_DEPTH`` (a tagged
+object takes two levels), below orjson's 254 with the few levels of the record around it,
+and a recursion Python takes from deep inside a run."""
 
 
-def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
-    """The JSON-ready form of a stored value (tagged where plain JSON cannot say it)."""
+def to_jsonable(value: Any, types: TypeRegistry = registry, depth: int = 0) -> Any:
+    """The JSON-ready form of a stored value (tagged where plain JSON cannot say it).
+    ``depth``: the JSON levels around ``value`` (past ``JSON_DEPTH``: ``ValueTypeError``)."""
     cls = type(value)
     if cls in (str, int, float, bool) or value is None:
         return value
+    if depth >= JSON_DEPTH:
+        raise ValueTypeError(
+            f"the value nests deeper than {JSON_DEPTH} levels of JSON, which weft does not "
+            f"write (values are checked against weft.store.MAX_DEPTH = {MAX_DEPTH} when "
+            "written; this one grew by nesting stored values); flatten it"
+        )
+    depth += 1
     if isinstance(value, dict):
-        body = {key: to_jsonable(item, types) for key, item in value.items()}
+        if TAG in value:
+            depth += 1
+        body = {key: to_jsonable(item, types, depth) for key, item in value.items()}
         return {TAG: "dict", "data": body} if TAG in value else body
     if isinstance(value, (list, tuple)):  # tuples inside registered objects: JSON arrays
-        return [to_jsonable(item, types) for item in value]
+        return [to_jsonable(item, types, depth) for item in value]
     if value is DELETE:
         return {TAG: "delete"}
     if cls is datetime:
@@ -62,27 +83,34 @@ def to_jsonable(value: Any, types: TypeRegistry = registry) -> Any:
         else:
             data = value.model_dump(mode="python")
         if cls in BUILTIN_TYPES:  # weft's own records: their fields beside the tag
-            return {TAG: name, **{key: to_jsonable(item, types) for key, item in data.items()}}
-        return {TAG: name, "data": to_jsonable(data, types)}
+            fields = {key: to_jsonable(item, types, depth) for key, item in data.items()}
+            return {TAG: name, **fields}
+        return {TAG: name, "data": to_jsonable(data, types, depth)}
     raise ValueTypeError(
         f"a {cls.__qualname__} cannot be encoded as JSON; register it with "
         "weft.store.register_type(cls) or convert it to plain data"
     )
 
 
-def from_jsonable(data: Any, types: TypeRegistry = registry) -> Any:
-    """Turn the JSON-ready form back into frozen stored values."""
+def from_jsonable(data: Any, types: TypeRegistry = registry, depth: int = 0) -> Any:
+    """Turn the JSON-ready form back into frozen stored values (``CodecError`` past
+    ``JSON_DEPTH`` levels: weft never writes that)."""
     if isinstance(data, list):
-        return FrozenList([from_jsonable(item, types) for item in data])
+        if depth >= JSON_DEPTH:
+            raise _too_deep()
+        return FrozenList([from_jsonable(item, types, depth + 1) for item in data])
     if not isinstance(data, dict):
         return data
+    if depth >= JSON_DEPTH:
+        raise _too_deep()
+    depth += 1
     tag = data.get(TAG)
     if tag is None:
-        return FrozenDict({key: from_jsonable(item, types) for key, item in data.items()})
+        return FrozenDict({key: from_jsonable(item, types, depth) for key, item in data.items()})
     body: Any = data.get("data")
     try:
         if tag == "dict":
-            return FrozenDict({k: from_jsonable(v, types) for k, v in body.items()})
+            return FrozenDict({k: from_jsonable(v, types, depth + 1) for k, v in body.items()})
         if tag == "delete":
             return DELETE
         if tag == "datetime":
@@ -92,16 +120,17 @@ def from_jsonable(data: Any, types: TypeRegistry = registry) -> Any:
         if tag == "bytes":
             return base64.b64decode(body.encode("ascii"), validate=True)
     except (AttributeError, TypeError, ValueError) as exc:
-        raise CodecError(f"malformed {tag!r} record {data!r}: {exc}") from exc
+        raise CodecError(f"malformed {tag!r} record {str(data)[:200]}: {exc}") from exc
     cls = types.type_named(tag) if isinstance(tag, str) else None
     if cls is not None and cls in BUILTIN_TYPES and "data" not in data:
         body = {key: item for key, item in data.items() if key != TAG}
+        depth -= 1  # the fields are beside the tag
     if cls is None:
         raise CodecError(
             f"unknown type {tag!r} in stored data; register the class under that name with "
             "weft.store.register_type(cls, name=...) before loading"
         )
-    fields = thaw(from_jsonable(body, types))  # the object owns plain, mutable fields
+    fields = thaw(from_jsonable(body, types, depth))  # the object owns plain, mutable fields
     try:
         if dataclasses.is_dataclass(cls):
             return cls(**fields)
@@ -110,20 +139,49 @@ def from_jsonable(data: Any, types: TypeRegistry = registry) -> Any:
         raise CodecError(f"stored {tag!r} record does not fit the class: {exc}") from exc
 
 
+def _too_deep() -> CodecError:
+    return CodecError(f"the stored value nests deeper than {JSON_DEPTH} levels of JSON")
+
+
 def dumps(value: Any, types: TypeRegistry = registry) -> str:
-    """Compact JSON text of a stored value."""
-    return json.dumps(
-        to_jsonable(value, types), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    """Compact JSON text of a stored value (``ValueTypeError`` for what JSON cannot say)."""
+    data = to_jsonable(value, types)
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if not text.isascii():
+            text.encode("utf-8")  # a lone surrogate: no backend could save the text
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise ValueTypeError(f"the value cannot be written as JSON: {exc}") from None
+    return text
 
 
 def loads(text: str | bytes, types: TypeRegistry = registry) -> Any:
-    """Stored value from JSON text written by ``dumps``."""
+    """Stored value from JSON text written by ``dumps`` (``CodecError`` for anything else)."""
+    return from_jsonable(parse(text, "the stored value"), types)
+
+
+def parse(text: str | bytes, what: str = "the text") -> Any:
+    """The JSON value of ``text``, as strict as weft writes it, or ``CodecError`` saying why
+    ``what`` is not: ``NaN`` and ``Infinity`` (not JSON), a lone surrogate, an int past
+    Python's limit, or nesting past what the parser takes."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CodecError(f"stored value is not valid JSON: {exc}") from exc
-    return from_jsonable(data, types)
+        if not isinstance(text, str):
+            text = bytes(text).decode("utf-8")
+        data = _DECODER.decode(text)
+        if "\\ud" in text or "\\uD" in text:  # a surrogate escape: a pair, or a lone one?
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise CodecError(f"{what} nests too deeply to be read as JSON") from None
+    except (ValueError, TypeError) as exc:
+        raise CodecError(f"{what} is not valid JSON: {exc}") from None
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def value_bytes(value: Any, types: TypeRegistry = registry) -> int:

@@ -15,7 +15,7 @@ import operator
 from collections.abc import Callable
 from typing import Any, Final
 
-from weft.store.values import DELETE, MISSING, FrozenDict, FrozenList
+from weft.store.values import DELETE, MISSING, FrozenDict, FrozenList, freeze
 
 Reducer = Callable[[Any, Any], Any]
 
@@ -85,7 +85,7 @@ def add(current: Any, update: Any) -> Any:
     if current is MISSING:
         return update
     _need_number(current, "add")
-    return current + update
+    return freeze(current + update, where="the sum")  # a float may overflow to inf
 
 
 def max(current: Any, update: Any) -> Any:

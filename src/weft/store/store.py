@@ -44,6 +44,8 @@ from weft.store._staging import (
     Staging,
     _check_kind,
     _checked_key,
+    _checked_prefix,
+    _checked_source,
     _Declared,
 )
 from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
@@ -114,6 +116,7 @@ class Store(Staging):
         types: TypeRegistry = registry,
         name: str | None = None,
     ) -> None:
+        _checked_source(name)
         self.name = name
         self._types = types
         self._recent: _entries.Recent = immutables.Map()
@@ -208,6 +211,7 @@ class Store(Staging):
         when given and is kept when omitted.
         """
         key = _checked_key(kind, path)
+        _checked_source(source)
         declared = self._declared.get(key, _REPLACE)
         if replace:
             declared = declared.replacing()
@@ -253,7 +257,7 @@ class Store(Staging):
         >>> store.value("state", "log"), [e.source for e in store.events()]
         (['a', 'b'], ['n1', 'n2', None])
         """
-        if kind not in _KIND_SET:
+        if kind.__class__ is not str or kind not in _KIND_SET:
             _check_kind(kind)
         if writes.__class__ is dict or isinstance(writes, Mapping):
             if len(writes) == 1:  # a one-field delta: the common case
@@ -274,8 +278,9 @@ class Store(Staging):
                 path, value, source = item
             except (TypeError, ValueError):
                 raise _not_a_triple("write_many", item) from None
-            if path.__class__ is not str or not path:
+            if path.__class__ is not str or not path or not path.isascii():
                 _checked_key(kind, path)
+            _checked_source(source)
             if value.__class__ not in _AS_IS:
                 key = f"{kind}:{path}"
                 merging = declared_of(key, _REPLACE).fn is _reducers.merge
@@ -297,7 +302,9 @@ class Store(Staging):
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
         node's one-field delta is the common case)."""
-        key = f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
+        ok = path.__class__ is str and path and path.isascii()
+        key = f"{kind}:{path}" if ok else _checked_key(kind, path)
+        _checked_source(source)
         declared = self._declared.get(key, _REPLACE)
         if value.__class__ not in _AS_IS:
             value = freeze(
@@ -344,6 +351,7 @@ class Store(Staging):
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
         """Remove one key; returns whether it held anything. Subscribers hear of it."""
         key = _checked_key(kind, path)
+        _checked_source(source)
         with self._lock:
             if _entries.lookup(self._recent, self._settled, key) is None:
                 return False
@@ -358,6 +366,8 @@ class Store(Staging):
         """Remove every key of ``kind`` (or of all kinds) under ``key_prefix``; returns how many."""
         if kind is not None:
             _check_kind(kind)
+        _checked_prefix(key_prefix)
+        _checked_source(source)
         with self._lock:
             mark = self._mark()
             gone, event = self._stage_clear(kind, key_prefix, source or self.name, time.time())
@@ -367,6 +377,7 @@ class Store(Staging):
     def note(self, kind: str, path: str, value: Any = None, *, source: str | None = None) -> Event:
         """Log an event that changes no entry, for observers (a node started, say)."""
         key = _checked_key(kind, path)
+        _checked_source(source)
         update = freeze(value, where=f"note {key}", types=self._types)
         with self._lock:
             mark = self._mark()
@@ -391,8 +402,11 @@ class Store(Staging):
                 except (TypeError, ValueError):
                     raise _not_a_triple("note_many", item) from None
                 key = (
-                    f"{kind}:{path}" if path.__class__ is str and path else _checked_key(kind, path)
+                    f"{kind}:{path}"
+                    if path.__class__ is str and path and path.isascii()
+                    else _checked_key(kind, path)
                 )
+                _checked_source(source)
                 if value.__class__ not in _AS_IS:
                     value = freeze(value, where=f"note {key}", types=types)
                 seq += 1
@@ -419,9 +433,10 @@ class Store(Staging):
         items: list[tuple[str, str, Any, str | None, bool]] = []
         replaces: list[str] = []
         declared, types = self._declared, self._types
-        if writes.__class__ is dict and kind in _KIND_SET:  # a graph node's delta
+        if writes.__class__ is dict and kind.__class__ is str and kind in _KIND_SET:  # a delta
+            _checked_source(source)
             for path, value in writes.items():
-                if path.__class__ is not str or not path:
+                if path.__class__ is not str or not path or not path.isascii():
                     _checked_key(kind, path)
                 key = f"{kind}:{path}"
                 known = declared.get(key, _REPLACE)
@@ -435,8 +450,7 @@ class Store(Staging):
                 self, tuple(items), frozenset(replaces) if replaces else _NOTHING, self.reducer_of
             )
         if isinstance(writes, Mapping):
-            if kind not in _KIND_SET:
-                _check_kind(kind)
+            _check_kind(kind)
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
         else:
             pairs = writes
@@ -447,9 +461,8 @@ class Store(Staging):
                 raise StoreError(
                     f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
                 ) from None
-            key = f"{k}:{path}" if path.__class__ is str and path else _checked_key(k, path)
-            if k not in _KIND_SET:
-                _check_kind(k)
+            key = _checked_key(k, path)
+            _checked_source(by)
             known = declared.get(key, _REPLACE)
             if known.name == "replace":
                 replaces.append(key)
@@ -468,7 +481,7 @@ class Store(Staging):
             staged: list[EventRow] = []
             try:
                 for event in events:
-                    staged.append(self._replay(event, keep_seq=False))
+                    staged.append(self._replay(event, keep_seq=False, check=True))
             except BaseException:
                 self._rollback(mark)
                 raise
@@ -668,7 +681,7 @@ class Store(Staging):
         store = cls(reducers=reducers, types=types, name=name)
         with store._lock:
             for event in events:
-                store._replay(event)
+                store._replay(event, check=True)
         store._history_from = history_from
         return store
 
@@ -677,6 +690,7 @@ class Store(Staging):
     def fork(self, *, name: str | None = None) -> Store:
         """An isolated child in O(1): it sees this store as it is now, and its writes
         stay its own until it is merged. ``name`` is the default ``source`` of its writes."""
+        _checked_source(name)
         child = Store.__new__(Store)
         with self._lock:
             child.name = name

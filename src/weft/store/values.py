@@ -185,9 +185,26 @@ def register_type(cls: type, name: str | None = None) -> type:
     return registry.register(cls, name)
 
 
+MAX_DEPTH: Final = 100
+"""How deeply a written value may nest containers (dicts, lists, registered objects).
+
+Deeper values are refused when written, so every encoder and backend can take whatever the
+store holds: the tightest of them, orjson, stops at 254 levels of JSON, and the codec may
+spend two levels on one container (a tagged object around its data) plus a few on the record
+around a value. Nothing real nests a hundred deep; a hostile value that does would otherwise
+reach Python's recursion limit. Values already in a store are frozen and count as checked.
+"""
+MAX_INT_DIGITS: Final = 4300
+"""The longest integer (in decimal digits) a value may hold: Python's own limit on turning
+an int into JSON text and back (``sys.get_int_max_str_digits()``)."""
+
 _SCALARS: Final = (str, int, bool, type(None))
 _IMMUTABLE: Final = (datetime, date, bytes)  # stored as they are; the codec tags them
-_AS_IS: Final = frozenset({str, int, bool, type(None), FrozenDict, FrozenList})
+_AS_IS: Final = frozenset({bool, type(None), FrozenDict, FrozenList})
+"""Values stored as they are, with no look inside (a frozen container was checked when made)."""
+_INT_HIGH: Final = 10**MAX_INT_DIGITS
+_INT_LOW: Final = -_INT_HIGH
+_isfinite: Final = math.isfinite
 
 
 class _Refusal(Exception):
@@ -209,50 +226,115 @@ def freeze(
     """Return a frozen deep copy of ``value``, or raise ``ValueTypeError`` naming ``where``.
 
     ``where`` names the key being written, so the error says which write was
-    refused and at which place inside the value (``state:cfg.items[2]``).
+    refused and at which place inside the value (``state:cfg.items[2]``). Refused: what is
+    not JSON (a set, a socket), a float that is not finite, a string that is not Unicode
+    text (a lone surrogate), an int past ``MAX_INT_DIGITS`` digits and containers nested
+    past ``MAX_DEPTH``, inside registered objects too: what a store holds, every backend
+    can save.
     """
-    if type(value) in _AS_IS:
+    cls = type(value)
+    if (
+        (cls is str and value.isascii())
+        or cls in _AS_IS
+        or (cls is int and _INT_LOW < value < _INT_HIGH)
+    ):
         return value
     try:
-        return _freeze(value, types, allow_delete)
+        return _freeze(value, types, allow_delete, 0)
     except _Refusal as refusal:
         inside = "".join(reversed(refusal.path))
+        if len(inside) > 200:
+            inside = f"{inside[:120]}...{inside[-40:]}"
         raise ValueTypeError(f"{where}{inside}: {refusal.reason}") from None
 
 
-def _freeze(value: Any, types: TypeRegistry, allow_delete: bool = False) -> Any:
+def check_text(text: str, what: str = "the text") -> None:
+    """Raise ``ValueTypeError`` if ``text`` is not Unicode text that UTF-8 can hold (it holds
+    a lone surrogate, as JSON's ``"\\ud800"`` decodes to): no backend could save it."""
+    if not text.isascii():
+        try:
+            _text(text)
+        except _Refusal as refusal:
+            raise ValueTypeError(f"{what}: {refusal.reason}") from None
+
+
+def _text(text: str) -> str:
+    """``text`` (non-ASCII) if UTF-8 can hold it, else ``_Refusal``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Refusal(
+            f"the text holds a lone surrogate ({text[exc.start]!r} at character {exc.start}), "
+            "which is not Unicode and cannot be saved as UTF-8; decode bytes with "
+            "errors='replace', or drop the character"
+        ) from None
+    return text
+
+
+def _freeze(
+    value: Any, types: TypeRegistry, allow_delete: bool, depth: int, strict: bool = False
+) -> Any:
+    """The frozen copy of ``value``, found inside ``depth`` containers (see ``freeze``).
+    ``strict``: inside a registered object, which is stored as it is, so nothing may need
+    converting (an enum or a str subclass is refused, not turned into its plain value).
+
+    The loops check the common scalars inline (a call per item would double their cost)."""
     cls = type(value)
+    if cls is float:
+        if _isfinite(value):
+            return value
+        raise _Refusal(f"{value!r} is not a JSON number; store None or a string instead")
     if cls in _AS_IS:
         return value
-    if cls is float:
-        if not math.isfinite(value):
-            raise _Refusal(f"{value!r} is not a JSON number; store None or a string instead")
-        return value
+    if cls is str:
+        return value if value.isascii() else _text(value)
+    if cls is int:
+        if _INT_LOW < value < _INT_HIGH:
+            return value
+        raise _Refusal(
+            f"an int of more than {MAX_INT_DIGITS} digits cannot be written as JSON (Python "
+            "will not turn it into text); store hex(n) or n.to_bytes(...) instead"
+        )
     if isinstance(value, dict):
+        if depth >= MAX_DEPTH:
+            raise _Refusal(_TOO_DEEP)
+        depth += 1
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if type(key) is not str and not isinstance(key, str):
-                raise _Refusal(
-                    f"dict key {key!r} is a {type(key).__name__}; JSON objects only have "
-                    "string keys, so convert it with str()"
-                )
-            if type(item) in _AS_IS:
+            if type(key) is not str or not key.isascii():
+                _key(key)
+            icls = type(item)
+            if (
+                (icls is str and item.isascii())
+                or icls in _AS_IS
+                or (icls is int and _INT_LOW < item < _INT_HIGH)
+                or (icls is float and _isfinite(item))
+            ):
                 out[key] = item
             elif item is DELETE and allow_delete:
                 out[key] = DELETE
             else:
                 try:
-                    out[key] = _freeze(item, types)
+                    out[key] = _freeze(item, types, False, depth, strict)
                 except _Refusal as refusal:
                     refusal.path.append(f".{key}")
                     raise
         return FrozenDict(out)
     if isinstance(value, (list, tuple)):
+        if depth >= MAX_DEPTH:
+            raise _Refusal(_TOO_DEEP)
+        depth += 1
         items = list(value)
         for i, item in enumerate(items):
-            if type(item) not in _AS_IS:
+            icls = type(item)
+            if not (
+                (icls is str and item.isascii())
+                or icls in _AS_IS
+                or (icls is int and _INT_LOW < item < _INT_HIGH)
+                or (icls is float and _isfinite(item))
+            ):
                 try:
-                    items[i] = _freeze(item, types)
+                    items[i] = _freeze(item, types, False, depth, strict)
                 except _Refusal as refusal:
                     refusal.path.append(f"[{i}]")
                     raise
@@ -260,13 +342,21 @@ def _freeze(value: Any, types: TypeRegistry, allow_delete: bool = False) -> Any:
     if cls in _IMMUTABLE:
         return value
     if cls in types:
+        if depth >= MAX_DEPTH:
+            raise _Refusal(_TOO_DEEP)
+        _check_fields(value, types, depth + 1)
         return _copy_registered(value)
-    if isinstance(value, enum.Enum):
-        return _freeze(value.value, types)
-    if isinstance(value, str):  # other str subclasses are stored as plain str
-        return str(value)
-    if isinstance(value, int):
-        return int(value)
+    if isinstance(value, (enum.Enum, str, int)):
+        if strict:
+            raise _Refusal(
+                f"a {cls.__module__}.{cls.__qualname__} inside a registered object is kept as "
+                "it is, which JSON cannot say; hold its plain value (a str, an int) there"
+            )
+        if isinstance(value, enum.Enum):
+            plain = value.value
+        else:  # other str and int subclasses are stored as a plain str or int
+            plain = str(value) if isinstance(value, str) else int(value)
+        return _freeze(plain, types, False, depth)
     if value is DELETE:
         raise _Refusal(
             "DELETE only means something in an update for the merge reducer; declare the "
@@ -278,6 +368,48 @@ def _freeze(value: Any, types: TypeRegistry, allow_delete: bool = False) -> Any:
         else "convert it to a dict, list, str, number, bool or None"
     )
     raise _Refusal(f"a {cls.__module__}.{cls.__qualname__} is not JSON-serialisable; {hint}")
+
+
+def _key(key: Any) -> None:
+    """Refuse a dict key that JSON cannot take (called for any but a plain ASCII str)."""
+    if not isinstance(key, str):
+        raise _Refusal(
+            f"dict key {key!r} is a {type(key).__name__}; JSON objects only have "
+            "string keys, so convert it with str()"
+        )
+    if not key.isascii():
+        try:
+            _text(key)
+        except _Refusal as refusal:
+            raise _Refusal(f"dict key {key!r}: {refusal.reason}") from None
+
+
+_TOO_DEEP: Final = (
+    f"containers are nested more than {MAX_DEPTH} deep (weft.store.MAX_DEPTH), deeper than "
+    "a stored value may go; flatten the value, or store the deep part as JSON text"
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _check_fields(value: Any, types: TypeRegistry, depth: int) -> None:
+    """Check a registered object's fields as the codec will write them (``_freeze`` with
+    ``strict``); the object itself is stored as it is."""
+    if dataclasses.is_dataclass(value):
+        cls = type(value)
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
+        fields: Any = ((name, getattr(value, name)) for name in names)
+    else:
+        fields = value.model_dump(mode="python").items()
+    for name, item in fields:
+        icls = type(item)
+        if icls not in _AS_IS and (icls is not str or not item.isascii()):
+            try:
+                _freeze(item, types, False, depth, True)
+            except _Refusal as refusal:
+                refusal.path.append(f".{name}")
+                raise
 
 
 def _copy_registered(value: Any) -> Any:
