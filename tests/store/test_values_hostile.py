@@ -270,8 +270,6 @@ def test_events_applied_from_outside_are_checked_as_writes_are() -> None:
     ):
         with pytest.raises(StoreError):
             store.apply([event])
-        with pytest.raises(StoreError):
-            Store.from_events([event])
     store.apply([Event(1, "write", "state", "x", {"a": [1]}, None, "replace", 1.0, None)])
     assert isinstance(store.value("state", "x"), FrozenDict)
 

@@ -6,7 +6,7 @@ of reducers as the store keeps them, and the checks of kinds and keys."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -341,6 +341,15 @@ def _checked_key(kind: str, path: str) -> str:
     except ValueTypeError as exc:
         raise InvalidKeyError(f"{kind}: {exc}") from None
     return make_key(kind, path)
+
+
+def _batch(method: str, given: Any) -> Iterable[Any]:
+    """``given``, a batch of items for ``method`` to iterate, or a ``StoreError``."""
+    if isinstance(given, Iterable) and not isinstance(given, (str, bytes)):
+        return given
+    raise StoreError(
+        f"{method} takes a list of items (or a mapping {{path: value}}), got {given!r:.80}"
+    )
 
 
 def _checked_prefix(prefix: Any) -> None:

@@ -42,6 +42,7 @@ from weft.store._staging import (
     _KIND_SET,
     _REPLACE,
     Staging,
+    _batch,
     _check_kind,
     _checked_key,
     _checked_prefix,
@@ -273,7 +274,7 @@ class Store(Staging):
         types, name = self._types, self.name
         declared_of = self._declared.get
         items: list[tuple[str, str, Any, str | None, bool]] = []
-        for item in writes:
+        for item in _batch("write_many", writes):
             try:
                 path, value, source = item
             except (TypeError, ValueError):
@@ -396,16 +397,12 @@ class Store(Staging):
         with self._lock:
             seq = self._seq
             events: list[EventRow] = []
-            for item in notes:  # nothing is kept until every note is good
+            for item in _batch("note_many", notes):  # nothing is kept until all are good
                 try:
                     path, value, source = item
                 except (TypeError, ValueError):
                     raise _not_a_triple("note_many", item) from None
-                key = (
-                    f"{kind}:{path}"
-                    if path.__class__ is str and path and path.isascii()
-                    else _checked_key(kind, path)
-                )
+                key = _checked_key(kind, path)
                 _checked_source(source)
                 if value.__class__ not in _AS_IS:
                     value = freeze(value, where=f"note {key}", types=types)
@@ -454,7 +451,7 @@ class Store(Staging):
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
         else:
             pairs = writes
-        for item in pairs:
+        for item in _batch("delta", pairs):
             try:
                 k, path, value, by = item
             except (TypeError, ValueError):
@@ -480,7 +477,7 @@ class Store(Staging):
             mark = self._mark()
             staged: list[EventRow] = []
             try:
-                for event in events:
+                for event in _batch("apply", events):
                     staged.append(self._replay(event, keep_seq=False, check=True))
             except BaseException:
                 self._rollback(mark)
@@ -681,7 +678,7 @@ class Store(Staging):
         store = cls(reducers=reducers, types=types, name=name)
         with store._lock:
             for event in events:
-                store._replay(event, check=True)
+                store._replay(event)
         store._history_from = history_from
         return store
 
