@@ -24,6 +24,7 @@ WeftError
 │   └── PauseError             a pause outside a recorded run, or an answer to no question
 ├── AgentError                 the agent layer
 │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
+│   ├── ResponseProblem        a reply that cannot be used: the reasoner gets one corrective retry
 │   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
 ├── PlanError                  plans of tool calls, and the step/task/team executors
 │   ├── PlanValidationError    a plan wired wrong, every problem listed (build time)
@@ -201,6 +202,11 @@ class AgentError(WeftError):
 
 class AgentBuildError(AgentError, ValueError):
     """An agent configured wrong: an unknown placeholder, a bad name or actor; found when built."""
+
+
+class ResponseProblem(AgentError, ValueError):
+    """What is wrong with a reasoner's reply, in words the reasoner is shown in the one
+    corrective retry (``AgentResponseError`` if the retry's reply is no better)."""
 
 
 class AgentResponseError(AgentError):

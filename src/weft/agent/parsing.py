@@ -24,12 +24,12 @@ from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
-from weft.agent.xmlish import Element, Scanner, XMLProblem, simple_children
+from weft.agent.xmlish import Element, Scanner, simple_children
+from weft.errors import CodecError, ResponseProblem, ValueTypeError
+from weft.store import freeze
+from weft.store.codec import parse
 
-
-class ResponseProblem(ValueError):
-    """What is wrong with a reply, in words the reasoner is shown in the corrective retry."""
-
+__all__ = ["ResponseProblem", "parse_structured_response"]
 
 CONTAINERS: Final = frozenset(
     {"StructuredResponse", "NextActions", "ActionGroup", "Action", "Problems", "Problem"}
@@ -74,20 +74,20 @@ def parse_structured_response(
         fenced = _FENCE.match(body)
         if fenced:
             body = fenced.group(1).strip()
-    if not xml and body.startswith("{"):
-        response, graph = _from_json(body)
-    else:
-        response, graph = _from_xml(body)
+    try:
+        if not xml and body.startswith("{"):
+            response, graph = _from_json(body)
+        else:
+            response, graph = _from_xml(body)
+    except ValueTypeError as exc:  # an action's arguments weft cannot keep
+        raise ResponseProblem(f"the reply holds a value weft cannot store: {exc}") from None
     if action_types is not None:
         _check_types(response, action_types)
     return response, graph
 
 
 def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
-    try:
-        root = _SCANNER.scan(text)
-    except XMLProblem as problem:
-        raise ResponseProblem(str(problem)) from None
+    root = _SCANNER.scan(text)
     top = root.find("StructuredResponse")
     if top is None:
         if not root.children:
@@ -228,14 +228,20 @@ def _json_action(item: Any, where: str) -> AgentAction:
     )
 
 
-def _json_object(text: str, what: str) -> dict[str, Any]:
+def _json_object(text: str, what: str) -> Mapping[str, Any]:
+    """The JSON object of ``text``, frozen: what the store would refuse (NaN, nesting past
+    ``weft.store.MAX_DEPTH``) is refused here, so the reasoner gets its corrective retry."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResponseProblem(f"{what} is not valid JSON: {exc}") from None
+        data = parse(text, what)
+    except CodecError as exc:
+        raise ResponseProblem(str(exc)) from None
     if not isinstance(data, dict):
         raise ResponseProblem(f"{what} must be a JSON object, not a {type(data).__name__}")
-    return data
+    try:
+        frozen: Mapping[str, Any] = freeze(data, where=what)
+    except ValueTypeError as exc:
+        raise ResponseProblem(f"{exc}; send plain JSON values, nested less deeply") from None
+    return frozen
 
 
 def _opt_str(value: Any) -> str | None:

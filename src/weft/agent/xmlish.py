@@ -13,11 +13,9 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
+from weft.errors import ResponseProblem
+
 _FORBIDDEN: Final = re.compile(r"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
-
-
-class XMLProblem(ValueError):
-    """The reply's known tags do not nest; the message says where and how."""
 
 
 class Element:
@@ -74,12 +72,12 @@ class Scanner:
         )
 
     def scan(self, text: str) -> Element:
-        """The tree of known tags under a root ``Element("")``; ``XMLProblem`` if they do not
-        nest."""
+        """The tree of known tags under a root ``Element("")``; ``ResponseProblem`` (saying where
+        and how) if they do not nest."""
         if "<!" in text:
             forbidden = _FORBIDDEN.search(text)
             if forbidden:
-                raise XMLProblem(
+                raise ResponseProblem(
                     f"the reply declares <!{forbidden.group(1).upper()}>; DTDs and entity "
                     "declarations are not accepted, write the elements directly"
                 )
@@ -97,7 +95,7 @@ class Scanner:
             tag = canon[name.lower()]
             if tag in texts:
                 if closing:
-                    raise XMLProblem(f"</{name}> closes a <{tag}> that was never opened")
+                    raise ResponseProblem(f"</{name}> closes a <{tag}> that was never opened")
                 element = Element(tag)
                 stack[-1].children.append(element)
                 if self_closing:
@@ -110,7 +108,7 @@ class Scanner:
                     while found is not None and found.group(1) != tag.lower():
                         found = _CLOSE.search(lower, found.end())
                     if found is None:
-                        raise XMLProblem(f"<{tag}> is opened but never closed; add </{tag}>")
+                        raise ResponseProblem(f"<{tag}> is opened but never closed; add </{tag}>")
                     end, after = found.start(), found.end()
                 else:
                     after = end + len(name) + 3
@@ -119,8 +117,8 @@ class Scanner:
             elif closing:
                 if stack[-1].tag != tag:
                     if not any(e.tag == tag for e in stack[1:]):
-                        raise XMLProblem(f"</{name}> closes a <{tag}> that was never opened")
-                    raise XMLProblem(f"<{stack[-1].tag}> is not closed before </{tag}>")
+                        raise ResponseProblem(f"</{name}> closes a <{tag}> that was never opened")
+                    raise ResponseProblem(f"<{stack[-1].tag}> is not closed before </{tag}>")
                 stack.pop()
             else:
                 element = Element(tag)
@@ -128,7 +126,7 @@ class Scanner:
                 if not self_closing:
                     stack.append(element)
         if len(stack) > 1:
-            raise XMLProblem(
+            raise ResponseProblem(
                 f"<{stack[-1].tag}> is opened but never closed; add </{stack[-1].tag}>"
             )
         return root
