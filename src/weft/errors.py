@@ -12,9 +12,11 @@ WeftError
 │   ├── ReferenceSyntaxError   text that does not parse (found before anything runs)
 │   ├── UnresolvedReferenceError  a reference to nothing in the store (at run time)
 │   └── OutputPathError        a value an output path cannot take (at run time)
-├── MemoryKeyError             an AgentMemory key with no memory namespace, or the wrong kind
+├── AgentMemoryError           AgentMemory and its tools, used or set up wrong
+│   └── MemoryKeyError         a key with no memory namespace, or the wrong kind
 ├── ModelError                 a model (reasoner or chat model) could not answer
 │   ├── ModelConfigError       an adapter configured wrong: found before any request
+│   ├── ModelInputError        a message or conversation built wrong: found before any request
 │   ├── ProviderError          a provider refused, failed, or answered in an unknown shape
 │   └── ScriptExhaustedError   a scripted model was asked more often than scripted
 ├── GraphError                 the WorkGraph engine
@@ -130,7 +132,11 @@ class OutputPathError(RefError):
     """A tool result an output path cannot take (no alternative accepts it, say)."""
 
 
-class MemoryKeyError(WeftError, ValueError):
+class AgentMemoryError(WeftError):
+    """AgentMemory or its model tools used or set up wrong."""
+
+
+class MemoryKeyError(AgentMemoryError, ValueError):
     """An AgentMemory key outside task:, step:, input: and shared:, or a kind it cannot hold."""
 
 
@@ -140,6 +146,11 @@ class ModelError(WeftError):
 
 class ModelConfigError(ModelError, ValueError):
     """An adapter configured wrong (no API key, an unusable base URL or option)."""
+
+
+class ModelInputError(ModelError, ValueError):
+    """A chat message or conversation built wrong (an unknown role, a tool message that names
+    no call, something that is not a message); found before any request is sent."""
 
 
 class ProviderError(ModelError):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from graph_helpers import Mode
 
-from weft.errors import NodeError, NodeTimeoutError
+from weft.errors import GraphBuildError, NodeError, NodeTimeoutError
 from weft.graph import ResultPassDownMode, RetryPolicy, WorkGraph, WorkGraphNode
 
 R = ResultPassDownMode
@@ -149,7 +149,7 @@ def test_retry_waits_its_backoff(mode: Mode) -> None:
 def test_retry_policy_delays() -> None:
     policy = RetryPolicy(backoff=1.0, multiplier=3.0, max_backoff=5.0)
     assert [policy.delay(n) for n in (1, 2, 3)] == [1.0, 3.0, 5.0]
-    with pytest.raises(ValueError, match="attempts"):
+    with pytest.raises(GraphBuildError, match="attempts"):
         RetryPolicy(attempts=0)
 
 

@@ -11,6 +11,7 @@ import pytest
 from llm_fakes import WeatherTool
 
 import weft.llm
+from weft.errors import ModelInputError
 from weft.llm import AssistantMessage, ChatMessage, ToolCall, ToolSpec, as_tool_spec
 from weft.llm._http import INITIAL_BACKOFF, MAX_BACKOFF, backoff_delay, retry_after
 from weft.llm.messages import as_chat_messages
@@ -54,17 +55,17 @@ def test_importing_the_model_layer_does_not_import_httpx() -> None:
 
 
 def test_roles_are_checked() -> None:
-    with pytest.raises(ValueError, match=r"unknown chat role 'bot'; .* system, user, assistant"):
+    with pytest.raises(ModelInputError, match=r"unknown chat role 'bot'; .* system, user"):
         ChatMessage(role="bot", content="hi")  # type: ignore[arg-type]
 
 
 def test_a_tool_message_must_name_its_call() -> None:
-    with pytest.raises(ValueError, match="tool_call_id="):
+    with pytest.raises(ModelInputError, match="tool_call_id="):
         ChatMessage(role="tool", content="42")
 
 
 def test_only_assistant_messages_carry_tool_calls() -> None:
-    with pytest.raises(ValueError, match="only assistant messages carry tool_calls"):
+    with pytest.raises(ModelInputError, match="only assistant messages carry tool_calls"):
         ChatMessage(role="user", content="hi", tool_calls=(ToolCall.create("t", {}),))
 
 
@@ -80,9 +81,9 @@ def test_lists_of_tool_calls_are_stored_as_tuples() -> None:
 
 
 def test_a_single_message_instead_of_a_list_is_refused_with_the_fix() -> None:
-    with pytest.raises(TypeError, match=r"wrap it: \[ChatMessage.user"):
+    with pytest.raises(ModelInputError, match=r"wrap it: \[ChatMessage.user"):
         as_chat_messages(ChatMessage.user("hi"))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"messages\[1\] is a dict"):
+    with pytest.raises(ModelInputError, match=r"messages\[1\] is a dict"):
         as_chat_messages([ChatMessage.user("hi"), {"role": "user"}])  # type: ignore[list-item]
 
 

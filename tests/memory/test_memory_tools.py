@@ -15,6 +15,7 @@ import pydantic
 import pytest
 from jsonschema import Draft202012Validator
 
+from weft.errors import AgentMemoryError
 from weft.memory import AgentMemory, MemoryTool, MemoryTools, memory_tools
 from weft.store import Entry, Store, register_type, value_bytes
 
@@ -436,5 +437,5 @@ def test_rewrite_through_the_tool_keeps_created_at(tools: MemoryTools) -> None:
 
 
 def test_max_value_bytes_must_be_positive(memory: AgentMemory) -> None:
-    with pytest.raises(ValueError, match="max_value_bytes"):
+    with pytest.raises(AgentMemoryError, match="max_value_bytes=0: expected a whole number"):
         memory_tools(memory, max_value_bytes=0)

@@ -23,8 +23,9 @@ def loads(data: Any, whose: str) -> Any:
         return data
     try:
         return json.loads(data)
-    except ValueError as exc:
-        raise PlanValidationError(f"{whose} JSON does not parse: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser
+        why = "it nests too deeply" if isinstance(exc, RecursionError) else exc
+        raise PlanValidationError(f"{whose} JSON does not parse: {why}") from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,7 +62,7 @@ class Call:
             arguments={k: v for k, v in data.items() if k not in META_KEYS},
             output_path=data.get("_outputPath"),
             instance=tuple(instance) if isinstance(instance, list) else instance,
-            imports=None if imports is None else tuple(imports),
+            imports=tuple(imports) if isinstance(imports, list) else imports,
             id=data.get("_id"),
         )
 

@@ -45,6 +45,12 @@ class Plan(Sequence[Call]):
         state_schema: Mapping[str, Any] | None = None,
         output: str | None = None,
     ) -> None:
+        if isinstance(calls, (str, bytes, Mapping)) or not isinstance(calls, Iterable):
+            raise PlanValidationError(
+                f"a plan is a list of calls, not a {type(calls).__name__}; pass a list of "
+                "Call objects or JSON objects (one call is a list of one), or use "
+                "Plan.from_json(text) for the JSON text of a plan"
+            )
         self._calls = tuple(c if isinstance(c, Call) else Call.from_json(c) for c in calls)
         self.state_schema = state_schema
         self.output = output

@@ -4,7 +4,7 @@ its arguments; ``@tool`` makes one from a function."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeAlias, overload
 
@@ -180,6 +180,11 @@ def as_tools(tools: ToolsLike) -> dict[str, Tool]:
             else:
                 raise PlanValidationError(f"tool {name!r} is {value!r}: give a Tool or a function")
         return out
+    if isinstance(tools, (str, bytes, Tool)) or not isinstance(tools, Iterable):
+        raise PlanValidationError(
+            f"tools={tools!r:.80}: expected a list of weft.calls.Tool (one tool is a list of "
+            "one) or a mapping {name: function}"
+        )
     found: dict[str, Tool] = {}
     for item in tools:
         if not isinstance(item, Tool):

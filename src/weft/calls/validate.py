@@ -38,6 +38,13 @@ def compile_plan(
     """Validate the plan ``calls`` against ``tools`` and compile it (see the module
     docstring); ``state_schema`` and ``output`` are the plan's, carried along."""
     table = instance_table(instances)
+    if inputs is not None and not (
+        isinstance(inputs, Mapping) and all(isinstance(name, str) and name for name in inputs)
+    ):
+        raise PlanValidationError(
+            f"inputs={inputs!r:.80}: expected a mapping of input names (non-empty strings) to "
+            "values, such as {'userId': 7}; each is written as input:<name>"
+        )
     problems: list[PlanProblem] = []
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
         compiled = CompiledPlan(
@@ -170,6 +177,14 @@ def _imports(
     call: Call, tool: Tool | None, args: Compiled | None, problem: Any
 ) -> tuple[Reference, ...] | None:
     if call.imports is None:
+        return None
+    if not isinstance(call.imports, (list, tuple)) or not all(
+        isinstance(spec, str) for spec in call.imports
+    ):
+        problem(
+            f"_imports={call.imports!r:.80}: expected a list of what the module may read, "
+            'such as ["state", "input.user"]; wrap a single one in a list'
+        )
         return None
     if tool is not None and not tool.isolated:
         problem(

@@ -6,7 +6,7 @@ a loop, on a helper thread (``await graph.arun()`` is the better call there).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from weft._sync import drive, run_sync
@@ -60,6 +60,12 @@ class WorkGraph:
                 "pass either paths or start_nodes, not both: paths build new nodes, "
                 "start_nodes use nodes you wired with add_next"
             )
+        for name, given in (("paths", paths), ("start_nodes", start_nodes)):
+            if given is not None and (isinstance(given, (str, bytes)) or not _iterable(given)):
+                raise GraphBuildError(
+                    f"{name}={given!r:.80}: expected a list (of WorkGraphNode s, or of paths "
+                    "of values); one node is a list of one"
+                )
         if start_nodes is None:
             items: list[Any] = list(paths or ())
             if items and all(isinstance(p, WorkGraphNode) for p in items):
@@ -159,3 +165,7 @@ class WorkGraph:
     def __repr__(self) -> str:
         starts = ", ".join(n.id for n in self.start_nodes)
         return f"<WorkGraph nodes={self._schedule.size} start=[{starts}]>"
+
+
+def _iterable(value: object) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, WorkGraphNode)

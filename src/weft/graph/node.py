@@ -35,19 +35,27 @@ class RetryPolicy:
     retry_on: tuple[type[BaseException], ...] = (Exception,)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.attempts, int) or self.attempts < 1:
-            raise ValueError(f"RetryPolicy.attempts must be an int >= 1, got {self.attempts!r}")
-        if self.backoff < 0 or self.multiplier < 1 or self.max_backoff < 0:
-            raise ValueError(
-                "RetryPolicy needs backoff >= 0, multiplier >= 1 and max_backoff >= 0, got "
-                f"backoff={self.backoff}, multiplier={self.multiplier}, "
-                f"max_backoff={self.max_backoff}"
-            )
-        if not self.retry_on or not all(
-            isinstance(cls, type) and issubclass(cls, BaseException) for cls in self.retry_on
+        attempts = self.attempts
+        if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 1:
+            raise GraphBuildError(f"RetryPolicy.attempts must be an int >= 1, got {attempts!r}")
+        numbers = (self.backoff, self.multiplier, self.max_backoff)
+        if not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers) or (
+            not (self.backoff >= 0 and self.multiplier >= 1 and self.max_backoff >= 0)  # NaN too
         ):
-            raise ValueError(
-                f"RetryPolicy.retry_on must be a tuple of exception classes, got {self.retry_on!r}"
+            raise GraphBuildError(
+                "RetryPolicy needs numbers backoff >= 0, multiplier >= 1 and max_backoff >= 0, "
+                f"got backoff={self.backoff!r}, "
+                f"multiplier={self.multiplier!r}, max_backoff={self.max_backoff!r}"
+            )
+        retry_on = self.retry_on
+        if (
+            not isinstance(retry_on, tuple)
+            or not retry_on
+            or not all(isinstance(cls, type) and issubclass(cls, BaseException) for cls in retry_on)
+        ):
+            raise GraphBuildError(
+                "RetryPolicy.retry_on must be a non-empty tuple of exception classes, such "
+                f"as (TimeoutError,), got {retry_on!r}"
             )
 
     def delay(self, failed: int) -> float:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from weft.errors import CodecError, ModelInputError
 from weft.store import register_type
+from weft.store.codec import parse
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ROLES: Final = ("system", "user", "assistant", "tool")
@@ -69,11 +71,15 @@ class ToolCall:
     @classmethod
     def create(cls, name: str, arguments: Mapping[str, Any], *, id: str | None = None) -> ToolCall:
         """A well-formed call (raw text = the JSON of ``arguments``), with a fresh id if none."""
+        try:
+            raw = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ModelInputError(
+                f"the arguments of the tool call {name!r} are not a JSON object ({exc}); "
+                "give a dict of plain JSON values"
+            ) from None
         return cls(
-            id=id or new_tool_call_id(),
-            name=name,
-            arguments=dict(arguments),
-            raw_arguments=json.dumps(arguments, ensure_ascii=False),
+            id=id or new_tool_call_id(), name=name, arguments=dict(arguments), raw_arguments=raw
         )
 
     @classmethod
@@ -92,9 +98,9 @@ class ToolCall:
         if not text.strip():  # some servers send "" for a call without arguments
             return cls(id=id, name=name, arguments={}, raw_arguments=text)
         try:
-            value = json.loads(text)
-        except ValueError as exc:
-            error = f"the arguments of {name!r} are not valid JSON ({exc}); expected a JSON object"
+            value = parse(text, f"the arguments of {name!r}")  # NaN, lone surrogates: refused
+        except CodecError as exc:
+            error = f"{exc}; expected a JSON object"
             return cls(id=id, name=name, raw_arguments=text, parse_error=error)
         if not isinstance(value, dict):
             kind = json_kind(value)
@@ -140,18 +146,20 @@ class ChatMessage:
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
-            raise ValueError(
+            raise ModelInputError(
                 f"unknown chat role {self.role!r}; a message's role is one of {', '.join(ROLES)}"
             )
         if not isinstance(self.tool_calls, tuple):
             object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
         if self.role == "tool" and not self.tool_call_id:
-            raise ValueError(
+            raise ModelInputError(
                 "a tool message must say which call it answers: pass tool_call_id= "
                 "(the id of the ToolCall from the assistant message)"
             )
         if self.tool_calls and self.role != "assistant":
-            raise ValueError(f"only assistant messages carry tool_calls, not {self.role!r} ones")
+            raise ModelInputError(
+                f"only assistant messages carry tool_calls, not {self.role!r} ones"
+            )
 
     @classmethod
     def system(cls, content: str) -> ChatMessage:
@@ -209,8 +217,10 @@ MessageLike: TypeAlias = ChatMessage | AssistantMessage
 
 def as_chat_messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
     """The conversation as ChatMessages; an AssistantMessage reply may be appended as it is."""
-    if isinstance(messages, str | ChatMessage | AssistantMessage):
-        raise TypeError(
+    if isinstance(messages, str | ChatMessage | AssistantMessage | Mapping) or not isinstance(
+        messages, Iterable
+    ):
+        raise ModelInputError(
             "messages must be a list of ChatMessage, not a single "
             f"{type(messages).__name__}; wrap it: [ChatMessage.user(...)]"
         )
@@ -221,7 +231,7 @@ def as_chat_messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
         elif isinstance(message, AssistantMessage):
             result.append(message.to_message())
         else:
-            raise TypeError(
+            raise ModelInputError(
                 f"messages[{index}] is a {type(message).__name__}; expected a ChatMessage "
                 "(ChatMessage.user(text), ChatMessage.system(text), ...) or an AssistantMessage"
             )

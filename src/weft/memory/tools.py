@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, Final, NamedTuple
 
-from weft.errors import MemoryKeyError, WeftError
+from weft.errors import AgentMemoryError, MemoryKeyError, WeftError
 from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys, to_plain_json
 from weft.memory.prompts import (
     DEFAULT_MAX_VALUE_BYTES,
@@ -151,8 +151,15 @@ def memory_tools(
     ``source`` is who ``memory_write`` records as the writer (a call's own
     ``source=`` wins); ``max_value_bytes`` caps a written value's JSON size.
     """
-    if max_value_bytes < 1:
-        raise ValueError(f"max_value_bytes must be at least 1, got {max_value_bytes}")
+    if (
+        not isinstance(max_value_bytes, int)
+        or isinstance(max_value_bytes, bool)
+        or (max_value_bytes < 1)
+    ):
+        raise AgentMemoryError(
+            f"max_value_bytes={max_value_bytes!r}: expected a whole number of bytes, at least "
+            f"1 (the default is {DEFAULT_MAX_VALUE_BYTES})"
+        )
 
     return MemoryTools(
         MemoryTool(

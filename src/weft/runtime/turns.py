@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -43,9 +44,10 @@ _END: Final = object()
 class TurnRuntime:
     """Runs the turns of conversations: ``state schema + graph + checkpointer + memory``.
 
-    ``checkpointer`` defaults to a ``SQLiteBackend`` under ``./.weft/``, closed with the
-    runtime, ``memory_store`` to the checkpointer's database; ``diagnostics`` names the
-    field the runtime stamps (``None``: off).
+    ``checkpointer`` is a ``weft.persist`` backend, or the path of a SQLite file (a ``str``
+    or ``PathLike``: a ``SQLiteBackend`` on it, closed with the runtime, as is the default
+    one under ``./.weft/``); ``memory_store`` defaults to the checkpointer's database;
+    ``diagnostics`` names the field the runtime stamps (``None``: off).
 
     >>> import operator
     >>> from typing import Annotated, TypedDict
@@ -74,7 +76,7 @@ class TurnRuntime:
         self,
         schema: type,
         graph: GraphLike,
-        checkpointer: Backend | None = None,
+        checkpointer: Backend | str | os.PathLike[str] | None = None,
         memory_store: Backend | MemoryBackend | None = None,
         *,
         context: WorkflowContext | None = None,
@@ -96,8 +98,8 @@ class TurnRuntime:
         self._transcript = transcript if transcript is not None else Transcript()
         self._transcript_fields = self._transcript.resolve(self.schema)
         self._diagnostics = check_diagnostics(self.schema, diagnostics)
-        self._owns_backend = checkpointer is None
-        self.backend: Backend = checkpointer if checkpointer is not None else SQLiteBackend()
+        self._owns_backend = not isinstance(checkpointer, Backend)
+        self.backend: Backend = _checkpointer(checkpointer, memory_store)
         base = context if context is not None else WorkflowContext()
         if base.memory_store is None:
             memory = memory_store if memory_store is not None else self.backend
@@ -405,3 +407,23 @@ class TurnRuntime:
             f"<TurnRuntime schema={self.schema.name} nodes={[n.label for n in self.nodes]} "
             f"open_threads={len(self._threads)}>"
         )
+
+
+def _checkpointer(given: Backend | str | os.PathLike[str] | None, memory_store: object) -> Backend:
+    """The event-log backend of a runtime: ``given``, a SQLite file at the path ``given``, or
+    the default file; a ``TurnError`` for anything else (checked before a file is opened)."""
+    if memory_store is not None and not isinstance(memory_store, (Backend, MemoryBackend)):
+        raise TurnError(
+            f"memory_store={memory_store!r:.80}: expected a weft.persist backend or a "
+            "weft.memory backend (or None: the checkpointer's database)"
+        )
+    if given is None:
+        return SQLiteBackend()
+    if isinstance(given, Backend):
+        return given
+    if isinstance(given, (str, os.PathLike)):
+        return SQLiteBackend(os.fspath(given))
+    raise TurnError(
+        f"checkpointer={given!r:.80}: expected a weft.persist backend (SQLiteBackend(path), "
+        "PostgresBackend(...), InMemoryBackend()) or the path of a SQLite file"
+    )
