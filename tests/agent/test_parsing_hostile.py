@@ -55,3 +55,19 @@ def test_reply_problems_and_xml_problems_are_weft_errors() -> None:
         scanner.scan("<A><B>x</B>")
     with pytest.raises(WeftError, match="DTDs and entity declarations are not accepted"):
         parse_structured_response('<!DOCTYPE x [<!ENTITY e "x">]><StructuredResponse/>')
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["no structure \ud800 here", '{"instant_response": "hi \ud800", "task_status": "Completed"}'],
+)
+def test_a_reply_with_a_lone_surrogate_gets_the_retry_and_the_store_keeps_it_escaped(
+    reply: str,
+) -> None:
+    reasoner = ScriptedReasoner([reply, DONE])
+    agent = Agent(reasoner)
+    result = agent.run("go")
+    assert (result.stop_reason, result.instant_response) == ("completed", "done")
+    assert "the reply holds a lone surrogate ('\\ud800'" in reasoner.prompts[1]
+    retry = [e.value for e in agent.store.events() if e.op == "note"]
+    assert retry[0]["raw"] == reply.replace("\ud800", "\\ud800")

@@ -350,13 +350,14 @@ class Agent:
             return prompt, raw, self.parse_response(raw)
         except ResponseProblem as problem:
             first = str(problem)
+        kept = raw.encode("utf-8", "backslashreplace").decode()  # a lone surrogate, escaped
         self._store.note(
             "state",
             self.states_path,
-            {"event": "corrective_retry", "iteration": iteration, "problem": first, "raw": raw},
+            {"event": "corrective_retry", "iteration": iteration, "problem": first, "raw": kept},
             source=self.name,
         )
-        retry = self.corrective_prompt(prompt, raw, first)
+        retry = self.corrective_prompt(prompt, kept, first)
         again = (await areason(self.reasoner, retry)).text
         try:
             return retry, again, self.parse_response(again)

@@ -68,6 +68,14 @@ def parse_structured_response(
         raise ResponseProblem(
             "the reply is empty; answer with a <StructuredResponse> element (or a JSON object)"
         )
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ResponseProblem(
+                f"the reply holds a lone surrogate ({text[exc.start]!r} at character "
+                f"{exc.start}), which is not Unicode text; reply in plain text"
+            ) from None
     body = text.strip()
     xml = _WRAPPER.search(body) is not None
     if not xml and body.startswith("```"):
