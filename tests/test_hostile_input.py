@@ -151,10 +151,14 @@ def test_messages_built_wrong_are_model_input_errors() -> None:
         ("[" * 100_000 + "]" * 100_000, "nests too deeply"),
         ('{"x": NaN}', "NaN is not a JSON number"),
         ('{"x": "\\udc80"}', "surrogates not allowed"),
+        ('{"x": ' + "[" * 150 + "]" * 150 + "}", "nested more than 100 deep"),
+        ({"x": float("nan")}, "the arguments of 't'.x: nan is not a JSON number"),
+        ({"x": {1, 2}}, "the arguments of 't' are not JSON"),
+        ({"x": [{"y": "\udc80"}]}, r"'t'.x[0].y: the text holds a lone surrogate"),
     ],
 )
 def test_a_models_hostile_tool_arguments_are_a_parse_error_never_a_crash(
-    raw: str, error: str
+    raw: Any, error: str
 ) -> None:
     call = ToolCall.parse(id="c", name="t", raw=raw)
     assert call.arguments == {}

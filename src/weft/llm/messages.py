@@ -9,8 +9,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
-from weft.errors import CodecError, ModelInputError
-from weft.store import register_type
+from weft.errors import CodecError, ModelInputError, ValueTypeError
+from weft.store import freeze, register_type
 from weft.store.codec import parse
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
@@ -87,26 +87,29 @@ class ToolCall:
         """A call from a provider's arguments (JSON text or a decoded object); never raises
         (see the class). An ``id`` that is not a non-empty string gets a fresh one."""
         id = id if isinstance(id, str) and id else new_tool_call_id()
-        if isinstance(raw, Mapping):
-            return cls(
-                id=id,
-                name=name,
-                arguments=dict(raw),
-                raw_arguments=json.dumps(raw, ensure_ascii=False),
-            )
-        text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False)
+        where = f"the arguments of {name!r}"
+        if isinstance(raw, str):
+            text = raw
+        else:
+            try:
+                text = json.dumps(raw, ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                error = f"{where} are not JSON ({exc}); expected a JSON object"
+                return cls(id=id, name=name, parse_error=error)
         if not text.strip():  # some servers send "" for a call without arguments
             return cls(id=id, name=name, arguments={}, raw_arguments=text)
         try:
-            value = parse(text, f"the arguments of {name!r}")  # NaN, lone surrogates: refused
-        except CodecError as exc:
+            value = raw if isinstance(raw, Mapping) else parse(text, where)
+            if isinstance(value, Mapping):  # what the store refuses: NaN, nesting past MAX_DEPTH
+                freeze(value, where=where)
+        except (CodecError, ValueTypeError) as exc:
             error = f"{exc}; expected a JSON object"
             return cls(id=id, name=name, raw_arguments=text, parse_error=error)
-        if not isinstance(value, dict):
+        if not isinstance(value, Mapping):
             kind = json_kind(value)
-            error = f"the arguments of {name!r} are a JSON {kind}; expected a JSON object"
+            error = f"{where} are a JSON {kind}; expected a JSON object"
             return cls(id=id, name=name, raw_arguments=text, parse_error=error)
-        return cls(id=id, name=name, arguments=value, raw_arguments=text)
+        return cls(id=id, name=name, arguments=dict(value), raw_arguments=text)
 
     def raw_or_json(self) -> str:
         """The text to send back to a provider: the model's own text, else the JSON."""
