@@ -327,12 +327,20 @@ def _check_kind(kind: str) -> None:
         raise InvalidKeyError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
 
 
-def _checked_key(kind: str, path: str) -> str:
+def _checked_key(kind: str, path: str, source: str | None = None) -> str:
     """``kind:path``, or ``InvalidKeyError``: a path is a non-empty string that UTF-8 can
-    hold (every backend saves it), of one of the kinds."""
-    ok = path.__class__ is str and path and path.isascii()
-    if ok and kind.__class__ is str and kind in _KIND_SET:
+    hold (every backend saves it), of one of the kinds; and ``source``, who writes, is
+    checked too (``_checked_source``), so that one call checks every name a write logs."""
+    if (
+        path.__class__ is str
+        and path
+        and path.isascii()
+        and kind.__class__ is str
+        and kind in _KIND_SET
+        and (source is None or (source.__class__ is str and source.isascii()))
+    ):
         return f"{kind}:{path}"
+    _checked_source(source)
     _check_kind(kind)
     if not isinstance(path, str) or not path:
         raise InvalidKeyError(f"{kind}: the path must be a non-empty string, got {path!r}")

@@ -51,7 +51,7 @@ from weft.store._staging import (
 )
 from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
 from weft.store.merge import Delta, _Mark
-from weft.store.values import _AS_IS, MISSING, TypeRegistry, freeze, registry
+from weft.store.values import _AS_IS, MISSING, TypeRegistry, _plain, freeze, registry
 
 logger: Final = logging.getLogger("weft.store")
 
@@ -211,14 +211,13 @@ class Store(Staging):
         do not reach the store. ``meta`` (a title, say) replaces the entry's metadata
         when given and is kept when omitted.
         """
-        key = _checked_key(kind, path)
-        _checked_source(source)
+        key = _checked_key(kind, path, source)
         declared = self._declared.get(key, _REPLACE)
         if replace:
             declared = declared.replacing()
         update = (
             value
-            if type(value) in _AS_IS
+            if value.__class__ in _AS_IS or _plain(value)
             else freeze(
                 value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
             )
@@ -279,11 +278,8 @@ class Store(Staging):
                 path, value, source = item
             except (TypeError, ValueError):
                 raise _not_a_triple("write_many", item) from None
-            if path.__class__ is not str or not path or not path.isascii():
-                _checked_key(kind, path)
-            _checked_source(source)
-            if value.__class__ not in _AS_IS:
-                key = f"{kind}:{path}"
+            key = _checked_key(kind, path, source)
+            if value.__class__ not in _AS_IS and not _plain(value):
                 merging = declared_of(key, _REPLACE).fn is _reducers.merge
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((kind, path, value, source or name, False))
@@ -303,11 +299,9 @@ class Store(Staging):
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
         node's one-field delta is the common case)."""
-        ok = path.__class__ is str and path and path.isascii()
-        key = f"{kind}:{path}" if ok else _checked_key(kind, path)
-        _checked_source(source)
+        key = _checked_key(kind, path, source)
         declared = self._declared.get(key, _REPLACE)
-        if value.__class__ not in _AS_IS:
+        if value.__class__ not in _AS_IS and not _plain(value):
             value = freeze(
                 value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
             )
@@ -351,8 +345,7 @@ class Store(Staging):
 
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
         """Remove one key; returns whether it held anything. Subscribers hear of it."""
-        key = _checked_key(kind, path)
-        _checked_source(source)
+        key = _checked_key(kind, path, source)
         with self._lock:
             if _entries.lookup(self._recent, self._settled, key) is None:
                 return False
@@ -377,8 +370,7 @@ class Store(Staging):
 
     def note(self, kind: str, path: str, value: Any = None, *, source: str | None = None) -> Event:
         """Log an event that changes no entry, for observers (a node started, say)."""
-        key = _checked_key(kind, path)
-        _checked_source(source)
+        key = _checked_key(kind, path, source)
         update = freeze(value, where=f"note {key}", types=self._types)
         with self._lock:
             mark = self._mark()
@@ -402,9 +394,8 @@ class Store(Staging):
                     path, value, source = item
                 except (TypeError, ValueError):
                     raise _not_a_triple("note_many", item) from None
-                key = _checked_key(kind, path)
-                _checked_source(source)
-                if value.__class__ not in _AS_IS:
+                key = _checked_key(kind, path, source)
+                if value.__class__ not in _AS_IS and not _plain(value):
                     value = freeze(value, where=f"note {key}", types=types)
                 seq += 1
                 events.append((seq, "note", kind, path, value, source or name, "replace", at, None))
@@ -439,7 +430,7 @@ class Store(Staging):
                 known = declared.get(key, _REPLACE)
                 if known.name == "replace":
                     replaces.append(key)
-                if value.__class__ not in _AS_IS:
+                if value.__class__ not in _AS_IS and not _plain(value):
                     merging = known.fn is _reducers.merge
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
@@ -458,12 +449,11 @@ class Store(Staging):
                 raise StoreError(
                     f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
                 ) from None
-            key = _checked_key(k, path)
-            _checked_source(by)
+            key = _checked_key(k, path, by)
             known = declared.get(key, _REPLACE)
             if known.name == "replace":
                 replaces.append(key)
-            if value.__class__ not in _AS_IS:
+            if value.__class__ not in _AS_IS and not _plain(value):
                 merging = known.fn is _reducers.merge
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((k, path, value, by, False))
@@ -687,7 +677,8 @@ class Store(Staging):
     def fork(self, *, name: str | None = None) -> Store:
         """An isolated child in O(1): it sees this store as it is now, and its writes
         stay its own until it is merged. ``name`` is the default ``source`` of its writes."""
-        _checked_source(name)
+        if name is not None:
+            _checked_source(name)
         child = Store.__new__(Store)
         with self._lock:
             child.name = name

@@ -207,6 +207,13 @@ _INT_LOW: Final = -_INT_HIGH
 _isfinite: Final = math.isfinite
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is a str or an int that ``freeze`` keeps as it is: the store's
+    check of a scalar before it calls ``freeze`` (a tenth of that call's cost)."""
+    cls = type(value)
+    return (cls is str and value.isascii()) or (cls is int and _INT_LOW < value < _INT_HIGH)
+
+
 class _Refusal(Exception):
     """Raised inside the walk; collects the path to the bad part as it unwinds."""
 
