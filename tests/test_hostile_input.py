@@ -16,19 +16,24 @@ from weft.calls import Plan, Tool
 from weft.errors import (
     AgentMemoryError,
     GraphBuildError,
+    GraphError,
     ModelInputError,
+    PersistError,
     PlanRunError,
     PlanValidationError,
+    ReducerError,
+    StoreError,
     TurnError,
+    ValueTypeError,
     WeftError,
 )
 from weft.graph import RetryPolicy, WorkGraph, WorkGraphNode
 from weft.llm import ChatMessage, ToolCall
 from weft.llm.messages import as_chat_messages
 from weft.memory import AgentMemory, memory_tools
-from weft.persist import SQLiteBackend, load_store
+from weft.persist import DurableRun, InMemoryBackend, SQLiteBackend, load_store
 from weft.runtime import Input, Reducer, TurnRuntime, TurnScoped, node
-from weft.store import Store
+from weft.store import Store, register_type
 
 FETCH = Tool(
     name="fetch",
@@ -253,3 +258,41 @@ def test_public_constructors_given_junk_raise_weft_errors_only(a: Any, b: Any, c
     for attempt in attempts:
         with contextlib.suppress(WeftError):
             attempt()
+
+
+# ----------------------------------------- more entry points, found by fuzzing them
+
+
+def test_store_entry_points_refuse_what_is_no_reducer_fork_or_registrable_type() -> None:
+    with pytest.raises(StoreError, match=r"reducers=5: expected \{'kind:path': reducer\}"):
+        Store(reducers=5)  # type: ignore[arg-type]
+    with pytest.raises(ReducerError, match="a reducer is a function"):
+        Store().declare("state", "x", [])  # type: ignore[arg-type]
+    store = Store()
+    fork = store.fork()
+    with pytest.raises(StoreError, match=r"merge takes a list of forks and deltas.*\[fork\]"):
+        store.merge(fork)  # type: ignore[arg-type]
+    for cls in (5, None, int):
+        with pytest.raises(ValueTypeError, match="only pydantic models and dataclasses"):
+            register_type(cls)  # type: ignore[arg-type]
+
+
+def test_calls_and_graph_entry_points_refuse_junk_with_their_own_errors() -> None:
+    with pytest.raises(PlanValidationError, match="output_examples=None is a list"):
+        Tool(name="t", fn=len, output_examples=None)  # type: ignore[arg-type]
+    with pytest.raises(PlanValidationError, match=r"_id=\[\]: an id is a non-empty string"):
+        Plan([{"_tool": "fetch", "_id": []}]).validate([FETCH])
+    graph = WorkGraph(start_nodes=[WorkGraphNode(len)])
+    with pytest.raises(GraphError, match="is not a node of this graph"):
+        graph.key_of(WorkGraphNode(len))
+
+
+@pytest.mark.parametrize("thread_id", ["chat\x00", "chat\udc80"])
+def test_a_thread_id_no_backend_can_keep_is_refused_on_every_backend(thread_id: str) -> None:
+    with pytest.raises(PersistError, match="an id is text every backend can keep"):
+        DurableRun.open(InMemoryBackend(), thread_id)
+
+
+def test_a_sqlite_backend_needs_a_path() -> None:
+    with pytest.raises(PersistError, match="expected the path of a SQLite file"):
+        SQLiteBackend(5)  # type: ignore[arg-type]

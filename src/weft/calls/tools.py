@@ -53,6 +53,13 @@ class Tool:
                 "give an object schema such as {'type': 'object', 'properties': {...}}"
             )
         if not isinstance(self.output_examples, tuple):
+            if isinstance(self.output_examples, (str, bytes, Mapping)) or not isinstance(
+                self.output_examples, Iterable
+            ):
+                raise PlanValidationError(
+                    f"tool {self.name!r}: output_examples={self.output_examples!r:.60} is a "
+                    "list of example results (one example is a list of one)"
+                )
             object.__setattr__(self, "output_examples", tuple(self.output_examples))
         properties = self.parameters.get("properties")
         out_schema = properties.get("_outputPath") if isinstance(properties, Mapping) else None

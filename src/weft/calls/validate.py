@@ -79,8 +79,9 @@ def _nodes(
     for index, call in enumerate(calls):
         cid = call.id if call.id is not None else f"{index}.{call.tool}"
 
-        def problem(message: str, index: int = index, cid: str = cid, call: Call = call) -> None:
-            problems.append(PlanProblem(index, cid, call.tool, message))
+        def problem(message: str, index: int = index, cid: Any = cid, call: Call = call) -> None:
+            shown = cid if isinstance(cid, str) else repr(cid)  # problems are hashed
+            problems.append(PlanProblem(index, shown, call.tool, message))
 
         if not isinstance(cid, str) or not cid or "/" in cid:
             problem(f"_id={cid!r}: an id is a non-empty string without '/'")

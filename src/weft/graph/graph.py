@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from weft._sync import drive, run_sync
-from weft.errors import GraphBuildError
+from weft.errors import GraphBuildError, GraphError
 from weft.graph.build import Schedule, build_nodes_from_paths, compile_schedule, to_mermaid
 from weft.graph.engine import Run
 from weft.graph.node import WorkGraphNode
@@ -150,7 +150,7 @@ class WorkGraph:
         for n, key in zip(schedule.nodes, schedule.keys, strict=True):
             if n is node:
                 return key
-        raise KeyError(f"{node!r} is not a node of this graph")
+        raise GraphError(f"{node!r} is not a node of this graph; its nodes are .nodes")
 
     def to_mermaid(self, direction: str = "TD") -> str:
         """The graph as a mermaid ``flowchart``: one line per node and per edge."""

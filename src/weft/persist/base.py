@@ -29,12 +29,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple, Self
 
-from weft.errors import ConflictError, CorruptRecordError, PersistError, StepError
+from weft.errors import (
+    ConflictError,
+    CorruptRecordError,
+    PersistError,
+    StepError,
+    ValueTypeError,
+)
 from weft.persist._gc import paused
 from weft.persist.codec import decode_event, decode_snapshot, encode_event, encode_snapshot
 from weft.persist.snapshot import Snapshot, build_store, capture
 from weft.store import Event, Store, TypeRegistry, registry
 from weft.store import reducers as _reducers
+from weft.store.values import check_text
 
 logger: Final = logging.getLogger("weft.persist")
 
@@ -103,9 +110,21 @@ class Checkpoint:
 
 
 def check_id(value: object, what: str) -> str:
-    """A thread or run id: a non-empty string."""
+    """A thread or run id: a non-empty string that every backend can keep (no NUL, which
+    PostgreSQL's text refuses, and no lone surrogate, which UTF-8 cannot hold)."""
     if not isinstance(value, str) or not value:
         raise PersistError(f"{what}={value!r}: expected a non-empty string such as 'chat-42'")
+    bad = "\x00" in value
+    if not bad and not value.isascii():
+        try:
+            check_text(value)
+        except ValueTypeError:
+            bad = True
+    if bad:
+        raise PersistError(
+            f"{what}={value!r}: an id is text every backend can keep, with no NUL and no "
+            "lone surrogate; use letters, digits and punctuation such as 'chat-42'"
+        )
     return value
 
 

@@ -23,6 +23,7 @@ a damaged file is never written to or "repaired" by weft.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -69,6 +70,8 @@ class SQLiteFile:
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise PersistError(f"synchronous={synchronous!r}: expected 'NORMAL' or 'FULL'")
+        if path is not None and not isinstance(path, (str, os.PathLike)):
+            raise PersistError(f"path={path!r:.60}: expected the path of a SQLite file (a str)")
         self.types = types
         self.path = DEFAULT_PATH if path is None else Path(path)
         self.synchronous = synchronous

@@ -15,6 +15,7 @@ import operator
 from collections.abc import Callable
 from typing import Any, Final
 
+from weft.errors import ReducerError
 from weft.store.values import DELETE, MISSING, FrozenDict, FrozenList, freeze
 
 Reducer = Callable[[Any, Any], Any]
@@ -183,6 +184,11 @@ def prepare(fn: Reducer) -> tuple[str, Reducer, bool]:
 
     ``frozen_output`` is true for built-ins, whose results need no re-freezing.
     """
+    if not callable(fn):
+        raise ReducerError(
+            f"a reducer is a function (current, update) -> new, such as reducers.append or "
+            f"operator.add, not {fn!r:.60}"
+        )
     if fn in BUILTIN:
         return BUILTIN[fn], fn, True
     alias = _ALIASES.get(fn)

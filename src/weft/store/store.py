@@ -137,8 +137,10 @@ class Store(Staging):
         self._fork_seq = 0
         self._merged = None
         self._history_from = 0
+        if reducers is not None and not isinstance(reducers, Mapping):
+            raise StoreError(f"reducers={reducers!r:.60}: expected {{'kind:path': reducer}}")
         for key, fn in (reducers or {}).items():
-            kind, _, path = key.partition(":")
+            kind, _, path = str(key).partition(":")
             self.declare(kind, path, fn)
 
     # ----------------------------------------------------------------- reducers

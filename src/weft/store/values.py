@@ -142,11 +142,16 @@ class TypeRegistry:
 
     def register(self, cls: type, name: str | None = None) -> type:
         """Accept instances of ``cls`` as stored values; returns ``cls`` (usable as a decorator)."""
-        if not (dataclasses.is_dataclass(cls) or _is_pydantic_model(cls)):
+        if not isinstance(cls, type) or not (
+            dataclasses.is_dataclass(cls) or _is_pydantic_model(cls)
+        ):
             raise ValueTypeError(
-                f"cannot register {cls.__qualname__}: only pydantic models and dataclasses "
-                "can be registered; convert other types to dicts before storing them"
+                f"cannot register {getattr(cls, '__qualname__', cls)!r}: only pydantic models "
+                "and dataclasses can be registered; convert other types to dicts before "
+                "storing them"
             )
+        if name is not None and not isinstance(name, str):
+            raise ValueTypeError(f"register({cls.__qualname__}, name={name!r}): a name is text")
         name = name or f"{cls.__module__}.{cls.__qualname__}"
         known = self._by_name.get(name) or BUILTIN_NAMES.get(name)
         if known is not None and known is not cls:
