@@ -14,6 +14,8 @@ import copy
 import dataclasses
 import enum
 import math
+import operator
+from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any, Final, NoReturn
 
@@ -400,28 +402,55 @@ _TOO_DEEP: Final = (
     f"containers are nested more than {MAX_DEPTH} deep (weft.store.MAX_DEPTH), deeper than "
     "a stored value may go; flatten the value, or store the deep part as JSON text"
 )
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None] = {}
+"""A registered dataclass's field names and a reader of all their values at once (None
+for a pydantic model, whose fields are read with ``model_dump``)."""
 
 
 def _check_fields(value: Any, types: TypeRegistry, depth: int) -> None:
     """Check a registered object's fields as the codec will write them (``_freeze`` with
-    ``strict``); the object itself is stored as it is."""
-    if dataclasses.is_dataclass(value):
-        cls = type(value)
-        names = _FIELDS.get(cls)
-        if names is None:
-            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
-        fields: Any = ((name, getattr(value, name)) for name in names)
+    ``strict``); the object itself is stored as it is. weft's own records are written once
+    per node of a recorded run, so plain fields are passed over in one quick loop first."""
+    cls = type(value)
+    try:
+        found = _FIELDS[cls]
+    except KeyError:
+        found = _FIELDS[cls] = _reader(cls)
+    if found is None:
+        dumped = value.model_dump(mode="python")
+        names, values = tuple(dumped), tuple(dumped.values())
     else:
-        fields = value.model_dump(mode="python").items()
-    for name, item in fields:
-        icls = type(item)
-        if icls not in _AS_IS and (icls is not str or not item.isascii()):
-            try:
-                _freeze(item, types, False, depth, True)
-            except _Refusal as refusal:
-                refusal.path.append(f".{name}")
-                raise
+        names, values = found[0], found[1](value)
+        for item in values:
+            icls = type(item)
+            if icls in _AS_IS:
+                continue
+            if icls is str:
+                if item.isascii():
+                    continue
+            elif icls is float:
+                if item - item == 0.0:  # finite
+                    continue
+            elif icls is int and _INT_LOW < item < _INT_HIGH:
+                continue
+            break
+        else:
+            return
+    for name, item in zip(names, values, strict=True):
+        try:
+            _freeze(item, types, False, depth, True)
+        except _Refusal as refusal:
+            refusal.path.append(f".{name}")
+            raise
+
+
+def _reader(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None:
+    if not dataclasses.is_dataclass(cls):
+        return None
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    if len(names) == 1:  # attrgetter of one name gives the value, not a 1-tuple
+        return names, lambda value: (getattr(value, names[0]),)
+    return names, operator.attrgetter(*names)
 
 
 def _copy_registered(value: Any) -> Any:
