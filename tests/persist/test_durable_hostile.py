@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from persist_helpers import Factory
 
-from weft.errors import CorruptRecordError, StoreError, WeftError
+from weft.errors import CorruptRecordError, NodeError, StoreError, WeftError
+from weft.graph import WorkGraph, WorkGraphNode
 from weft.memory import AgentMemory, memory_tools
 from weft.persist import Backend, DurableRun, SQLiteBackend, load_store
 from weft.store import MAX_DEPTH, Store, register_type
@@ -139,3 +140,22 @@ def test_a_registered_type_with_a_non_finite_float_never_reaches_the_backend(
     run.store.write("shared", "g", Gauge(2.5))
     run.close()
     assert load_store(backend, "t").value("shared", "g") == Gauge(2.5)
+
+
+def test_a_failure_whose_message_holds_a_lone_surrogate_is_reported_not_hidden(
+    open_backend: Factory,
+) -> None:
+    def tool() -> None:
+        raise ValueError(f"the model sent {LONE}")
+
+    run = DurableRun.open(open_backend(), "t", notes="eager")
+    seen: list[Any] = []
+    run.store.subscribe(seen.append)  # observed: the engine writes its nodes' notes
+    with pytest.raises(NodeError) as caught:
+        run.run_graph(WorkGraph(start_nodes=[WorkGraphNode(tool)]))
+    assert isinstance(caught.value.__cause__, ValueError)  # the node's own error, not a refusal
+    run.store.write("state", "after", 1)
+    run.close()
+    notes = [e.event.value for e in open_backend().history("t") if e.event.op == "note"]
+    assert notes[-1].error == "ValueError: the model sent \\udc80"
+    assert load_store(open_backend(), "t").value("state", "after") == 1

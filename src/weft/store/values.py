@@ -358,8 +358,7 @@ def _freeze(
     if cls in types:
         if depth >= MAX_DEPTH:
             raise _Refusal(_TOO_DEEP)
-        _check_fields(value, types, depth + 1)
-        return _copy_registered(value)
+        return _copy_registered(_check_fields(value, types, depth + 1))
     if isinstance(value, (enum.Enum, str, int)):
         if strict:
             raise _Refusal(
@@ -402,25 +401,30 @@ _TOO_DEEP: Final = (
     f"containers are nested more than {MAX_DEPTH} deep (weft.store.MAX_DEPTH), deeper than "
     "a stored value may go; flatten the value, or store the deep part as JSON text"
 )
-_FIELDS: dict[type, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None] = {}
-"""A registered dataclass's field names and a reader of all their values at once (None
-for a pydantic model, whose fields are read with ``model_dump``)."""
+_Reader = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], frozenset[str]]
+_FIELDS: dict[type, _Reader | None] = {}
+"""A registered dataclass's field names, a reader of all their values at once, and (for
+weft's own records) its text fields; None for a pydantic model (read with ``model_dump``)."""
 
 
-def _check_fields(value: Any, types: TypeRegistry, depth: int) -> None:
+def _check_fields(value: Any, types: TypeRegistry, depth: int) -> Any:
     """Check a registered object's fields as the codec will write them (``_freeze`` with
-    ``strict``); the object itself is stored as it is. weft's own records are written once
-    per node of a recorded run, so plain fields are passed over in one quick loop first."""
+    ``strict``); the object itself is stored as it is, so it is returned. weft's own records
+    are written once per node of a recorded run, so plain fields are passed over in one quick
+    loop first; their text fields (a label, an error message, for people) holding a lone
+    surrogate are escaped in a copy instead, so that a failure is never hidden by its own
+    report being refused."""
     cls = type(value)
     try:
         found = _FIELDS[cls]
     except KeyError:
         found = _FIELDS[cls] = _reader(cls)
+    texts: frozenset[str] = frozenset()
     if found is None:
         dumped = value.model_dump(mode="python")
         names, values = tuple(dumped), tuple(dumped.values())
     else:
-        names, values = found[0], found[1](value)
+        names, values, texts = found[0], found[1](value), found[2]
         for item in values:
             icls = type(item)
             if icls in _AS_IS:
@@ -435,22 +439,29 @@ def _check_fields(value: Any, types: TypeRegistry, depth: int) -> None:
                 continue
             break
         else:
-            return
+            return value
+    escaped: dict[str, str] = {}
     for name, item in zip(names, values, strict=True):
         try:
             _freeze(item, types, False, depth, True)
         except _Refusal as refusal:
+            if name in texts and type(item) is str:
+                escaped[name] = item.encode("utf-8", "backslashreplace").decode()
+                continue
             refusal.path.append(f".{name}")
             raise
+    return dataclasses.replace(value, **escaped) if escaped else value
 
 
-def _reader(cls: type) -> tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]] | None:
+def _reader(cls: type) -> _Reader | None:
     if not dataclasses.is_dataclass(cls):
         return None
-    names = tuple(f.name for f in dataclasses.fields(cls))
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields)
+    texts = frozenset(f.name for f in fields if cls in BUILTIN_TYPES and f.type != "Any")
     if len(names) == 1:  # attrgetter of one name gives the value, not a 1-tuple
-        return names, lambda value: (getattr(value, names[0]),)
-    return names, operator.attrgetter(*names)
+        return names, lambda value: (getattr(value, names[0]),), texts
+    return names, operator.attrgetter(*names), texts
 
 
 def _copy_registered(value: Any) -> Any:
