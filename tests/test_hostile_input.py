@@ -282,6 +282,8 @@ def test_calls_and_graph_entry_points_refuse_junk_with_their_own_errors() -> Non
         Tool(name="t", fn=len, output_examples=None)  # type: ignore[arg-type]
     with pytest.raises(PlanValidationError, match=r"_id=\[\]: an id is a non-empty string"):
         Plan([{"_tool": "fetch", "_id": []}]).validate([FETCH])
+    with pytest.raises(PlanValidationError, match=r"_id='a\\udc80': an id is a non-empty"):
+        Plan([{"_tool": "fetch", "_id": "a\udc80"}]).validate([FETCH])
     graph = WorkGraph(start_nodes=[WorkGraphNode(len)])
     with pytest.raises(GraphError, match="is not a node of this graph"):
         graph.key_of(WorkGraphNode(len))

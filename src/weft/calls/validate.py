@@ -16,13 +16,14 @@ from weft.calls.dataflow import CompiledPlan, Node, PlanProblem, analyse
 from weft.calls.imports import covered, parse_import
 from weft.calls.instancing import InstancesLike, instance_table, targets_of
 from weft.calls.tools import Tool
-from weft.errors import PlanValidationError, ReferenceSyntaxError
+from weft.errors import PlanValidationError, ReferenceSyntaxError, ValueTypeError
 from weft.persist._gc import paused
 from weft.refs.outputs import OutputPath
 from weft.refs.parse import Reference
 from weft.refs.resolve import Compiled, compile_mapping
 from weft.refs.schemas import closed_choices, schema_problem, schema_problems
 from weft.store import Store
+from weft.store.values import check_text
 
 
 def compile_plan(
@@ -83,8 +84,8 @@ def _nodes(
             shown = cid if isinstance(cid, str) else repr(cid)  # problems are hashed
             problems.append(PlanProblem(index, shown, call.tool, message))
 
-        if not isinstance(cid, str) or not cid or "/" in cid:
-            problem(f"_id={cid!r}: an id is a non-empty string without '/'")
+        if not isinstance(cid, str) or not cid or "/" in cid or not _text(cid):
+            problem(f"_id={cid!r}: an id is a non-empty string without '/' (and Unicode text)")
         elif cid in seen:
             problem(f"its id {cid!r} is also the id of call {seen[cid]}; ids are unique")
         seen.setdefault(str(cid), index)
@@ -206,6 +207,15 @@ def _imports(
                     f"not bring into its clean room; add {ref.prefix(2).text[1:]!r} to _imports"
                 )
     return tuple(refs)
+
+
+def _text(text: str) -> bool:
+    """Whether every backend can keep ``text`` (an id becomes the source of writes)."""
+    try:
+        check_text(text)
+    except ValueTypeError:
+        return False
+    return True
 
 
 def _constrains(schema: Mapping[str, Any]) -> bool:
