@@ -23,7 +23,7 @@ from typing import Any
 
 from weft.errors import GraphBuildError
 from weft.graph.modes import KEYWORD, mode_code
-from weft.graph.node import RetryPolicy, WorkGraphNode, is_async
+from weft.graph.node import RetryPolicy, WorkGraphNode, is_async, linked
 
 
 def build_nodes_from_paths(
@@ -38,7 +38,7 @@ def build_nodes_from_paths(
     strings are). A cycle is a ``GraphBuildError`` naming the nodes on it.
     """
     by_value: dict[Hashable, WorkGraphNode] = {}
-    created: list[WorkGraphNode] = []
+    created: dict[int, WorkGraphNode] = {}  # by id(): in the order first met
     for number, path in enumerate(paths):
         if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
             raise GraphBuildError(
@@ -48,23 +48,22 @@ def build_nodes_from_paths(
         previous: WorkGraphNode | None = None
         for value in path:
             node = _node_for(value, by_value, created, node_cls, number)
-            if previous is not None and not any(n is node for n in previous.next):
+            if previous is not None and not linked(previous, node):
                 previous.add_next(node)
             previous = node
-    check_acyclic(created)
-    return [node for node in created if not node.previous]
+    check_acyclic(created.values())
+    return [node for node in created.values() if not node.previous]
 
 
 def _node_for(
     value: Any,
     by_value: dict[Hashable, WorkGraphNode],
-    created: list[WorkGraphNode],
+    created: dict[int, WorkGraphNode],
     node_cls: Callable[..., WorkGraphNode],
     number: int,
 ) -> WorkGraphNode:
     if isinstance(value, WorkGraphNode):
-        if not any(n is value for n in created):
-            created.append(value)
+        created.setdefault(id(value), value)
         return value
     try:
         node = by_value.get(value)
@@ -81,7 +80,7 @@ def _node_for(
                 "WorkGraphNode or a partial of it"
             )
         by_value[value] = node
-        created.append(node)
+        created[id(node)] = node
     return node
 
 
