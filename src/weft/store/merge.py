@@ -181,6 +181,8 @@ class Merging:
             mark = self._mark()
             events: list[EventRow] = []
             batch: list[tuple[str, str, Any, str | None, bool]] = []  # deltas, applied together
+            batched: set[str] = set()  # the keys of ``batch[:seen]``, filled as needed
+            seen = 0
             try:
                 for position, change in enumerate(given):
                     merged = change._merged
@@ -192,18 +194,19 @@ class Merging:
                     if change.__class__ is Delta:
                         assert isinstance(change, Delta)
                         if change.replaces:
-                            if batch and any(
-                                f"{kind}:{path}" in change.replaces for kind, path, *_ in batch
-                            ):  # its conflict check must see the batch applied
+                            batched.update([f"{w[0]}:{w[1]}" for w in batch[seen:]])
+                            seen = len(batch)
+                            if not batched.isdisjoint(change.replaces):
+                                # its conflict check must see the batch applied
                                 events.extend(self._apply_batch(batch))
-                                batch = []
+                                batch, batched, seen = [], set(), 0
                             if check:
                                 self._check_conflicts(change, position)
                         batch.extend(change.writes)
                         continue
                     if batch:
                         events.extend(self._apply_batch(batch))
-                        batch = []
+                        batch, batched, seen = [], set(), 0
                     assert isinstance(change, Merging)
                     with change._lock:
                         if self._saw_nothing_since(change):
