@@ -70,33 +70,44 @@ class Views:
 
     @classmethod
     def of(cls, schedule: Schedule) -> Views:
-        preds, full = schedule.preds, schedule.full
-        needed = [False] * schedule.size
+        preds, succs, full = schedule.preds, schedule.succs, schedule.full
+        n = schedule.size
+        needed = [False] * n
         for s, ps in enumerate(preds):
             if not full[s] and len(ps) == 1:
                 needed[ps[0]] = True
         joins = [j for j, ps in enumerate(preds) if not full[j] and len(ps) > 1]
         plans: dict[int, tuple[int, tuple[int, ...]]] = {}
         shortcuts: dict[int, tuple[int, tuple[int, ...]]] = {}
-        if joins:  # ancestor sets only when some join needs them
-            ancestors: list[int] = []
-            for ps in preds:
-                bits = 0
-                for p in ps:
-                    bits |= ancestors[p] | (1 << p)
-                ancestors.append(bits)
-            for j in joins:
-                plans[j] = _base_and_extras(j, preds[j], ancestors)
-                fewest = min(
-                    (ancestors[j] & ~(ancestors[p] | (1 << p)), p) for p in dict.fromkeys(preds[j])
+        if not joins:
+            return cls(plans, shortcuts, tuple(needed))
+        # Each node's ancestors as a bit set, in canonical order, kept only while a
+        # successor still needs it: a long chain beside a join holds a few sets at a time,
+        # not one per node (which would be quadratic in memory).
+        ancestors: list[int] = [0] * n
+        waiting = [len(ss) for ss in succs]
+        for s in range(joins[-1] + 1):
+            bits = 0
+            for p in preds[s]:
+                bits |= ancestors[p] | (1 << p)
+            ancestors[s] = bits
+            if not full[s] and len(preds[s]) > 1:
+                plans[s] = plan = _base_and_extras(s, preds[s], ancestors)
+                fewest, by = min(
+                    ((bits & ~(ancestors[p] | (1 << p))).bit_count(), p)
+                    for p in dict.fromkeys(preds[s])
                 )
-                if fewest[0].bit_count() < len(plans[j][1]):
-                    shortcuts[j] = (fewest[1], _bits(fewest[0]))
-                for base, extras in (plans[j], shortcuts.get(j, (-1, ()))):
+                if fewest < len(plan[1]):
+                    shortcuts[s] = (by, _bits(bits & ~(ancestors[by] | (1 << by))))
+                for base, extras in (plan, shortcuts.get(s, (-1, ()))):
                     if base >= 0:
                         needed[base] = True
                     for u in extras:
                         needed[u] = True
+            for p in preds[s]:
+                waiting[p] -= 1
+                if not waiting[p]:
+                    ancestors[p] = 0
         return cls(plans, shortcuts, tuple(needed))
 
 
