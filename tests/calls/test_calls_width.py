@@ -1,0 +1,121 @@
+"""Plans at width and length: a chain of thousands of calls and a fan-out over thousands
+of instances validate and run; the check for unordered writes to one field keeps its
+verdicts however the writers are ordered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from weft.calls import Plan, Tool
+from weft.errors import PlanValidationError
+
+
+def inc(x: int) -> int:
+    return x + 1
+
+
+def scale(n: int, factor: int) -> int:
+    return n * factor
+
+
+def upper(text: str) -> str:
+    return text.upper()
+
+
+def first(items: list[str]) -> str:
+    return items[0]
+
+
+TOOLS = [
+    Tool(name="inc", fn=inc),
+    Tool(name="scale", fn=scale),
+    Tool(name="upper", fn=upper),
+    Tool(name="first", fn=first),
+]
+
+
+def problems_of(calls: list[dict[str, Any]]) -> list[str]:
+    with pytest.raises(PlanValidationError) as caught:
+        Plan(calls).validate(TOOLS)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_a_chain_of_5000_calls_runs_to_its_last_value() -> None:
+    n = 5000
+    calls = [{"_tool": "inc", "x": 0, "_outputPath": "†state.v0"}]
+    calls += [
+        {"_tool": "inc", "x": f"†state.v{i}", "_outputPath": f"†state.v{i + 1}"}
+        for i in range(n - 1)
+    ]
+    assert Plan(calls).run(TOOLS).store.value("state", f"v{n - 1}") == n
+
+
+def test_a_fan_out_over_5000_instances_gives_each_its_own_result() -> None:
+    n = 5000
+    plan = Plan(
+        [
+            {"_tool": "inc", "x": 1, "_outputPath": "†state.factor"},
+            {
+                "_tool": "scale",
+                "n": "†input.n",
+                "factor": "†state.factor",
+                "_outputPath": "†state.scaled",
+                "_instance": "*",
+            },
+        ]
+    )
+    result = plan.run(TOOLS, instances={f"i{k}": {"n": k} for k in range(n)})
+    assert [result.instances[f"i{k}"].value("state", "scaled") for k in (0, 7, n - 1)] == [
+        0,
+        14,
+        2 * (n - 1),
+    ]
+
+
+def test_a_set_that_reads_what_a_push_wrote_is_ordered_after_it() -> None:
+    plan = Plan(
+        [
+            {"_tool": "upper", "text": "a", "_outputPath": "†state.log:push"},
+            {"_tool": "first", "items": "†state.log", "_outputPath": "†state.log"},
+        ]
+    )
+    assert plan.run(TOOLS).store.value("state", "log") == "A"
+
+
+def test_a_push_that_reads_what_a_set_wrote_is_ordered_after_it() -> None:
+    plan = Plan(
+        [
+            {"_tool": "upper", "text": "a", "_outputPath": "†state.log"},
+            {"_tool": "upper", "text": "†state.log", "_outputPath": "†state.log:push"},
+        ]
+    )
+    plan.validate(TOOLS)
+
+
+def test_a_set_and_a_push_of_one_field_with_no_order_conflict() -> None:
+    found = problems_of(
+        [
+            {"_tool": "upper", "text": "a", "_outputPath": "†state.log:push"},
+            {"_tool": "upper", "text": "b", "_outputPath": "†state.log"},
+        ]
+    )
+    assert len(found) == 1
+    assert found[0].startswith("call 0 (upper") and "call 1 (upper)" in found[0]
+    assert "both write †state.log (one sets it) with no order between them" in found[0]
+
+
+def test_two_unordered_sets_at_the_ends_of_a_long_chain_are_reported_once() -> None:
+    n = 5000
+    calls = [{"_tool": "inc", "x": 0, "_outputPath": "†state.v0"}]
+    calls += [
+        {"_tool": "inc", "x": f"†state.v{i}", "_outputPath": f"†state.v{i + 1}"}
+        for i in range(n - 1)
+    ]
+    calls.insert(0, {"_tool": "inc", "x": 1, "_outputPath": "†state.total"})
+    calls.append({"_tool": "inc", "x": f"†state.v{n - 1}", "_outputPath": "†state.total"})
+    found = problems_of(calls)
+    assert len(found) == 1
+    assert found[0].startswith("call 0 (inc")
+    assert f"call {n + 1} (inc)" in found[0]
