@@ -3,10 +3,12 @@ linear in its width, and gives every branch's result in edge order."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from functools import partial
 from typing import Any
 
-from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+from weft.graph import ResultPassDownMode, RunContext, WorkGraph, WorkGraphNode
 from weft.store import Store, reducers
 
 WIDE = 20_000
@@ -109,3 +111,25 @@ def test_wiring_a_fan_out_and_fan_in_does_not_compare_each_node_with_its_sibling
         start.add_next(CountingNode(partial(value, i))).add_next(join)
     assert CountingNode.compared <= n  # it was n * (n - 1): each new edge against every sibling
     assert len(start.next) == len(join.previous) == n
+
+
+def test_a_finished_node_s_fork_is_not_kept_by_the_run() -> None:
+    """A run over many nodes that work on forks (nodes taking ``ctx``) holds a fork only
+    while a node or a later view needs it, not one per node to the end of the run."""
+    refs: list[weakref.ref[Store]] = []
+
+    def step(ctx: RunContext[None]) -> None:
+        refs.append(weakref.ref(ctx.store))
+        ctx.store.write("state", f"k{len(refs)}", len(refs))
+
+    def last(ctx: RunContext[None]) -> list[bool]:
+        gc.collect()
+        return [ref() is None for ref in refs]
+
+    first = node = WorkGraphNode(step)
+    for _ in range(4):
+        node = node.add_next(WorkGraphNode(step))
+    node.add_next(WorkGraphNode(last))
+    store = Store()
+    assert WorkGraph(start_nodes=[first]).run(store=store) == [True] * 5
+    assert store.value("state", "k5") == 5

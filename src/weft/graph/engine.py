@@ -163,8 +163,11 @@ class Run(Dispatching):
             if store is not None and (writes or run_id is not None)
             else None
         )
+        # each node's view while it runs (dropped as it settles: a run over 100,000 nodes
+        # does not keep 100,000 forks), and the last state view made, which the siblings
+        # of a fan-out, admitted one after another, share
         self.views: list[StateView | Store | None] = [None] * n if self.stores is not None else []
-        self._state_views: dict[int, StateView] = {}  # siblings reading one view share it
+        self._state_view: StateView | None = None
         # Lifecycle notes go to the observers of the store as the run starts; a run nobody
         # watches has no observer at all, and its nodes are not timed unless recorded.
         self.observer = (
@@ -527,6 +530,8 @@ class Run(Dispatching):
 
     def _settle(self, i: int, flag: WorkGraphStopFlags, result: Any) -> None:
         self.results[i] = result
+        if self.views:
+            self.views[i] = None
         if flag is _CONTINUE:
             self.status[i] = DONE
         elif flag is _ABORT:
@@ -605,9 +610,9 @@ class Run(Dispatching):
                 self._fail_commit(s, exc)
                 return
             if self.schedule.states[s]:
-                view = self._state_views.get(id(store))
+                view = self._state_view
                 if view is None or view._store is not store:
-                    view = self._state_views[id(store)] = StateView(store)
+                    view = self._state_view = StateView(store)
                 self.views[s] = view
             else:
                 self.views[s] = store
