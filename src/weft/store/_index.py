@@ -27,6 +27,11 @@ LEAF_SIZE: Final = 128
 """Most keys in a leaf: an insert copies one leaf, so smaller is cheaper to change."""
 FANOUT: Final = 64
 """Most children of an inner node: a million keys are three or four levels deep."""
+SHARED_LOG: Final = 32
+"""A fork shares a version that recorded at most this many changes (whichever owner
+changes it second copies them) rather than starting a version of its own: a store forked
+for every write (a transaction, a plan call) then keeps one version per 32 writes, not one
+per write, until its keys are read."""
 REBUILD_SHARE: Final = 8
 """Recorded changes are inserted one by one while fewer than 1/8 of the keys, and
 merged into a rebuilt tree from there (a sorted merge beats that many path copies)."""
@@ -94,7 +99,8 @@ class SortedKeys:
         """This set, for two owners that change it apart (a store and its fork): the changes
         recorded so far are then sorted in once for both, not once by each of them."""
         pending = self._pending
-        if pending is None or pending[1] is None:  # sorted, or a fork's start already
+        # sorted, a fork's start already, or few enough changes to share
+        if pending is None or pending[1] is None or pending[2] <= SHARED_LOG:
             return self
         new = SortedKeys.__new__(SortedKeys)
         new._shape, new._sorted, new._pending = self._shape, None, (self, None, 0)
