@@ -3,6 +3,7 @@ linear in its width, and gives every branch's result in edge order."""
 
 from __future__ import annotations
 
+import contextvars
 import gc
 import weakref
 from functools import partial
@@ -133,3 +134,45 @@ def test_a_finished_node_s_fork_is_not_kept_by_the_run() -> None:
     store = Store()
     assert WorkGraph(start_nodes=[first]).run(store=store) == [True] * 5
     assert store.value("state", "k5") == 5
+
+
+tag: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="-")
+
+
+def test_a_queued_fan_out_holds_no_context_or_arguments_per_node() -> None:
+    """The sync nodes of a fan-out wait in one queue for a thread: each gets its copy of
+    the context and its arguments as it starts, not as it is queued."""
+    counts: list[int] = []
+
+    def branch(i: int) -> int:
+        if not counts:
+            counts.append(sum(type(o) is contextvars.Context for o in gc.get_objects()))
+        return i
+
+    start = WorkGraphNode(lambda: None)
+    join = WorkGraphNode(gather)
+    for i in range(2000):
+        start.add_next(WorkGraphNode(partial(branch, i), ResultPassDownMode.ResultAsFirstArg))
+        start.next[-1].add_next(join)
+    assert WorkGraph(start_nodes=[start]).run() == list(range(2000))
+    assert counts[0] < 100  # it was one per queued node
+
+
+def test_each_sync_node_on_a_thread_runs_in_a_copy_of_the_context_as_it_was_dispatched() -> None:
+    def first() -> None:
+        tag.set("set by the first node")  # runs on the calling thread, before the fan-out
+
+    def branch(i: int) -> str:
+        seen = tag.get()
+        tag.set(f"set by {i}")  # in its own copy: no sibling sees it
+        return seen
+
+    start = WorkGraphNode(first)
+    join = WorkGraphNode(gather)
+    for i in range(50):
+        start.add_next(WorkGraphNode(partial(branch, i), ResultPassDownMode.ResultAsFirstArg))
+        start.next[-1].add_next(join)
+    graph = WorkGraph(start_nodes=[start], max_concurrency=1)  # one thread, one at a time
+    # (in a context of its own: a node run on the calling thread sets the caller's vars)
+    assert contextvars.copy_context().run(graph.run) == ["set by the first node"] * 50
+    assert tag.get() == "-"

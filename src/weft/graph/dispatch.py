@@ -62,6 +62,8 @@ class Dispatching:
     timers: dict[int, asyncio.TimerHandle]
     tasks: dict[asyncio.Task[tuple[bool, Any, int]], tuple[int, float]]
     sync: SyncQueue | None
+    context: contextvars.Context
+    """The run's context as its latest batch was dispatched (copied for each sync node)."""
     loop: asyncio.AbstractEventLoop | None
     waiter: asyncio.Future[None] | None
     signalled: bool
@@ -164,7 +166,8 @@ class Dispatching:
         other sync nodes as one batch for the threads."""
         ready, schedule, loop, observer = self.ready, self.schedule, self.loop, self.observer
         asyncs, timeouts, call_args = schedule.asyncs, schedule.timeouts, self._call_args
-        copy_context, timed = contextvars.copy_context, self.timed
+        timed = self.timed
+        self.context = contextvars.copy_context()  # each node runs in a copy (``_work``)
         room = len(ready) if self.limit is None else self.limit - self.running
         room = min(room, len(ready))
         self.running += max(room, 0)
@@ -174,17 +177,17 @@ class Dispatching:
         try:
             for _ in range(room):
                 i = ready.popleft()
-                args, kwargs = call_args(i)
                 if observer is not None:
                     observer.started(i)
                 started = perf_counter() if timed else 0.0
                 if asyncs[i]:
                     assert loop is not None, "a run with async nodes has an event loop"
+                    args, kwargs = call_args(i)
                     task = loop.create_task(self._attempts(i, args, kwargs))
                     self.tasks[task] = (i, started)
                     task.add_done_callback(self._task_done)
                     continue
-                item = (i, self.tokens[i], args, kwargs, copy_context())
+                item = (i, self.tokens[i])
                 timeout = timeouts[i]
                 if timeout is None:
                     batch.append(item)
@@ -213,14 +216,23 @@ class Dispatching:
     def _work(self, item: tuple[Any, ...]) -> None:
         """On a worker thread: run one sync node, with its retries (sleeping their backoff)
         unless it has a timeout (the loop retries those)."""
-        i, token, args, kwargs, context = item
+        i, token = item
+        # Its copy of the context and its arguments (made in that copy: they may set its
+        # pause point) are made here, not as it is queued: a fan-out over 100,000 nodes
+        # would otherwise hold them all until their turn, and the garbage collector would
+        # walk them over and over. (The context is the one of the latest dispatch: the
+        # run's thread runs no node while sync nodes are queued.)
+        context = self.context.copy()
+        call: Args | None = None
         fn, timed = self.schedule.fns[i], self.timed
         retry = self.schedule.retries[i] if self.schedule.timeouts[i] is None else None
         started = perf_counter() if timed else 0.0
         attempt = 1
         while True:
             try:
-                value = context.run(fn, *args, **kwargs)
+                if call is None:
+                    call = context.run(self._call_args, i)
+                value = context.run(fn, *call[0], **call[1])
                 if value.__class__ is _CORO:
                     value = run_sync(value)
             except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run

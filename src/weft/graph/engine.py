@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import queue
 import types
 import uuid
@@ -121,6 +122,7 @@ class Run(Dispatching):
         self.timers: dict[int, asyncio.TimerHandle] = {}
         self.tasks: dict[asyncio.Task[tuple[bool, Any, int]], tuple[int, float]] = {}
         self.sync: SyncQueue | None = None
+        self.context = contextvars.copy_context()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.waiter: asyncio.Future[None] | None = None
         self.bell: queue.SimpleQueue[None] | None = None  # a driven run's wake-up call
