@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from weft.calls import Plan, Tool
+from weft.calls.execute import Runtime
 from weft.errors import PlanValidationError
+from weft.store import Store
 
 
 def inc(x: int) -> int:
@@ -119,3 +121,46 @@ def test_two_unordered_sets_at_the_ends_of_a_long_chain_are_reported_once() -> N
     assert len(found) == 1
     assert found[0].startswith("call 0 (inc")
     assert f"call {n + 1} (inc)" in found[0]
+
+
+PUSH_PLAN = [
+    {"_tool": "inc", "x": 1, "_outputPath": "†state.factor"},
+    {
+        "_tool": "scale",
+        "n": "†input.n",
+        "factor": "†state.factor",
+        "_outputPath": "†state.scaled:push",
+        "_instance": "*",
+    },
+]
+
+
+def test_merging_5000_instances_pushes_their_results_in_instance_order() -> None:
+    n = 5000
+    instances = {f"i{k}": {"n": k} for k in range(n)}
+    result = Plan(PUSH_PLAN).run(TOOLS, instances=instances, merge_instances=True)
+    assert result.store.value("state", "scaled") == [2 * k for k in range(n)]
+
+
+class CountingRecords(dict[int, Any]):
+    """Records of finished calls that count how often they are looked up."""
+
+    looked_up = 0
+
+    def get(self, key: int, default: Any = None) -> Any:
+        CountingRecords.looked_up += 1
+        return super().get(key, default)
+
+
+def test_merging_instances_looks_up_each_call_s_record_once() -> None:
+    n = 500
+    store = Store()
+    compiled = Plan(PUSH_PLAN).validate(TOOLS, instances={f"i{k}": {"n": k} for k in range(n)})
+    runtime = Runtime(compiled, store)
+    records = CountingRecords(
+        {node.position: {"value": node.position, "alt": 0} for node in compiled.nodes}
+    )
+    CountingRecords.looked_up = 0
+    runtime.merge_instances(records)
+    assert CountingRecords.looked_up <= len(compiled.nodes)  # it was instances x calls
+    assert store.value("state", "scaled") == list(range(1, n + 1))

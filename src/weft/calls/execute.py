@@ -197,15 +197,19 @@ class Runtime:
         """Write every instance's results into the global fields, instance by instance in
         the order given, through the fields' reducers (two instances setting one field is
         a ``MergeConflictError``, and then nothing is merged)."""
+        calls: dict[str, list[tuple[Node, Mapping[str, Any]]]] = {
+            name: [] for name in self.compiled.instances
+        }  # each instance's finished calls with an output, in canonical order
+        for position in self.compiled.order:
+            node, record = self.nodes[position], records.get(position)
+            if node.instance is not None and node.output is not None and record is not None:
+                calls[node.instance].append((node, record))
         forks: list[Store] = []
-        for name in self.compiled.instances:
+        for name, done in calls.items():
             fork = self.store.fork(name=f"instance:{name}")
             scope = StoreScope(fork)
-            for position in self.compiled.order:
-                node = self.nodes[position]
-                record = records.get(position)
-                if node.instance != name or node.output is None or record is None:
-                    continue
+            for node, record in done:
+                assert node.output is not None
                 alt = record.get("alt")
                 if isinstance(alt, int):
                     value = record.get("value")
