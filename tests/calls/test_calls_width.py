@@ -38,9 +38,9 @@ TOOLS = [
 ]
 
 
-def problems_of(calls: list[dict[str, Any]]) -> list[str]:
+def problems_of(calls: list[dict[str, Any]], **options: Any) -> list[str]:
     with pytest.raises(PlanValidationError) as caught:
-        Plan(calls).validate(TOOLS)
+        Plan(calls).validate(TOOLS, **options)
     return [str(p) for p in caught.value.problems]
 
 
@@ -164,3 +164,43 @@ def test_merging_instances_looks_up_each_call_s_record_once() -> None:
     runtime.merge_instances(records)
     assert CountingRecords.looked_up <= len(compiled.nodes)  # it was instances x calls
     assert store.value("state", "scaled") == list(range(1, n + 1))
+
+
+class CountingId(str):
+    """An instance id that counts how often it is compared."""
+
+    compared = 0
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        CountingId.compared += 1
+        return str.__eq__(self, other)
+
+
+def test_a_call_per_instance_finds_its_instance_without_comparing_it_with_every_other() -> None:
+    n = 2000
+    calls = [
+        {
+            "_tool": "scale",
+            "n": "†input.n",
+            "factor": 2,
+            "_outputPath": "†state.s",
+            "_instance": f"i{k}",
+        }
+        for k in range(n)
+    ]
+    instances = {CountingId(f"i{k}"): {"n": k} for k in range(n)}
+    CountingId.compared = 0
+    compiled = Plan(calls).validate(TOOLS, instances=instances)
+    assert CountingId.compared <= 2 * n  # it was n * n / 2: each call's id against the list
+    assert [node.instance for node in compiled.nodes[:3]] == ["i0", "i1", "i2"]
+
+
+@pytest.mark.parametrize("spec", [[["i0"]], [{"id": "i0"}], ["i0", "i9"]])
+def test_an_instance_that_is_no_known_id_is_a_problem_naming_it(spec: Any) -> None:
+    found = problems_of(
+        [{"_tool": "upper", "text": "a", "_outputPath": "†state.s", "_instance": spec}],
+        instances=["i0", "i1"],
+    )
+    assert len(found) == 1
+    assert "which the run does not have (i0, i1)" in found[0]

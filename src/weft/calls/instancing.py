@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import islice
 from typing import Any, Final, TypeAlias
 
 from weft.errors import PlanValidationError
@@ -51,8 +52,10 @@ def instance_table(instances: object) -> dict[str, Mapping[str, Any]]:
     return table
 
 
-def targets_of(spec: object, known: Sequence[str]) -> tuple[list[str | None], str | None]:
-    """The instances a call's ``_instance`` names (``[None]``: global), and a problem."""
+def targets_of(spec: object, known: Mapping[str, Any]) -> tuple[list[str | None], str | None]:
+    """The instances a call's ``_instance`` names (``[None]``: global), and a problem.
+    ``known`` is the run's instance table (by id, in order): a lookup per name, so a plan
+    of a call per instance validates in time linear in the calls."""
     if spec is None:
         return [None], None
     if spec == EVERY_INSTANCE:
@@ -64,8 +67,8 @@ def targets_of(spec: object, known: Sequence[str]) -> tuple[list[str | None], st
         return [], f"_instance={spec!r}: give an instance id, a list of ids, or '*'"
     out: list[str | None] = []
     for name in names:
-        if name not in known:
-            listed = ", ".join(known[:10]) if known else "none: pass instances= to run()"
+        if not isinstance(name, str) or name not in known:  # (a list or dict is no id)
+            listed = ", ".join(islice(known, 10)) if known else "none: pass instances= to run()"
             return [], f"it targets the instance {name!r}, which the run does not have ({listed})"
         out.append(name)
     return out, None

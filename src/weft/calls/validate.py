@@ -53,7 +53,7 @@ def compile_plan(
             state_schema=state_schema,
             output=output,
             tools=tools,
-            nodes=_nodes(calls, tools, list(table), problems),
+            nodes=_nodes(calls, tools, table, problems),
             order=(),
             instances=table,
             inputs=dict(inputs or {}),
@@ -71,7 +71,10 @@ def compile_plan(
 
 
 def _nodes(
-    calls: Sequence[Call], tools: dict[str, Tool], known: list[str], problems: list[PlanProblem]
+    calls: Sequence[Call],
+    tools: dict[str, Tool],
+    known: Mapping[str, Any],
+    problems: list[PlanProblem],
 ) -> list[Node]:
     """One node per call and instance it runs on (a call with problems gets none), each call
     checked alone; what is wrong goes to ``problems``."""
