@@ -204,3 +204,15 @@ def test_an_instance_that_is_no_known_id_is_a_problem_naming_it(spec: Any) -> No
     )
     assert len(found) == 1
     assert "which the run does not have (i0, i1)" in found[0]
+
+
+def test_each_instance_s_store_is_found_by_a_lookup() -> None:
+    n = 2000
+    plan = Plan([PUSH_PLAN[0], {**PUSH_PLAN[1], "_outputPath": "†state.scaled"}])
+    result = plan.run(TOOLS, instances={CountingId(f"i{k}"): {"n": k} for k in range(n)})
+    CountingId.compared = 0
+    assert [result.instances[f"i{k}"].value("state", "scaled") for k in range(n)] == [
+        2 * k for k in range(n)
+    ]
+    assert CountingId.compared <= 2 * n  # it was n * n / 2: each name against the tuple
+    assert list(result.instances)[:2] == ["i0", "i1"] and len(result.instances) == n

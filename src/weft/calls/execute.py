@@ -242,7 +242,8 @@ class InstanceStores(Mapping[str, Store]):
     fork of the run's store taken as the run ended)."""
 
     def __init__(self, run: Store, names: tuple[str, ...]) -> None:
-        self._run, self._names, self._built = run, names, dict[str, Store]()
+        self._run, self._built = run, dict[str, Store]()
+        self._names = dict.fromkeys(names)  # in order, and a lookup per name
 
     def __getitem__(self, name: str) -> Store:
         built = self._built.get(name)
