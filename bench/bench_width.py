@@ -7,6 +7,9 @@ G1 fan-out, results: one node fanning out to N nodes and back; each branch retur
 G2 fan-out, state: the same shape with state nodes; each branch appends one item to a
    field with the ``append`` reducer, and the join reads the list. Floor: N distinct
    functions appending to a list in a loop.
+G3 fan-out and back, own fields: the same with each branch writing a field of its own
+   (no reducer: each is replaced), and the join summing them. Floor: N distinct functions
+   writing into a dict in a loop.
 P1 plan chain: a plan of N tool calls, each reading the previous call's result through a
    reference and writing its own through ``_outputPath``. Floor: the same function
    called N times in a loop.
@@ -49,6 +52,7 @@ WIDTHS = (1_000, 10_000, 100_000)
 WORKLOADS = {
     "G1": "G1 fan-out and back, results",
     "G2": "G2 fan-out and back, state",
+    "G3": "G3 fan-out and back, own fields",
     "P1": "P1 plan, chain of calls",
     "P3": "P3 plan, fan-out over instances",
 }
@@ -111,6 +115,31 @@ def g2(n: int) -> tuple[Callable[[], Any], Callable[[Any], None]]:
         store = Store(reducers={"state:items": reducers.append})
         graph.run(store=store)
         assert store.value("state", "total") == n
+
+    return build, run
+
+
+def g3(n: int) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    from weft.graph import WorkGraph, WorkGraphNode
+    from weft.store import Store
+
+    def branch(view: Any, i: int) -> dict[str, int]:
+        return {f"b{i}": i}
+
+    def join(view: Any) -> dict[str, int]:
+        return {"total": sum(view[f"b{i}"] for i in range(n))}
+
+    def build() -> Any:
+        start = WorkGraphNode(lambda view: None, state=True)
+        last = WorkGraphNode(join, state=True)
+        for i in range(n):
+            start.add_next(WorkGraphNode(partial(branch, i=i), state=True)).add_next(last)
+        return WorkGraph(start_nodes=[start])
+
+    def run(graph: Any) -> None:
+        store = Store()
+        graph.run(store=store)
+        assert store.value("state", "total") == n * (n - 1) // 2
 
     return build, run
 
@@ -186,6 +215,17 @@ def floor(workload: str, n: int) -> Callable[[], None]:
             assert len(items) == n
 
         return appends
+    if workload == "G3":
+        writes = [partial(number, i) for i in range(n)]
+        names = [f"b{i}" for i in range(n)]
+
+        def fields() -> None:
+            state: dict[str, int] = {}
+            for name, fn in zip(names, writes, strict=True):
+                state[name] = fn()
+            assert sum(state[name] for name in names) == n * (n - 1) // 2
+
+        return fields
     if workload == "P1":
 
         def chain() -> None:
@@ -205,7 +245,7 @@ def floor(workload: str, n: int) -> Callable[[], None]:
     return fan
 
 
-MAKERS = {"G1": g1, "G2": g2, "P1": p1, "P3": p3}
+MAKERS = {"G1": g1, "G2": g2, "G3": g3, "P1": p1, "P3": p3}
 
 
 # ------------------------------------------------------------------ one measurement

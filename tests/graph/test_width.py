@@ -176,3 +176,23 @@ def test_each_sync_node_on_a_thread_runs_in_a_copy_of_the_context_as_it_was_disp
     # (in a context of its own: a node run on the calling thread sets the caller's vars)
     assert contextvars.copy_context().run(graph.run) == ["set by the first node"] * 50
     assert tag.get() == "-"
+
+
+def test_20000_state_branches_each_writing_a_field_of_its_own_reach_the_join() -> None:
+    """Each branch's delta replaces a field no other writes: committed at the join in one
+    merge, each checked against the writes before it by key."""
+
+    def branch(view: Any, i: int) -> dict[str, int]:
+        return {f"b{i}": i}
+
+    def join(view: Any) -> dict[str, int]:
+        return {"total": sum(view[f"b{i}"] for i in range(WIDE))}
+
+    start = WorkGraphNode(lambda view: None, state=True)
+    last = WorkGraphNode(join, state=True)
+    for i in range(WIDE):
+        start.add_next(WorkGraphNode(partial(branch, i=i), state=True)).add_next(last)
+    store = Store()
+    WorkGraph(start_nodes=[start]).run(store=store)
+    assert store.value("state", "total") == WIDE * (WIDE - 1) // 2
+    assert store.value("state", f"b{WIDE - 1}") == WIDE - 1
