@@ -5,6 +5,7 @@ of reducers as the store keeps them, and the checks of kinds and keys."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from weft.store.merge import Merging
 from weft.store.values import MISSING, TypeRegistry, check_text, freeze
 
 _KIND_SET: Final = frozenset(KINDS)
+_logger: Final = logging.getLogger("weft.store")
 _GROWS: Final = frozenset({"append", "extend", "operator.add"})
 """Reducers whose list results are kept as an ``AppendLog`` (O(1) per write)."""
 
@@ -385,3 +387,24 @@ def _checked_source(source: Any) -> None:
         check_text(source, f"source={source!r}")
     except ValueTypeError as exc:
         raise StoreError(str(exc)) from None
+
+
+def _call(fn: Callable[[Any], object], what: Any) -> None:
+    try:
+        fn(what)
+    except Exception:
+        first = what[0] if isinstance(what, tuple) and what else what
+        _logger.exception(
+            "store subscriber %s raised on event %s %s; the commit stands and other "
+            "subscribers still run",
+            getattr(fn, "__qualname__", repr(fn)),
+            getattr(first, "op", "?"),
+            getattr(first, "key", "?"),
+        )
+
+
+def _not_a_triple(method: str, item: Any) -> StoreError:
+    return StoreError(
+        f"{method} takes (path, value, source) tuples, got {item!r}; pass source=None for "
+        "the store's name. Nothing of the batch was written"
+    )

@@ -22,7 +22,6 @@ garbage collector) is in ``weft.store._entries``.
 from __future__ import annotations
 
 import itertools
-import logging
 import operator
 import threading
 import time
@@ -43,17 +42,26 @@ from weft.store._staging import (
     _REPLACE,
     Staging,
     _batch,
+    _call,
     _check_kind,
     _checked_key,
     _checked_prefix,
     _checked_source,
     _Declared,
+    _not_a_triple,
 )
 from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
 from weft.store.merge import Delta, _Mark
-from weft.store.values import _AS_IS, MISSING, TypeRegistry, _plain, freeze, registry
-
-logger: Final = logging.getLogger("weft.store")
+from weft.store.values import (
+    _AS_IS,
+    _INT_HIGH,
+    _INT_LOW,
+    MISSING,
+    TypeRegistry,
+    _plain,
+    freeze,
+    registry,
+)
 
 Subscriber = Callable[[Event], object]
 BatchSubscriber = Callable[[tuple[Event, ...]], object]
@@ -301,9 +309,24 @@ class Store(Staging):
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
         node's one-field delta is the common case)."""
-        key = _checked_key(kind, path, source)
+        if (  # _checked_key's common case, inlined: the hot path of a chain of state nodes
+            path.__class__ is str
+            and path
+            and path.isascii()
+            and kind.__class__ is str
+            and kind in _KIND_SET
+            and (source is None or (source.__class__ is str and source.isascii()))
+        ):
+            key = f"{kind}:{path}"
+        else:
+            key = _checked_key(kind, path, source)
         declared = self._declared.get(key, _REPLACE)
-        if value.__class__ not in _AS_IS and not _plain(value):
+        cls = value.__class__
+        if not (
+            (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
+            or cls in _AS_IS
+            or (cls is str and value.isascii())
+        ):
             value = freeze(
                 value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
             )
@@ -766,24 +789,3 @@ class Store(Staging):
             f"nothing is stored at {key}; {kind} holds: {known}. Check the path for a typo, "
             "or pass a default to read a key that may be absent"
         )
-
-
-def _call(fn: Callable[[Any], object], what: Any) -> None:
-    try:
-        fn(what)
-    except Exception:
-        first = what[0] if isinstance(what, tuple) and what else what
-        logger.exception(
-            "store subscriber %s raised on event %s %s; the commit stands and other "
-            "subscribers still run",
-            getattr(fn, "__qualname__", repr(fn)),
-            getattr(first, "op", "?"),
-            getattr(first, "key", "?"),
-        )
-
-
-def _not_a_triple(method: str, item: Any) -> StoreError:
-    return StoreError(
-        f"{method} takes (path, value, source) tuples, got {item!r}; pass source=None for "
-        "the store's name. Nothing of the batch was written"
-    )
