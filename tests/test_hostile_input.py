@@ -298,3 +298,24 @@ def test_a_thread_id_no_backend_can_keep_is_refused_on_every_backend(thread_id: 
 def test_a_sqlite_backend_needs_a_path() -> None:
     with pytest.raises(PersistError, match="expected the path of a SQLite file"):
         SQLiteBackend(5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("paths", [None, 5, "AB", {"A": "B"}])
+def test_build_nodes_from_paths_given_no_list_of_paths_is_a_graph_build_error(paths: Any) -> None:
+    from weft.graph import build_nodes_from_paths
+
+    with pytest.raises(GraphBuildError, match="expected a list of paths"):
+        build_nodes_from_paths(paths)
+
+
+@pytest.mark.parametrize("kind", [5, [5], ["state", None], b"state"])
+def test_store_entries_given_no_kind_is_an_invalid_key_error(kind: Any) -> None:
+    from weft.errors import InvalidKeyError
+
+    store = Store()
+    store.write("state", "a", 1)
+    with pytest.raises(InvalidKeyError, match="kind"):
+        store.entries(kind=kind)
+    with pytest.raises(InvalidKeyError, match="key_prefix"):
+        store.entries(key_prefix=5)  # type: ignore[arg-type]
+    assert [e.key for e in store.entries(kind=["state", "input"])] == ["state:a"]

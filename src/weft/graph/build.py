@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections import deque
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from types import FunctionType, MethodType
@@ -39,6 +39,11 @@ def build_nodes_from_paths(
     """
     by_value: dict[Hashable, WorkGraphNode] = {}
     created: dict[int, WorkGraphNode] = {}  # by id(): in the order first met
+    if isinstance(paths, str | bytes | Mapping) or not isinstance(paths, Iterable):
+        raise GraphBuildError(
+            f"paths={paths!r:.80}: expected a list of paths, each a list of node values, e.g. "
+            '[["A", "B"], ["A", "C"]]'
+        )
     for number, path in enumerate(paths):
         if isinstance(path, (str, bytes)) or not isinstance(path, Sequence):
             raise GraphBuildError(

@@ -362,6 +362,18 @@ def _batch(method: str, given: Any) -> Iterable[Any]:
     )
 
 
+def _kinds(kind: Any) -> set[str]:
+    """``kind`` (a kind, or several) as a set of kinds, or ``InvalidKeyError``."""
+    if kind.__class__ is str:
+        return {kind}
+    if isinstance(kind, str | bytes) or not isinstance(kind, Iterable):
+        raise InvalidKeyError(f"kind={kind!r}: expected a kind ({', '.join(KINDS)}) or a list")
+    kinds = list(kind)
+    for one in kinds:
+        _check_kind(one)
+    return set(kinds)
+
+
 def _checked_prefix(prefix: Any) -> None:
     """Refuse a ``key_prefix`` that is not a string UTF-8 can hold (it is logged)."""
     if prefix.__class__ is str and prefix.isascii():

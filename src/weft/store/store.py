@@ -48,6 +48,7 @@ from weft.store._staging import (
     _checked_prefix,
     _checked_source,
     _Declared,
+    _kinds,
     _not_a_triple,
 )
 from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
@@ -536,7 +537,9 @@ class Store(Staging):
         """Entries in key order, filtered by kind(s) and by a prefix of the ``kind:path`` key."""
         with self._lock:
             recent, settled, index = self._recent, self._settled, self._index
-        kinds = {kind} if isinstance(kind, str) else set(kind) if kind is not None else None
+        kinds = None if kind is None else _kinds(kind)
+        if key_prefix.__class__ is not str:
+            _checked_prefix(key_prefix)
         keys = index.with_prefix(key_prefix) if key_prefix else iter(index)
         # a key the index lists is held: by recent (never GONE then), else by settled
         rows = [recent.get(key) or settled[key] for key in keys]
