@@ -677,10 +677,9 @@ class Run(Dispatching):
         if self.stores is not None:
             with contextlib.suppress(WeftError):
                 self.stores.commit_due()
-        log = self.log
-        if log is not None and log.run() is None:  # a graph's record is written as it ends
-            log.begin("graph", self.schedule.keys)
-        return paused(log, Interrupt(tuple(self.pauses)), self.enclosing)
+        if self.log is not None:
+            self.log.paused("graph", self.schedule.keys)
+        return paused(self.log, Interrupt(tuple(self.pauses)), self.enclosing)
 
     def _rewind(self, i: int) -> None:
         """Node ``i`` is called again (a retry): its pause points count from the first."""

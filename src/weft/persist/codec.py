@@ -27,7 +27,6 @@ touches the stored data, so every other record stays readable.
 from __future__ import annotations
 
 import dataclasses
-import json
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -35,7 +34,7 @@ from typing import Any, Final
 from weft.errors import CodecError, CorruptRecordError, FutureFormatError, ValueTypeError
 from weft.persist.snapshot import Snapshot
 from weft.store import Entry, Event, TypeRegistry, from_jsonable, registry, to_jsonable
-from weft.store.codec import parse
+from weft.store.codec import json_text, parse
 from weft.store.values import BUILTIN_TYPES
 
 FORMAT_VERSION: Final = 1
@@ -64,13 +63,7 @@ def _dumps(data: Any) -> str:
             return _orjson.dumps(data).decode("utf-8")
         except TypeError:  # an int past 64 bits, a str subclass as a key: the stdlib takes them
             pass
-    try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        if not text.isascii():
-            text.encode("utf-8")  # a lone surrogate: no backend can save the text
-    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
-        raise ValueTypeError(f"a value cannot be written as JSON: {exc}") from None
-    return text
+    return json_text(data)
 
 
 class _Records:

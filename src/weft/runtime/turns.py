@@ -221,7 +221,7 @@ class TurnRuntime:
                     with pausing(Asking(RunLog(tx, log.run_id), "turn", "turn")):
                         output = await self._inside(tx, initial, context, stages)
                     if answers is not None:  # the paused turn, done
-                        tx.write(KIND, log.run_id, replace(log.run(), status="completed"))  # type: ignore[type-var]
+                        log.complete(None, into=tx)
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()
                 stages.stage_ms["persist"] = ms = ms_since(began)

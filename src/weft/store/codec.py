@@ -145,7 +145,12 @@ def _too_deep() -> CodecError:
 
 def dumps(value: Any, types: TypeRegistry = registry) -> str:
     """Compact JSON text of a stored value (``ValueTypeError`` for what JSON cannot say)."""
-    data = to_jsonable(value, types)
+    return json_text(to_jsonable(value, types))
+
+
+def json_text(data: Any) -> str:
+    """Compact JSON text of plain (already tagged) data, or ``ValueTypeError`` for what
+    JSON, or UTF-8, cannot say: every backend can save what this returns."""
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         if not text.isascii():

@@ -146,9 +146,12 @@ class RunLog:
         target.write(KIND, self._prefix + unit, record, source=record.label or unit)
         return record
 
-    def paused(self) -> None:
-        """Mark the run paused: some unit waits for an answer (``pending``)."""
+    def paused(self, kind: str = "", units: tuple[str, ...] = ()) -> None:
+        """Mark the run paused: some unit waits for an answer (``pending``). A run with no
+        record yet (a graph writes its own as it ends) gets one of ``kind`` and ``units``."""
         known = self.run()
+        if known is None and kind:
+            known = RunRecord(kind=kind, units=units, started_at=time.time())
         if known is not None and known.status != "paused":
             self.store.write(
                 KIND, self.run_id, replace(known, status="paused"), source="weft.pause"
