@@ -332,3 +332,22 @@ def test_an_agents_parallel_branches_ask_and_are_answered_independently() -> Non
     done = agent.run("go", run_id="j", answers={bob: "yes"})
     assert not isinstance(done, Paused) and done.stop_reason == "completed"
     assert calls == Counter({"alice": 2, "bob": 3, "finish": 1})
+
+
+def test_a_plan_or_an_executor_refuses_answers_without_a_run_id() -> None:
+    from weft.calls import Plan, Tool
+    from weft.errors import ExecutorError
+    from weft.llm import ScriptedChatModel
+    from weft.memory import AgentMemory
+    from weft.plan import Step, Task, TaskExecutor
+
+    plan = Plan([{"_id": "a", "_tool": "echo", "x": 1, "_outputPath": "†state.x"}])
+    tools = [Tool(name="echo", fn=lambda x: x)]
+    with pytest.raises(PauseError, match="run_id"):
+        plan.run(tools, answers={"p/a#0/pauses/0": 1})
+    task = Task(id="t", steps=[Step(id="s", instructions="Do it.")])
+    executor = TaskExecutor(task, model=ScriptedChatModel([]), memory=AgentMemory())
+    with pytest.raises(ExecutorError, match="run_id"):
+        executor.execute(answers={"t/s/pauses/0": 1})
+    with pytest.raises(ExecutorError, match="no question waits"):
+        executor.execute(run_id="job", answers={"job/s/pauses/0": 1})
