@@ -13,6 +13,15 @@ from weft.llm.messages import (
 from weft.llm.openai import OpenAIChatModel
 from weft.llm.protocols import ChatModel, ChatModelBase, Reasoner, areason, reason
 from weft.llm.scripted import ScriptedCall, ScriptedChatModel, ScriptedReasoner
+from weft.llm.streaming import (
+    MessageDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStarted,
+    astream,
+)
 from weft.llm.tools import ToolDefinition, ToolLike, ToolSpec, as_tool_spec
 
 __all__ = [
@@ -22,18 +31,25 @@ __all__ = [
     "ChatModel",
     "ChatModelBase",
     "Completion",
+    "MessageDone",
     "MessageLike",
     "OpenAIChatModel",
     "Reasoner",
     "ScriptedCall",
     "ScriptedChatModel",
     "ScriptedReasoner",
+    "StreamEvent",
+    "TextDelta",
+    "ThinkingDelta",
     "ToolCall",
+    "ToolCallDelta",
+    "ToolCallStarted",
     "ToolDefinition",
     "ToolLike",
     "ToolSpec",
     "Usage",
     "areason",
     "as_tool_spec",
+    "astream",
     "reason",
 ]
