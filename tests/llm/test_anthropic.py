@@ -8,7 +8,7 @@ import httpx
 import pytest
 from llm_fakes import FakeProvider, Sleeps, WeatherTool, ok, status
 
-from weft.errors import ModelConfigError, ProviderError
+from weft.errors import ModelConfigError, ModelInputError, ProviderError
 from weft.llm import AnthropicChatModel, ChatMessage, Completion, ToolCall, Usage, areason
 
 MODEL = "claude-sonnet-4-5"
@@ -383,3 +383,31 @@ async def test_the_adapter_is_a_reasoner() -> None:
 def test_sync_chat_from_plain_code() -> None:
     reply = model_for(FakeProvider(ok(TOOL_USE))).chat([ChatMessage.user("Weather?")])
     assert reply.tool_calls[0].name == "get_weather"
+
+
+async def test_a_failed_tool_result_is_sent_with_is_error() -> None:
+    fake = FakeProvider(ok(message([{"type": "text", "text": "Sorry."}])))
+    call = ToolCall.create("get_weather", {"location": "Paris"}, id="toolu_3")
+    await model_for(fake).achat(
+        [
+            ChatMessage.user("Weather in Paris?"),
+            ChatMessage.assistant(tool_calls=[call]),
+            ChatMessage.tool("service down", tool_call_id="toolu_3", is_error=True),
+        ]
+    )
+    assert fake.body["messages"][-1] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_3",
+                "content": "service down",
+                "is_error": True,
+            }
+        ],
+    }
+
+
+def test_only_a_tool_message_can_be_an_error() -> None:
+    with pytest.raises(ModelInputError, match="only tool messages can be errors"):
+        ChatMessage(role="user", content="hi", is_error=True)

@@ -112,11 +112,13 @@ def _render(messages: Sequence[ChatMessage]) -> tuple[str | None, list[dict[str,
         if message.role == "system":
             system.append(message.content or "")
         elif message.role == "tool":
-            result = {
+            result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id,
                 "content": message.content or "",
             }
+            if message.is_error:
+                result["is_error"] = True
             _add_user_block(turns, result)
         elif message.role == "user":
             if turns and turns[-1]["role"] == "user":

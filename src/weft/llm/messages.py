@@ -146,6 +146,7 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    is_error: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -159,6 +160,8 @@ class ChatMessage:
                 "a tool message must say which call it answers: pass tool_call_id= "
                 "(the id of the ToolCall from the assistant message)"
             )
+        if self.is_error and self.role != "tool":
+            raise ModelInputError(f"only tool messages can be errors, not {self.role!r} ones")
         if self.tool_calls and self.role != "assistant":
             raise ModelInputError(
                 f"only assistant messages carry tool_calls, not {self.role!r} ones"
@@ -179,10 +182,20 @@ class ChatMessage:
         return cls(role="assistant", content=content, tool_calls=tuple(tool_calls))
 
     @classmethod
-    def tool(cls, result: object, *, tool_call_id: str, name: str | None = None) -> ChatMessage:
-        """The result of a tool call; a non-string result is sent as its JSON text."""
+    def tool(
+        cls,
+        result: object,
+        *,
+        tool_call_id: str,
+        name: str | None = None,
+        is_error: bool = False,
+    ) -> ChatMessage:
+        """The result of a tool call; a non-string result is sent as its JSON text.
+        ``is_error=True`` says the call failed (Anthropic's ``is_error``)."""
         content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+        return cls(
+            role="tool", content=content, tool_call_id=tool_call_id, name=name, is_error=is_error
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
