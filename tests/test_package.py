@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import weft.store
 
@@ -59,3 +62,41 @@ def test_import_weft_does_not_pull_in_cli_or_network_dependencies() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def test_a_users_mypy_type_checks_code_that_uses_weft(tmp_path: Path) -> None:
+    """``py.typed`` ships, so a user's ``mypy --strict`` reads weft's types (without it,
+    every import of weft is ``import-untyped``)."""
+    user = tmp_path / "user.py"
+    user.write_text(
+        "from weft.store import Store\n"
+        "store = Store()\n"
+        "store.write('state', 'x', 1)\n"
+        "n: int = store.fork()\n"  # a Store is not an int: mypy must know Store's types
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(user)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "import-untyped" not in done.stdout, done.stdout
+    assert 'Incompatible types in assignment (expression has type "Store"' in done.stdout
+
+
+def test_the_package_states_the_python_versions_it_is_tested_on() -> None:
+    meta = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    project = meta["project"]
+    assert project["requires-python"] == ">=3.11"
+    versions = [
+        c.rsplit(" ", 1)[1]
+        for c in project["classifiers"]
+        if c.count("::") == 2 and "Python :: 3." in c
+    ]
+    assert versions == ["3.11", "3.12", "3.13"]
+    assert "Typing :: Typed" in project["classifiers"]
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    loop = re.search(r"^for version in ([\d. ]+); do$", ci, re.M)
+    assert loop is not None, ".ci/run has no loop over the other Python versions"
+    assert loop.group(1).split() == versions[1:], "CI must run the suite on every stated version"

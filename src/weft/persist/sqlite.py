@@ -45,8 +45,8 @@ Synchronous = Literal["NORMAL", "FULL"]
 TABLES: Final = {name: f"weft_{name}" for name in ("threads", "events", "snapshots", "memory")}
 _INSERT: Final = INSERT_EVENT.format_map(TABLES)
 _LAST_STEP: Final = (
-    "SELECT (SELECT max(step) FROM weft_events WHERE thread_id = ?1), "
-    "(SELECT first_step FROM weft_threads WHERE thread_id = ?1)"
+    "SELECT (SELECT max(step) FROM weft_events WHERE thread_id = :thread), "
+    "(SELECT first_step FROM weft_threads WHERE thread_id = :thread)"
 )
 
 
@@ -213,7 +213,7 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
             try:
                 conn.execute("BEGIN IMMEDIATE")  # the write lock: nobody appends meanwhile
                 try:
-                    last_event, first = conn.execute(_LAST_STEP, (thread_id,)).fetchone()
+                    last_event, first = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
                     actual = 0 if first is None else max(first, last_event or 0)
                     if actual != expected:
                         raise conflict(thread_id, expected, actual)
