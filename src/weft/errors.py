@@ -37,14 +37,15 @@ WeftError
 │   ├── ChannelOwnershipError  a write to a field the writer does not own, or to no field
 │   ├── StateVersionError      a thread saved by a newer schema, or with no migration
 │   └── MalformedStateError    a thread record that cannot be read (names thread and turn)
-└── PersistError               a durable backend (event log or long-term memory)
-    ├── ConflictError          another writer appended to the thread first
-    ├── CorruptRecordError     a stored record that cannot be read
-    ├── FutureFormatError      a record or database written by a newer weft
-    ├── StepError              a step that is not stored (never written, or pruned)
-    ├── StorageError           the database itself failed (unreadable file, no server)
-    ├── OwnerError             long-term memory with neither a user nor a session id
-    └── UnreconciledCallError  a keyed call that began before a crash, its outcome unknown
+├── PersistError               a durable backend (event log or long-term memory)
+│   ├── ConflictError          another writer appended to the thread first
+│   ├── CorruptRecordError     a stored record that cannot be read
+│   ├── FutureFormatError      a record or database written by a newer weft
+│   ├── StepError              a step that is not stored (never written, or pruned)
+│   ├── StorageError           the database itself failed (unreadable file, no server)
+│   ├── OwnerError             long-term memory with neither a user nor a session id
+│   └── UnreconciledCallError  a keyed call that began before a crash, its outcome unknown
+└── ServeError                 a server (weft mcp) set up wrong: transport, address, no SDK
 """
 
 from __future__ import annotations
@@ -350,3 +351,8 @@ class UnreconciledCallError(PersistError):
         self.key = key
         self.idempotency_key = idempotency_key
         self.path = path
+
+
+class ServeError(WeftError, ValueError):
+    """A server (``weft mcp``) set up wrong: an unknown transport, an address it cannot
+    listen on, the SDK it needs not installed. Found before anything is served."""

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from weft import __version__
+from weft.cli import mcp_cmd
 
 app = typer.Typer(
     name="weft",
@@ -40,3 +41,6 @@ def demo() -> None:
     from weft.cli.demo_plan import PLAN_SCENES
 
     run_demo(scenes=[*SCENES, *PLAN_SCENES])
+
+
+app.command()(mcp_cmd.mcp)
