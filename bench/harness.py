@@ -12,7 +12,7 @@ SQLite: ``connect`` opens the peers' connections at the settings weft's backend 
 
 Blocks: a script prints each table between ``<!-- bench:NAME -->`` and
 ``<!-- /bench:NAME -->`` lines; ``run_all.py`` collects them into ``bench/RESULTS.md``
-and, with ``--readme``, into the README's Performance section.
+and, with ``--docs``, into ``docs/performance.md``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
-"""Run every benchmark in one go and write ``bench/RESULTS.md``; ``--readme`` also puts the
-tables into the README, so that every table there comes from one run.
+"""Run every benchmark in one go and write ``bench/RESULTS.md``; ``--docs`` also puts the
+tables into ``docs/performance.md``, so that every table there comes from one run.
 
-    .venv/bin/python bench/run_all.py [--quick] [--readme] [--no-run]
+    .venv/bin/python bench/run_all.py [--quick] [--docs] [--no-run]
 
 The scripts run one after another, each in its own process (so no framework's imports or
 garbage slow another's samples). A script prints each table between
 ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->``; the output of a script that prints
 no markers becomes one block named after it (``bench_store.py`` -> ``store``).
-``RESULTS.md`` keeps the markers (HTML comments: invisible when rendered). ``--readme``
-replaces what stands between the same markers in ``README.md``, and fails, naming the
-block, if the README has a marker that this run did not produce. ``--no-run`` reads the
+``RESULTS.md`` keeps the markers (HTML comments: invisible when rendered). ``--docs``
+replaces what stands between the same markers in ``docs/performance.md``, and fails, naming
+the block, if that page has a marker that this run did not produce. ``--no-run`` reads the
 blocks from the ``RESULTS.md`` already written instead of running the scripts again.
 """
 
@@ -27,7 +27,7 @@ from harness import machine
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 RESULTS = BENCH / "RESULTS.md"
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "performance.md"
 
 # script, heading in RESULTS.md, whether its output is a markdown table (else shown as text)
 SCRIPTS = (
@@ -69,11 +69,7 @@ def results(sections: list[tuple[str, str, dict[str, str]]], header: str, quick:
         "# Benchmark results",
         "",
         "Written by `python bench/run_all.py"
-        + (
-            " --quick`: a QUICK run (fewer rounds and sizes), not for the README."
-            if quick
-            else "`."
-        )
+        + (" --quick`: a QUICK run (fewer rounds and sizes), not for the docs." if quick else "`.")
         + " Every table below comes from this one run.",
         "",
         wrap("machine", header),
@@ -84,21 +80,23 @@ def results(sections: list[tuple[str, str, dict[str, str]]], header: str, quick:
     return "\n".join(parts).rstrip("\n") + "\n"
 
 
-def update_readme(found: dict[str, str]) -> list[str]:
-    text = README.read_text(encoding="utf-8")
+def update_page(found: dict[str, str]) -> list[str]:
+    text = PAGE.read_text(encoding="utf-8")
     wanted = BLOCK.findall(text)
     missing = [name for name, _ in wanted if name not in found]
     if missing:
-        sys.exit(f"README.md has markers for {missing}, which this run did not produce")
+        sys.exit(f"{PAGE.name} has markers for {missing}, which this run did not produce")
     new = BLOCK.sub(lambda m: wrap(m.group(1), found[m.group(1)]), text)
-    README.write_text(new, encoding="utf-8")
+    PAGE.write_text(new, encoding="utf-8")
     return [name for name, _ in wanted]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
-    parser.add_argument("--readme", action="store_true", help="also replace README's tables")
+    parser.add_argument(
+        "--docs", action="store_true", help="also replace the tables of docs/performance.md"
+    )
     parser.add_argument(
         "--no-run", action="store_true", help="take the blocks from the existing RESULTS.md"
     )
@@ -107,12 +105,12 @@ def main() -> None:
         if not RESULTS.exists():
             sys.exit(f"{RESULTS} does not exist: run without --no-run first")
         written = RESULTS.read_text(encoding="utf-8")
-        if "QUICK run" in written and args.readme:
-            sys.exit("RESULTS.md is from a --quick run; the README's tables come from a full run")
+        if "QUICK run" in written and args.docs:
+            sys.exit("RESULTS.md is from a --quick run; the docs' tables come from a full run")
         found = dict(BLOCK.findall(written))
     else:
-        if args.quick and args.readme:
-            sys.exit("--readme takes a full run: drop --quick")
+        if args.quick and args.docs:
+            sys.exit("--docs takes a full run: drop --quick")
         header = (
             f"Measured on {datetime.date.today().isoformat()}: {machine()}. "
             "All tables from one run of `python bench/run_all.py`; "
@@ -126,9 +124,9 @@ def main() -> None:
         found = {"machine": header}
         for _, _, blocks in sections:
             found.update(blocks)
-    if args.readme:
-        names = update_readme(found)
-        print(f"README.md: replaced {', '.join(names)}", file=sys.stderr)
+    if args.docs:
+        names = update_page(found)
+        print(f"{PAGE.relative_to(ROOT)}: replaced {', '.join(names)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""A companion agent on the turn runtime (seed 004): history, a session summary,
+"""A companion agent on the turn runtime: history, a session summary,
 working-memory recall and diagnostics, three turns, a restart, and a fourth turn.
 
     .venv/bin/python examples/companion.py

@@ -1,4 +1,4 @@
-"""Pattern 4, the planning DAG: the seed's Starbucks ProblemGraph.
+"""Pattern 4, the planning DAG: the Starbucks ProblemGraph.
 
 The planner splits the task into problems with dependencies; each problem is solved by a
 copy of the solver agent, and a problem's successors receive its result as an

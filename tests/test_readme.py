@@ -197,9 +197,31 @@ def test_every_python_block_of_the_section_runs(
 
 
 def test_the_blocks_are_found() -> None:
-    readme = [section for section in SECTIONS if section.document.name == "README.md"]
-    assert len(readme) >= 5
-    assert any(section.title == "Models" for section in readme)  # the one with lent transports
+    pages = {section.document.name for section in SECTIONS}
+    assert {"store.md", "graphs.md", "agents.md", "plans.md", "turns.md"} <= pages
+    assert any(section.title == "Models" for section in SECTIONS)  # the one with lent transports
+
+
+def test_every_page_the_readme_links_to_exists() -> None:
+    links = re.findall(r"\]\((docs/[\w.-]+\.md)\)", (ROOT / "README.md").read_text())
+    assert links, "the README links to the docs pages"
+    missing = [link for link in links if not (ROOT / link).is_file()]
+    assert not missing, missing
+    unlinked = sorted(
+        page.name for page in (ROOT / "docs").glob("*.md") if f"docs/{page.name}" not in links
+    )
+    assert not unlinked, f"docs pages the README does not link to: {unlinked}"
+
+
+def test_user_docs_speak_of_the_product() -> None:
+    words = re.compile(r"\bseed (00\d)|\bthe seed'?s?\b|DESIGN\.md|STYLE\.md|the issue", re.I)
+    found = [
+        f"{document.name}:{number}: {line.strip()}"
+        for document in DOCUMENTS
+        for number, line in enumerate(document.read_text().splitlines(), start=1)
+        if words.search(line)
+    ]
+    assert not found, found
 
 
 def test_the_first_screen_has_exactly_the_two_set_up_commands() -> None:
