@@ -38,6 +38,7 @@ SCRIPTS = (
     ("bench_agent.py", "Agents", False),
     ("bench_plan.py", "Plans of tool calls", False),
     ("bench_width.py", "Width and length: 1,000 to 100,000 nodes", True),
+    ("bench_recall.py", "Long-term recall at scale", True),
 )
 BLOCK = re.compile(r"^<!-- bench:([\w-]+) -->\n(.*?)\n<!-- /bench:\1 -->$", re.DOTALL | re.M)
 

@@ -141,6 +141,11 @@ class MemoryKeyError(AgentMemoryError, ValueError):
     """An AgentMemory key outside task:, step:, input: and shared:, or a kind it cannot hold."""
 
 
+class RecallError(AgentMemoryError, ValueError):
+    """Long-term recall by embedding could not compare vectors: an embedder that returned
+    the wrong number of vectors, or vectors of another length under the same model name."""
+
+
 class ModelError(WeftError):
     """A model could not answer: misconfigured, refused by its provider, or out of script."""
 

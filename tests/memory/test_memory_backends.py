@@ -179,9 +179,14 @@ def test_the_memory_backend_makes_its_tables_once(tmp_path: Path) -> None:
     path = tmp_path / "weft.db"
     for _ in range(2):
         SQLiteMemoryBackend(path).close()
-    assert {"weft_memory", "weft_memory_fts", "weft_memory_migrations"} <= tables(path)
+    assert {
+        "weft_memory",
+        "weft_memory_fts",
+        "weft_memory_migrations",
+        "weft_memory_owners",
+    } <= tables(path)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT version FROM weft_memory_migrations").fetchall() == [(1,)]
+        assert conn.execute("SELECT version FROM weft_memory_migrations").fetchall() == [(1,), (2,)]
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 0  # the event log's number
     conn.close()
 
@@ -193,7 +198,7 @@ def test_memory_tables_from_a_newer_weft_are_refused_unchanged(tmp_path: Path) -
         conn.execute("INSERT INTO weft_memory_migrations VALUES (99, 0)")
     conn.close()
     before = path.read_bytes()
-    with pytest.raises(FutureFormatError, match=r"memory schema version 99.*up to 1.*Upgrade"):
+    with pytest.raises(FutureFormatError, match=r"memory schema version 99.*up to 2.*Upgrade"):
         SQLiteMemoryBackend(path)
     assert path.read_bytes() == before
 
@@ -318,8 +323,12 @@ def check_adopted(memory: LongTermMemory) -> None:
     assert memory.get_value("notes", "boss") == {"mood": "tense"}
     assert [r.key for r in memory.list("notes")] == ["boss", "dog"]
     assert [hit.record.key for hit in memory.recall("terrible boss").hits] == ["boss"]
-    kept = memory.backend.vectors(memory.owner, "m", now=20.0)
-    assert [vector for _record, vector in kept] == [VECTOR, VECTOR]
+    assert memory.backend.unembedded(memory.owner, "m", now=20.0) == []  # vectors kept
+    kept = memory.backend.nearest(memory.owner, "m", VECTOR, limit=5, now=20.0)
+    assert [(record.key, round(similarity, 6)) for record, similarity in kept] == [
+        ("boss", 1.0),
+        ("dog", 1.0),
+    ]
     memory.put("notes", "tea", "green tea in the morning")
     assert [hit.record.key for hit in memory.recall("tea").hits] == ["tea"]
 

@@ -4,7 +4,9 @@
   PostgreSQL ``ts_rank``, a Python BM25 in memory).
 - Embedding recall, when an ``EmbeddingProvider`` is given, ranks the owner's entries
   by cosine similarity to the query. Vectors are computed on first recall and kept in
-  the backend under the provider's ``name``, so a new model recomputes them.
+  the backend under the provider's ``name``, so a new model recomputes them; the backend
+  keeps them in memory as one matrix per owner (``weft.memory.vector_index``), so a
+  recall over 100,000 entries is one matrix product, not 100,000 comparisons in Python.
 - Hybrid recall fuses the two rankings by reciprocal-rank fusion, ``score = sum of
   1 / (60 + rank)`` over the rankings an entry appears in.
 
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from weft.errors import ModelConfigError
+from weft.errors import ModelConfigError, RecallError
 from weft.memory.backends.base import MemoryBackend, MemoryRecord
 from weft.memory.backends.text import tokens
 
@@ -171,7 +173,7 @@ def recall(
     if embedder is None:
         return RecallResult(path="token_recall", hits=_token_only(token_hits, k))
     try:
-        similar = _by_embedding(memory, owner, query, embedder, namespaces, now)[:pool]
+        similar = _by_embedding(memory, owner, query, embedder, namespaces, pool, now)
     except Exception as exc:
         logger.warning(
             "embedding recall with %s failed, so token recall answered: %s: %s",
@@ -214,12 +216,13 @@ def _by_embedding(
     query: str,
     embedder: EmbeddingProvider,
     namespaces: Sequence[str] | None,
+    limit: int,
     now: float,
 ) -> list[tuple[MemoryRecord, float]]:
-    """The owner's entries with a positive similarity to the query, most similar first."""
-    rows = memory.vectors(owner, embedder.name, namespaces=namespaces, now=now)
-    missing = [record for record, vector in rows if vector is None]
-    fresh: dict[tuple[str, str], list[float]] = {}
+    """The ``limit`` entries of the owner most similar to the query (positive similarity
+    only), most similar first: entries without a vector from this embedder are embedded
+    and stored first, then the backend's vector index ranks them all."""
+    missing = memory.unembedded(owner, embedder.name, namespaces=namespaces, now=now)
     if missing:
         vectors = _checked(embedder.embed([r.text for r in missing]), len(missing), embedder)
         memory.set_vectors(
@@ -227,33 +230,22 @@ def _by_embedding(
             embedder.name,
             [(r.namespace, r.key, v) for r, v in zip(missing, vectors, strict=True)],
         )
-        fresh = {(r.namespace, r.key): v for r, v in zip(missing, vectors, strict=True)}
     target = _checked(embedder.embed([query]), 1, embedder)[0]
-    scored = []
-    for record, vector in rows:
-        vector = vector if vector is not None else fresh[(record.namespace, record.key)]
-        similarity = _cosine(target, vector)
-        if similarity > 0:
-            scored.append((record, similarity))
-    scored.sort(key=lambda pair: (-pair[1], pair[0].namespace, pair[0].key))
-    return scored
+    return memory.nearest(owner, embedder.name, target, namespaces=namespaces, limit=limit, now=now)
 
 
 def _checked(vectors: Any, count: int, embedder: EmbeddingProvider) -> list[list[float]]:
     if not isinstance(vectors, list) or len(vectors) != count:
-        raise ValueError(
+        raise RecallError(
             f"embedder {embedder.name!r} returned {type(vectors).__name__} of "
             f"{len(vectors) if hasattr(vectors, '__len__') else '?'} vectors for {count} texts"
         )
-    return [[float(x) for x in vector] for vector in vectors]
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    if len(a) != len(b):
-        raise ValueError(
-            f"vectors of {len(a)} and {len(b)} dimensions cannot be compared; was the embedding "
-            "model changed without changing its name?"
-        )
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+    try:
+        checked = [[float(x) for x in vector] for vector in vectors]
+    except (TypeError, ValueError) as exc:
+        raise RecallError(
+            f"embedder {embedder.name!r} returned something that is not a list of numbers: {exc}"
+        ) from exc
+    if not all(math.isfinite(x) for vector in checked for x in vector):
+        raise RecallError(f"embedder {embedder.name!r} returned NaN or infinite numbers")
+    return checked

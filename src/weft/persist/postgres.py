@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 DEFAULT_CONNINFO: Final = "postgresql://postgres@127.0.0.1:5432/weft"
 _SCHEMA: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_TABLES: Final = ("threads", "events", "snapshots", "memory")
+_TABLES: Final = ("threads", "events", "snapshots", "memory", "memory_owners")
 
 
 class PostgresPool:

@@ -42,7 +42,9 @@ from weft.store import TypeRegistry, registry
 DEFAULT_PATH: Final = Path(".weft") / "weft.db"
 Synchronous = Literal["NORMAL", "FULL"]
 
-TABLES: Final = {name: f"weft_{name}" for name in ("threads", "events", "snapshots", "memory")}
+TABLES: Final = {
+    name: f"weft_{name}" for name in ("threads", "events", "snapshots", "memory", "memory_owners")
+}
 _INSERT: Final = INSERT_EVENT.format_map(TABLES)
 _LAST_STEP: Final = (
     "SELECT (SELECT max(step) FROM weft_events WHERE thread_id = :thread), "

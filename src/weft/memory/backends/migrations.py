@@ -48,6 +48,14 @@ SQLITE: Final[tuple[str, ...]] = (
         INSERT INTO weft_memory_fts (rowid, text) VALUES (new.rowid, new.text);
     END;
     """,
+    # 2: a version per owner, so that a process keeping the owner's vectors in memory
+    # sees that another process wrote
+    """
+    CREATE TABLE IF NOT EXISTS weft_memory_owners (
+        owner TEXT PRIMARY KEY,
+        version INTEGER NOT NULL
+    );
+    """,
 )
 """SQLite migrations; migration ``n`` is ``SQLITE[n - 1]``."""
 
@@ -71,6 +79,13 @@ POSTGRES: Final[tuple[str, ...]] = (
     CREATE INDEX IF NOT EXISTS memory_tsv ON {schema}.memory USING gin (tsv);
     CREATE INDEX IF NOT EXISTS memory_expiry ON {schema}.memory (owner, expires_at)
         WHERE expires_at IS NOT NULL;
+    """,
+    # 2: a version per owner (see the SQLite migration 2)
+    """
+    CREATE TABLE IF NOT EXISTS {schema}.memory_owners (
+        owner text PRIMARY KEY,
+        version bigint NOT NULL
+    );
     """,
 )
 """PostgreSQL migrations (``{schema}`` is filled in); migration ``n`` is ``POSTGRES[n - 1]``."""
