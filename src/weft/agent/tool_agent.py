@@ -67,7 +67,7 @@ CONCLUSION_SHARE: Final = 0.9
 
 
 class ToolAgent:
-    """A chat model with tools, in a loop, recorded on a store.
+    """A chat model with tools, in a loop; with a run id, recorded in ``store``.
 
     ``model`` is a weft chat model (``OpenAIChatModel``, ``AnthropicChatModel``,
     ``ScriptedChatModel`` ...). ``tools`` are ``weft.calls.Tool`` s or plain functions
@@ -78,8 +78,8 @@ class ToolAgent:
     section on tools and memory always follows it.
 
     Limits: ``max_iterations`` model calls, ``max_tokens`` tokens (as the model's usage
-    reports them), ``max_seconds`` of wall time (a resumed run counts the seconds recorded
-    before). Reaching one ends the run with that ``stop_reason``; before that, the last
+    reports them), ``max_seconds`` of wall time (a resumed run counts the seconds it had
+    run before). Reaching one ends the run with that ``stop_reason``; before that, the last
     model call, or one made past 90% of the tokens or seconds, is offered only ``finish``
     so the model concludes. A reply with more than ``max_calls_per_reply`` tool calls
     gets an error result for each call past it.
