@@ -237,6 +237,17 @@ def test_a_tool_that_raises_is_an_error_result_and_the_loop_goes_on() -> None:
     assert (result.failed_calls, result.rejected_calls, result.answer) == (1, 0, "could not fetch")
 
 
+def test_a_huge_error_message_is_cut_for_the_model() -> None:
+    def noisy() -> None:
+        raise ValueError("x" * 100_000)
+
+    model = ScriptedChatModel([call("noisy"), "ok"])
+    result = finished(ToolAgent(model, tools=[noisy]).run("go"))
+    error = json.loads(tool_messages(result)[0].content or "")["error"]
+    assert error.startswith("noisy failed: ValueError: xxx") and error.endswith(" ...")
+    assert len(error) < 2100
+
+
 def test_hostile_calls_are_error_results_and_are_counted() -> None:
     schema = {
         "type": "object",

@@ -47,6 +47,9 @@ FINISH_SPEC: Final = ToolSpec(
     },
 )
 
+MAX_ERROR_CHARS: Final = 2000
+"""How much of a tool's exception message the model reads."""
+
 Problem: TypeAlias = RejectedCall | Literal["failed"]
 
 
@@ -222,7 +225,10 @@ class AgentTools:
             raise  # interrupt() in a run without a run id: the developer's to fix, not the model's
         except Exception as exc:
             logger.info("tool %s raised %s: %s", name, type(exc).__name__, exc)
-            return error(f"{name} failed: {type(exc).__name__}: {exc}", "failed")
+            text = str(exc)
+            if len(text) > MAX_ERROR_CHARS:
+                text = text[:MAX_ERROR_CHARS] + " ..."
+            return error(f"{name} failed: {type(exc).__name__}: {text}", "failed")
         if isinstance(value, str):
             return Outcome(value)
         try:
