@@ -37,6 +37,7 @@ SCRIPTS = (
     ("bench_store.py", "Store and memory", True),
     ("bench_agent.py", "Agents", False),
     ("bench_plan.py", "Plans of tool calls", False),
+    ("bench_tool_loop.py", "The tool-calling loop", True),
     ("bench_width.py", "Width and length: 1,000 to 100,000 nodes", True),
     ("bench_recall.py", "Long-term recall at scale", True),
 )

@@ -15,6 +15,7 @@ CONTRACT = {
     "PromptBasedActionAgent",
     "PromptBasedActionPlanningAgent",
     "PromptBasedAgent",
+    "ToolAgent",
 }
 
 
@@ -33,8 +34,15 @@ def test_the_exported_names_are_exactly_these() -> None:
         "AgentInputs",
         "AgentResult",
         "IterationContext",
+        "IterationFinished",
+        "IterationStarted",
         "ProblemPlan",
         "ResponseProblem",
+        "RunFinished",
+        "ToolAgentEvent",
+        "ToolAgentResult",
+        "ToolAgentStopReason",
+        "ToolCallFinished",
         "default_summarizer",
         "parse_problem_graph",
         "parse_structured_response",
@@ -44,8 +52,8 @@ def test_the_exported_names_are_exactly_these() -> None:
 def test_the_docstring_examples_run() -> None:
     import doctest
 
-    from weft.agent import agent, planning, prompt_agents
+    from weft.agent import agent, planning, prompt_agents, tool_agent
 
-    for module in (agent, prompt_agents, planning):
+    for module in (agent, prompt_agents, planning, tool_agent):
         failed, attempted = doctest.testmod(module)
         assert attempted and not failed, module.__name__

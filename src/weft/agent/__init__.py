@@ -1,4 +1,5 @@
-"""The agent layer: the loop of seeds 000/002, prompt-based agents, and the planning agent."""
+"""The agent layer: the loop of seeds 000/002, prompt-based agents, the planning agent, and
+the tool-calling agent."""
 
 from weft.agent.agent import Agent
 from weft.agent.context import AgentInputs, IterationContext, default_summarizer
@@ -9,6 +10,16 @@ from weft.agent.planning import (
     parse_problem_graph,
 )
 from weft.agent.prompt_agents import PromptBasedActionAgent, PromptBasedAgent
+from weft.agent.tool_agent import ToolAgent
+from weft.agent.tool_types import (
+    IterationFinished,
+    IterationStarted,
+    RunFinished,
+    ToolAgentEvent,
+    ToolAgentResult,
+    ToolAgentStopReason,
+    ToolCallFinished,
+)
 from weft.agent.types import (
     AgentAction,
     AgentAttachment,
@@ -30,11 +41,19 @@ __all__ = [
     "AgentStates",
     "AgentTaskStatusFlags",
     "IterationContext",
+    "IterationFinished",
+    "IterationStarted",
     "ProblemPlan",
     "PromptBasedActionAgent",
     "PromptBasedActionPlanningAgent",
     "PromptBasedAgent",
     "ResponseProblem",
+    "RunFinished",
+    "ToolAgent",
+    "ToolAgentEvent",
+    "ToolAgentResult",
+    "ToolAgentStopReason",
+    "ToolCallFinished",
     "default_summarizer",
     "parse_problem_graph",
     "parse_structured_response",
