@@ -5,6 +5,7 @@ batches of ops), owner isolation, and a compiled StateGraph whose nodes use the 
 from __future__ import annotations
 
 import doctest
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -291,13 +292,13 @@ def test_an_owner_sees_only_its_own_items(rows: SQLiteMemoryBackend) -> None:
 def test_bad_input_is_an_integration_error_and_writes_nothing(
     store: WeftStore, memory: LongTermMemory, call: Any, message: str
 ) -> None:
-    with pytest.raises(IntegrationError, match=message.replace("$", r"\$").replace(".", r"\.")):
+    with pytest.raises(IntegrationError, match=re.escape(message)):
         call(store)
     assert memory.list() == []
 
 
 def test_the_store_needs_a_long_term_memory() -> None:
-    with pytest.raises(IntegrationError, match="expected a weft.memory.LongTermMemory"):
+    with pytest.raises(IntegrationError, match=r"expected a weft\.memory\.LongTermMemory"):
         WeftStore("memory.db")  # type: ignore[arg-type]
 
 
