@@ -58,6 +58,19 @@ async def test_an_agent_writes_then_reads_memory_through_the_tools() -> None:
     assert read.content["entries"]["shared:finding"]["value"] == {"city": "Lyon"}
 
 
+async def test_a_named_agent_signs_its_writes_and_a_given_source_wins() -> None:
+    memory = AgentMemory()
+    model, _ = scripted(("memory_write", {"key": "a", "value": 1}))
+    await Agent(model, name="Scribe", tools=tools(memory)).run("go")
+    model, _ = scripted(("memory_write", {"key": "b", "value": 2}))
+    await Agent(model, name="Scribe", tools=tools(memory, source="night-job")).run("go")
+
+    assert {e.key: e.source for e in memory.list()} == {
+        "shared:a": "pydantic-ai:Scribe",
+        "shared:b": "night-job",
+    }
+
+
 async def test_a_refused_write_is_a_retry_prompt_with_weft_message_and_writes_nothing() -> None:
     memory = AgentMemory()
     model, seen = scripted(
