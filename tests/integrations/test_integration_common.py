@@ -61,9 +61,11 @@ def test_every_adapter_takes_memory_tools_weft_tools_and_lists_of_them(name: str
 
     mixed = adapter(name).tools([*memory_tools(memory), echo])
     single = adapter(name).tools(memory_tools(memory).memory_read)
+    all_three = adapter(name).tools(memory_tools(memory))
 
     assert [t.name for t in mixed] == ["memory_list", "memory_read", "memory_write", "echo"]
     assert [t.name for t in single] == ["memory_read"]
+    assert [t.name for t in all_three] == ["memory_list", "memory_read", "memory_write"]
 
 
 @pytest.mark.parametrize("name", TOOL_ADAPTERS)
@@ -99,3 +101,20 @@ def test_a_callers_memory_tools_keep_their_source_unless_one_is_given() -> None:
         "shared:a": "planner",
         "shared:b": "override",
     }
+
+
+@pytest.mark.parametrize("name", TOOL_ADAPTERS)
+def test_an_output_path_property_is_not_offered_to_the_model(name: str) -> None:
+    parameters = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "_outputPath": {"const": "state.answer"}},
+        "required": ["q", "_outputPath"],
+    }
+    (offered,) = adapter(name).tools(Tool(name="search", fn=lambda q: q, parameters=parameters))
+
+    schema = {
+        "pydantic_ai": lambda t: t.tool_def.parameters_json_schema,
+        "openai_agents": lambda t: t.params_json_schema,
+        "langchain": lambda t: t.args_schema,
+    }[name](offered)
+    assert schema == {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}

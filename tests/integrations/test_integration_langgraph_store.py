@@ -359,3 +359,13 @@ async def test_an_async_graph_node_uses_the_async_store(memory: LongTermMemory) 
 
 def test_docstring_examples_run() -> None:
     assert doctest.testmod(weft.integrations.langgraph).failed == 0
+
+
+def test_a_query_over_the_empty_prefix_searches_every_namespace(store: WeftStore) -> None:
+    store.put(("a",), "k1", {"text": "red apples"})
+    store.put(("b", "c"), "k2", {"text": "green apples"})
+    store.put(("b",), "k3", {"text": "pears"})
+
+    found = store.search((), query="apples")
+
+    assert {(i.namespace, i.key) for i in found} == {(("a",), "k1"), (("b", "c"), "k2")}

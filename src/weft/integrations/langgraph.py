@@ -165,18 +165,21 @@ class WeftStore(BaseStore):
                 if _under(record.namespace, prefix) and check(record)
             ]
             return [_search_item(r, s) for r, s in found[offset:wanted]]
-        namespaces = sorted(
-            {r.namespace for r in self.memory.list() if _under(r.namespace, prefix)}
-        )
-        if not namespaces or limit == 0:
+        if limit == 0:
             return []
+        # recall over every namespace, keeping the hits under the prefix: finding the
+        # namespaces under it first would read every entry of the owner
         k = max(wanted, 1)
         while True:
-            hits = self.memory.recall(str(op.query), namespaces=namespaces, k=k).hits
-            kept = [(hit.record, hit.score) for hit in hits if check(hit.record)]
+            hits = self.memory.recall(str(op.query), k=k).hits
+            kept = [
+                (hit.record, hit.score)
+                for hit in hits
+                if _under(hit.record.namespace, prefix) and check(hit.record)
+            ]
             if len(kept) >= wanted or len(hits) < k:
                 return [_search_item(r, s) for r, s in kept[offset:wanted]]
-            k *= 4  # the filter dropped some: ask recall for more
+            k *= 4  # the prefix or the filter dropped some: ask recall for more
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = [_condition(c) for c in op.match_conditions or ()]
