@@ -4,6 +4,7 @@ its framework is not installed; ``import weft`` loads none of the frameworks."""
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 from typing import Any
@@ -118,3 +119,17 @@ def test_an_output_path_property_is_not_offered_to_the_model(name: str) -> None:
         "langchain": lambda t: t.args_schema,
     }[name](offered)
     assert schema == {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+async def test_arguments_nested_too_deeply_are_refused_not_crashed_on() -> None:
+    from agents.tool_context import ToolContext
+
+    from weft.integrations.openai_agents import tools
+
+    (deep_tool,) = tools(Tool(name="take", fn=lambda x: "taken"))
+    text = '{"x": ' * 5000 + "1" + "}" * 5000
+    context = ToolContext(context=None, tool_name="take", tool_call_id="1", tool_arguments=text)
+
+    answer = json.loads(await deep_tool.on_invoke_tool(context, text))
+
+    assert answer["ok"] is False and "nested too deeply" in answer["error"]

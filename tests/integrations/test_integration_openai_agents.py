@@ -13,7 +13,7 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.tool_context import ToolContext
 
 import weft.integrations.openai_agents
-from weft.calls import tool
+from weft.calls import Tool, tool
 from weft.integrations.openai_agents import tools
 from weft.memory import AgentMemory, memory_tools
 
@@ -122,3 +122,16 @@ async def test_a_weft_tool_runs_through_the_runner_with_its_arguments_checked() 
 
 def test_docstring_example_runs() -> None:
     assert doctest.testmod(weft.integrations.openai_agents).failed == 0
+
+
+async def test_a_weft_tool_that_raises_tells_the_model_and_the_run_goes_on() -> None:
+    def lookup(code: str) -> str:
+        raise LookupError(f"no airport {code}")
+
+    model = script(("lookup", {"code": "XXX"}))
+    agent = Agent(name="Clerk", model=model, tools=tools(Tool(name="lookup", fn=lookup)))
+    result = await Runner.run(agent, "go", run_config=OFFLINE)
+
+    (failed,) = outputs(result)
+    assert failed == {"ok": False, "error": "lookup failed: LookupError: no airport XXX"}
+    assert result.final_output == "done"

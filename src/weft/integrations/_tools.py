@@ -167,7 +167,11 @@ def _weft_tool(tool: Tool) -> PortableTool:
         signature = None
 
     async def run(arguments: dict[str, Any], _source: str | None) -> Outcome:
-        if problems := schema_problems(schema, arguments):
+        try:
+            problems = schema_problems(schema, arguments)
+        except RecursionError:
+            problems = ["the arguments are nested too deeply to check; send a flatter object"]
+        if problems:
             return Outcome(
                 ok=False,
                 error=f"{tool.name}: the arguments do not fit its schema: "
@@ -217,7 +221,9 @@ def _arguments(name: str, arguments: Any) -> dict[str, Any] | str:
             return {}
         try:
             arguments = json.loads(arguments)
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:
+            return f"{name}: the arguments are nested too deeply to read; send a flatter object"
+        except ValueError as exc:
             return f"{name}: the arguments are not one JSON object ({exc}); send one, e.g. {{}}"
     if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
         return (

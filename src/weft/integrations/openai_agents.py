@@ -6,7 +6,9 @@ and JSON Schemas; ``weft.calls.Tool`` s convert the same way. The SDK hands a to
 model's arguments as JSON text; weft parses and checks them, and what it refuses (text
 that is not a JSON object, arguments the schema refuses, a write under ``task:``) comes
 back as the tool's output, ``{"ok": false, "error": ...}``: the SDK's way of telling the
-model about an error without failing the run. Nothing is written then.
+model about an error without failing the run. Nothing is written then. A weft tool whose
+function raises answers the same way (``"<tool> failed: <error>"``), as the SDK's own
+function tools do.
 
 A write of the memory tools made from an ``AgentMemory`` is recorded under ``source`` when
 given, else ``openai-agents:<agent name>`` (the agent that called the tool), else
@@ -16,15 +18,24 @@ given, else ``openai-agents:<agent name>`` (the agent that called the tool), els
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import Any, Final
 
-from weft.integrations._tools import PortableTool, ToolSource, not_installed, portable_tools
+from weft.integrations._tools import (
+    Outcome,
+    PortableTool,
+    ToolSource,
+    not_installed,
+    portable_tools,
+)
 
 try:
     from agents import FunctionTool
     from agents.tool_context import ToolContext
 except ImportError as error:  # pragma: no cover - the test imports it with the package hidden
     raise not_installed("OpenAI Agents SDK", "openai-agents", error) from error
+
+logger: Final = logging.getLogger("weft.integrations")
 
 SOURCE = "openai-agents"
 """Who ``memory_write`` records as the writer when neither ``source`` nor an agent name is
@@ -44,7 +55,12 @@ def tools(tools: ToolSource, *, source: str | None = None) -> list[FunctionTool]
 
 def _tool(each: PortableTool) -> FunctionTool:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        outcome = await each.acall(arguments, source=_writer(context))
+        try:
+            outcome = await each.acall(arguments, source=_writer(context))
+        except Exception as exc:  # as the SDK's own function tools do: the model is told
+            logger.info("tool %s raised %s: %s", each.name, type(exc).__name__, exc)
+            failed = f"{each.name} failed: {type(exc).__name__}: {exc}"
+            return Outcome(ok=False, error=failed).text()
         return outcome.text()
 
     return FunctionTool(
