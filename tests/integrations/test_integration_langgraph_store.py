@@ -287,6 +287,13 @@ def test_an_owner_sees_only_its_own_items(rows: SQLiteMemoryBackend) -> None:
         (lambda s: s.search(("a",), limit=-1), "limit=-1"),
         (lambda s: s.list_namespaces(max_depth=0), "max_depth=0"),
         (lambda s: s.batch(["get everything"]), "GetOp, PutOp, SearchOp"),
+        (lambda s: s.put(("a",), "k", {"v": 1}, ttl=float("inf")), "a ttl is a positive"),
+        (lambda s: s.search(("a",), query=5), "a search query is text"),
+        # every op is checked before the first runs: the good put is not made either
+        (
+            lambda s: s.batch([PutOp(("a",), "k", {"v": 1}), PutOp(("a",), "k2", [1])]),
+            "a LangGraph store keeps dicts",
+        ),
     ],
 )
 def test_bad_input_is_an_integration_error_and_writes_nothing(

@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final
 
 from weft.errors import IntegrationError
@@ -100,19 +102,19 @@ class WeftStore(BaseStore):
         return f"<WeftStore owner={self.memory.owner!r}>"
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` in order; one result each (``None`` for a put)."""
-        return [self._one(op) for op in ops]
+        """Run ``ops`` in order; one result each (``None`` for a put). Every op is checked
+        before the first runs, so a malformed op refuses the batch with nothing written."""
+        return [run() for run in [self._prepare(op) for op in ops]]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """``batch`` on a worker thread (the backends block)."""
         return await asyncio.to_thread(self.batch, list(ops))
 
-    def _one(self, op: Op) -> Result:
+    def _prepare(self, op: Op) -> Callable[[], Result]:
         if isinstance(op, GetOp):
-            return self._get(op)
+            return partial(self._get, weft_namespace(op.namespace), _key(op.key))
         if isinstance(op, PutOp):
-            self._put(op)
-            return None
+            return self._put(op)
         if isinstance(op, SearchOp):
             return self._search(op)
         if isinstance(op, ListNamespacesOp):
@@ -122,15 +124,14 @@ class WeftStore(BaseStore):
             "and ListNamespacesOp"
         )
 
-    def _get(self, op: GetOp) -> Item | None:
-        record = self.memory.get(weft_namespace(op.namespace), _key(op.key))
+    def _get(self, namespace: str, key: str) -> Item | None:
+        record = self.memory.get(namespace, key)
         return None if record is None else _item(record)
 
-    def _put(self, op: PutOp) -> None:
+    def _put(self, op: PutOp) -> Callable[[], None]:
         namespace, key = weft_namespace(op.namespace), _key(op.key)
         if op.value is None:
-            self.memory.delete(namespace, key)
-            return
+            return partial(self._delete, namespace, key)
         if not isinstance(op.value, Mapping):
             raise IntegrationError(
                 f"put({op.namespace!r}, {op.key!r}): the value is a "
@@ -139,26 +140,45 @@ class WeftStore(BaseStore):
             )
         ttl = op.ttl
         if ttl is not None and not (
-            isinstance(ttl, int | float) and not isinstance(ttl, bool) and ttl > 0
+            isinstance(ttl, int | float)
+            and not isinstance(ttl, bool)
+            and math.isfinite(ttl)
+            and ttl > 0
         ):
             raise IntegrationError(
                 f"put({op.namespace!r}, {op.key!r}, ttl={ttl!r}): a ttl is a positive number "
                 "of minutes, or None"
             )
-        self.memory.put(
-            namespace,
-            key,
-            dict(op.value),
-            text=_index_text(op.value, op.index),
-            ttl=None if ttl is None else float(ttl) * 60.0,
-        )
+        value, text = dict(op.value), _index_text(op.value, op.index)
+        seconds = None if ttl is None else float(ttl) * 60.0
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+        def put() -> None:
+            self.memory.put(namespace, key, value, text=text, ttl=seconds)
+
+        return put
+
+    def _delete(self, namespace: str, key: str) -> None:
+        self.memory.delete(namespace, key)
+
+    def _search(self, op: SearchOp) -> Callable[[], list[SearchItem]]:
         prefix = _labels(op.namespace_prefix, allow_empty=True)
         limit, offset = _count(op.limit, "limit"), _count(op.offset, "offset")
         check = _matcher(op.filter)
+        query = op.query
+        if query is not None and not isinstance(query, str):
+            raise IntegrationError(f"query={query!r:.80}: a search query is text")
+        return partial(self._found, prefix, query, check, offset, limit)
+
+    def _found(
+        self,
+        prefix: tuple[str, ...],
+        query: str | None,
+        check: Callable[[MemoryRecord], bool],
+        offset: int,
+        limit: int,
+    ) -> list[SearchItem]:
         wanted = offset + limit
-        if op.query is None or not str(op.query).strip():
+        if query is None or not query.strip():
             found = [
                 (record, None)
                 for record in self.memory.list()
@@ -171,7 +191,7 @@ class WeftStore(BaseStore):
         # namespaces under it first would read every entry of the owner
         k = max(wanted, 1)
         while True:
-            hits = self.memory.recall(str(op.query), k=k).hits
+            hits = self.memory.recall(query, k=k).hits
             kept = [
                 (hit.record, hit.score)
                 for hit in hits
@@ -181,20 +201,24 @@ class WeftStore(BaseStore):
                 return [_search_item(r, s) for r, s in kept[offset:wanted]]
             k *= 4  # the prefix or the filter dropped some: ask recall for more
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+    def _list_namespaces(self, op: ListNamespacesOp) -> Callable[[], list[tuple[str, ...]]]:
         conditions = [_condition(c) for c in op.match_conditions or ()]
         depth = op.max_depth
         if depth is not None and (
             isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
         ):
             raise IntegrationError(f"max_depth={depth!r}: expected a whole number, at least 1")
-        found: set[tuple[str, ...]] = set()
-        for record in self.memory.list():
-            labels = tuple(record.namespace.split(SEPARATOR))
-            if all(_matches(labels, kind, path) for kind, path in conditions):
-                found.add(labels if depth is None else labels[:depth])
         limit, offset = _count(op.limit, "limit"), _count(op.offset, "offset")
-        return sorted(found)[offset : offset + limit]
+
+        def namespaces() -> list[tuple[str, ...]]:
+            found: set[tuple[str, ...]] = set()
+            for record in self.memory.list():
+                labels = tuple(record.namespace.split(SEPARATOR))
+                if all(_matches(labels, kind, path) for kind, path in conditions):
+                    found.add(labels if depth is None else labels[:depth])
+            return sorted(found)[offset : offset + limit]
+
+        return namespaces
 
 
 def weft_namespace(namespace: tuple[str, ...]) -> str:
