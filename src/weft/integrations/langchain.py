@@ -28,7 +28,7 @@ from weft.integrations._tools import (
 
 try:
     from langchain_core.tools import BaseTool, ToolException
-except ImportError as error:  # pragma: no cover - the test imports it with the package hidden
+except ImportError as error:
     raise not_installed("LangChain", "langchain-core", error) from error
 
 SOURCE = "langchain"

@@ -61,7 +61,7 @@ try:
         SearchItem,
         SearchOp,
     )
-except ImportError as error:  # pragma: no cover - the test imports it with the package hidden
+except ImportError as error:
     raise not_installed("LangGraph", "langgraph", error) from error
 
 SEPARATOR: Final = "."

@@ -32,7 +32,7 @@ from weft.integrations._tools import (
 try:
     from agents import FunctionTool
     from agents.tool_context import ToolContext
-except ImportError as error:  # pragma: no cover - the test imports it with the package hidden
+except ImportError as error:
     raise not_installed("OpenAI Agents SDK", "openai-agents", error) from error
 
 logger: Final = logging.getLogger("weft.integrations")

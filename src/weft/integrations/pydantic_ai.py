@@ -22,7 +22,7 @@ from weft.integrations._tools import PortableTool, ToolSource, not_installed, po
 try:
     from pydantic_ai import ModelRetry, RunContext
     from pydantic_ai import Tool as PydanticAITool
-except ImportError as error:  # pragma: no cover - the test imports it with the package hidden
+except ImportError as error:
     raise not_installed("pydantic-ai", "pydantic-ai-slim", error) from error
 
 SOURCE = "pydantic-ai"
