@@ -45,7 +45,8 @@ WeftError
 │   ├── StorageError           the database itself failed (unreadable file, no server)
 │   ├── OwnerError             long-term memory with neither a user nor a session id
 │   └── UnreconciledCallError  a keyed call that began before a crash, its outcome unknown
-└── ServeError                 a server (weft mcp) set up wrong: transport, address, no SDK
+├── ServeError                 a server (weft mcp) set up wrong: transport, address, no SDK
+└── IntegrationError           an adapter for another framework: not installed, or given wrong
 """
 
 from __future__ import annotations
@@ -361,3 +362,10 @@ class UnreconciledCallError(PersistError):
 class ServeError(WeftError, ValueError):
     """A server (``weft mcp``) set up wrong: an unknown transport, an address it cannot
     listen on, the SDK it needs not installed. Found before anything is served."""
+
+
+class IntegrationError(WeftError, ValueError):
+    """An adapter for another agent framework (``weft.integrations``) that cannot do what it
+    was asked: the framework is not installed (the message names the extra to install), or
+    it was given something it cannot adapt (a tool with no function, a store namespace
+    LangGraph could not have written). Found before the framework runs anything."""
