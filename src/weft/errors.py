@@ -45,7 +45,8 @@ WeftError
 │   ├── StorageError           the database itself failed (unreadable file, no server)
 │   ├── OwnerError             long-term memory with neither a user nor a session id
 │   └── UnreconciledCallError  a keyed call that began before a crash, its outcome unknown
-└── ServeError                 a server (weft mcp) set up wrong: transport, address, no SDK
+├── ServeError                 a server (weft mcp) set up wrong: transport, address, no SDK
+└── TelemetryError             tracing set up wrong: no OpenTelemetry API, not a tracer provider
 """
 
 from __future__ import annotations
@@ -356,3 +357,9 @@ class UnreconciledCallError(PersistError):
 class ServeError(WeftError, ValueError):
     """A server (``weft mcp``) set up wrong: an unknown transport, an address it cannot
     listen on, the SDK it needs not installed. Found before anything is served."""
+
+
+class TelemetryError(WeftError, ValueError):
+    """Tracing set up wrong (``weft.telemetry.instrument``): the OpenTelemetry API is not
+    installed, or what was passed as the tracer provider is not one. Found before any
+    run is traced."""
