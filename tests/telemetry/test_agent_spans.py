@@ -135,6 +135,7 @@ def test_the_store_log_holds_the_same_call_notes(traced: Traced) -> None:
     calls = [e.value for e in store.events() if isinstance(e.value, CallNote)]
     assert [(c.call, c.name, c.event) for c in calls] == [
         ("model", "ScriptedReasoner", "finished"),
+        ("tool", "add", "started"),
         ("tool", "add", "finished"),
         ("model", "ScriptedReasoner", "finished"),
     ]

@@ -91,8 +91,11 @@ def test_a_durable_run_resumed_shows_recorded_calls_as_skipped(
         "finished",
     ]
     assert [(n.name, n.event) for n in notes if isinstance(n, CallNote)] == [
+        ("fetch", "started"),
         ("fetch", "finished"),
+        ("greet", "started"),
         ("greet", "failed"),
+        ("greet", "started"),
         ("greet", "finished"),
     ]
 

@@ -3,8 +3,8 @@ that says how work went while it goes (``weft.store.records.Note`` says it of on
 
     RunNote   a run started, finished, failed or paused (a graph, an agent, a turn ...),
               and the unit of another run it is nested in (``parent``)
-    CallNote  a model call or a tool call finished or failed: what was called, how long it
-              took, the tokens it cost, why the model stopped
+    CallNote  a model call finished or failed (what was called, how long it took, the tokens
+              it cost, why the model stopped); a tool call started, finished or failed
 
 Notes go to the store's log (``Store.note``: its subscribers and journal see them, as they
 see a node's notes) and to the process's *taps* (``tap``: tracing, say), and only while
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("weft.store")
 
 RunEvent = Literal["started", "finished", "failed", "paused"]
-CallEvent = Literal["finished", "failed"]
+CallEvent = Literal["started", "finished", "failed"]
 Tap = Callable[[Any], None]
 """``tap(note)``: hears every ``Note``, ``RunNote`` and ``CallNote`` of the process."""
 
@@ -62,21 +62,23 @@ class RunNote:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallNote:
-    """A model call (``call="model"``) or a tool call (``call="tool"``) that ``finished``
-    or ``failed``, told once as it ends.
+    """A model call (``call="model"``), told once as it ends (``finished`` or ``failed``),
+    or a tool call (``call="tool"``), told as it starts too: what runs inside a tool (an
+    agent, a plan) runs in it, and names its ``key`` as its parent.
 
     ``name`` is the tool's name or the model's; ``call_id`` the tool call's id (as the
     model sent it) or a plan call's id; ``parent`` the unit it was made in (``UNIT``);
-    ``started_at`` wall-clock seconds. For a model call: ``provider`` (``openai``,
-    ``anthropic`` ...), ``operation`` (``chat``, or ``text_completion`` for a reasoner
-    given a prompt), ``request_model`` and ``response_model``, the tokens it cost and
-    ``finish_reasons`` (the provider's words)."""
+    ``key`` a tool call's own path while it runs; ``started_at`` wall-clock seconds. For
+    a model call: ``provider`` (``openai``, ``anthropic`` ...), ``operation`` (``chat``,
+    or ``text_completion`` for a reasoner given a prompt), ``request_model`` and
+    ``response_model``, the tokens it cost and ``finish_reasons`` (the provider's words)."""
 
     event: CallEvent
     call: Literal["model", "tool"]
     name: str
     call_id: str | None = None
     parent: str | None = None
+    key: str | None = None
     started_at: float = 0.0
     duration_ms: float | None = None
     error: str | None = None

@@ -34,7 +34,6 @@ class _Open:
     span: Span
     run_id: str
     thread_id: str | None
-    started_ns: int
 
 
 class Spans:
@@ -144,6 +143,9 @@ class Spans:
     # ------------------------------------------------------------------ calls
 
     def _call(self, note: CallNote) -> None:
+        if note.key is not None and note.event != "started":  # the end of a call told live
+            self._end(note.key, note.event, note.error, {})
+            return
         parent = self._get(note.parent) if note.parent is not None else None
         attributes: dict[str, Any] = {}
         if parent is not None:
@@ -178,7 +180,6 @@ class Spans:
             if note.finish_reasons:
                 attributes["gen_ai.response.finish_reasons"] = list(note.finish_reasons)
         start = int(note.started_at * 1e9) if note.started_at else time.time_ns()
-        end = start + int((note.duration_ms or 0.0) * 1e6)
         span = self.tracer.start_span(
             name,
             context=self._context(parent),
@@ -186,6 +187,11 @@ class Spans:
             attributes=attributes,
             start_time=start,
         )
+        if note.event == "started" and note.key is not None:  # ends with its next note
+            run_id = "" if parent is None else parent.run_id
+            self._keep(note.key, span, run_id, None if parent is None else parent.thread_id)
+            return
+        end = start + int((note.duration_ms or 0.0) * 1e6)
         if note.event == "failed":
             _fail(span, note.error)
         span.end(end_time=end)
@@ -214,10 +220,13 @@ class Spans:
         attributes: dict[str, Any],
     ) -> None:
         span = self.tracer.start_span(name, context=self._context(parent), attributes=attributes)
+        self._keep(key, span, run_id, thread_id)
+
+    def _keep(self, key: str, span: Span, run_id: str, thread_id: str | None) -> None:
         with self._lock:
             if len(self._open) >= _OPEN_MAX:
                 self._open.pop(next(iter(self._open)))
-            self._open[key] = _Open(span, run_id, thread_id, time.time_ns())
+            self._open[key] = _Open(span, run_id, thread_id)
 
     def _end(self, key: str, event: str, error: str | None, attributes: dict[str, Any]) -> None:
         with self._lock:
