@@ -1,10 +1,11 @@
 """Lifecycle notes: what a run tells the observers of its store, as typed ``Note`` s.
 
 Notes go to the run store through ``Store.note_many`` (kind ``step``, path ``<run id>/<node
-key>``), only when a store is given and someone observes it as the run starts
-(``Store.observed``: a subscriber such as a live UI or the turn runtime's stage events;
-subscribe before you start the run), so a run nobody watches pays nothing for them, not
-even a clock read per node::
+key>``) and to the process's taps (``weft.store.notes``), only when someone listens as the
+run starts (``watched``: a tap such as tracing, or a subscriber of the store such as a live
+UI or the turn runtime's stage events; subscribe before you start the run), so a run nobody
+watches pays nothing for them, not even a clock read per node. The run itself is told as a
+``RunNote`` (``around``), and the node whose code runs is the context's ``UNIT``::
 
     Note(event="started" | "finished" | "failed" | "skipped" | "paused", unit=<node key>,
          label=<id>, run_id=..., duration_ms=..., flag=..., error=..., reason=...)
