@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 from trace_helpers import Traced
 
@@ -16,6 +17,7 @@ from weft.store import CallNote, Store
 
 ADD = '{"next_actions": [[{"type": "add", "args": {"a": 2, "b": 3}}]]}'
 DONE = '{"instant_response": "5", "task_status": "Completed"}'
+NOTE_FIRST = '{"next_actions": [[{"type": "note", "args": {"text": "adding"}}]]}'
 
 
 def test_iterations_nest_under_the_agent_and_calls_under_their_iteration(
@@ -142,5 +144,35 @@ def test_the_store_log_holds_the_same_call_notes(traced: Traced) -> None:
     assert all(c.parent and c.parent.startswith("logged/iter/") for c in calls)
 
 
+class Crash(BaseException):
+    """The process dying, as far as the run can tell."""
+
+
 def _start(span: Any) -> int:
     return int(span.start_time)
+
+
+def test_a_resumed_agent_shows_its_recorded_iterations_as_skipped(traced: Traced) -> None:
+    store = Store()
+    crash = [True]
+
+    def add(a: int, b: int) -> int:
+        if crash[0]:
+            crash[0] = False
+            raise Crash  # the process stops inside the second iteration's action
+        return a + b
+
+    reasoner = ScriptedReasoner([NOTE_FIRST, ADD, DONE])
+    agent = Agent(reasoner, actor={"note": lambda text: text, "add": add}, store=store)
+    with pytest.raises(Crash):
+        agent.run("2 + 3?", run_id="resumed")
+    traced.exporter.clear()
+    again = Agent(
+        ScriptedReasoner([DONE]), actor={"note": lambda text: text, "add": add}, store=store
+    )
+    assert again.run("2 + 3?", run_id="resumed").instant_response == "5"
+    assert traced.attrs("iteration 0")["weft.unit.status"] == "skipped"
+    assert traced.attrs("iteration 0")["weft.skipped.reason"] == "recorded"
+    assert traced.attrs("iteration 1")["weft.unit.status"] == "finished"
+    assert traced.all("execute_tool note") == []  # restored: not run again
+    assert traced.parent_name("iteration 0") == "invoke_agent agent"

@@ -273,6 +273,8 @@ class Agent:
             if finished is not None:  # restored: nothing of it runs again
                 item = AgentStateItem.from_dict(finished.result["state"])
                 ran = finished.result["ran"]
+                if self._watch is not None:
+                    self._watch.restored(iteration)
             else:
                 started = time()
                 if self._watch is not None:

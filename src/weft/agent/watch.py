@@ -60,6 +60,10 @@ class AgentWatch:
         self._unit("started", n)
         UNIT.set((self.store, f"{self.run_id}/iter/{n}"))
 
+    def restored(self, n: int) -> None:
+        """Iteration ``n`` was restored from its record: it does not run again."""
+        self._unit("skipped", n, reason="recorded")
+
     def iteration_done(self) -> None:
         self._end_iteration("finished")
 
