@@ -131,3 +131,26 @@ def test_a_tracer_provider_that_is_not_one_is_refused() -> None:
     with pytest.raises(TelemetryError, match="not an OpenTelemetry tracer provider"):
         weft.telemetry.instrument(tracer_provider="console")
     assert trace.get_tracer_provider() is not None
+
+
+def test_a_paused_run_ends_its_spans_as_paused_and_the_answer_is_a_new_run_span(
+    traced: Traced,
+) -> None:
+    from weft.graph import Paused, interrupt
+
+    def review(text: str) -> str:
+        return text if interrupt({"approve?": text}) == "yes" else "(withheld)"
+
+    first = WorkGraphNode(lambda: "draft", R.ResultAsFirstArg, id="draft")
+    first.add_next(WorkGraphNode(review, id="review"))
+    graph, store = WorkGraph(start_nodes=[first]), Store()
+    paused = graph.run(run_id="post-1", store=store)
+    assert isinstance(paused, Paused)
+    assert traced.attrs("graph post-1")["weft.run.status"] == "paused"
+    assert traced.attrs("node review")["weft.unit.status"] == "paused"
+    assert traced.one("node review").status.status_code is StatusCode.UNSET
+    traced.exporter.clear()
+    assert graph.run(run_id="post-1", store=store, answers=paused.answer("yes")) == "draft"
+    assert traced.attrs("graph post-1")["weft.run.status"] == "finished"
+    assert traced.attrs("node draft")["weft.skipped.reason"] == "recorded"
+    assert traced.attrs("node review")["weft.unit.status"] == "finished"
