@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import threading
 import weakref
 from collections.abc import Coroutine
@@ -86,7 +87,10 @@ def _on_helper_thread(coro: Coroutine[Any, Any, T]) -> T:
         except BaseException as exc:
             box.append((False, exc))
 
-    thread = threading.Thread(target=target, name="weft-sync", daemon=True)
+    # the caller's context goes along (as asyncio.to_thread does): what it runs inside of
+    # (a watched unit, a pausable one) is the same whether it is awaited or run here
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(target,), name="weft-sync", daemon=True)
     thread.start()
     thread.join()
     ok, value = box[0]

@@ -46,7 +46,8 @@ WeftError
 │   ├── OwnerError             long-term memory with neither a user nor a session id
 │   └── UnreconciledCallError  a keyed call that began before a crash, its outcome unknown
 ├── ServeError                 a server (weft mcp) set up wrong: transport, address, no SDK
-└── IntegrationError           an adapter for another framework: not installed, or given wrong
+├── IntegrationError           an adapter for another framework: not installed, or given wrong
+└── TelemetryError             tracing set up wrong: no OpenTelemetry API, not a tracer provider
 """
 
 from __future__ import annotations
@@ -369,3 +370,9 @@ class IntegrationError(WeftError, ValueError):
     was asked: the framework is not installed (the message names the extra to install), or
     it was given something it cannot adapt (a tool with no function, a store namespace
     LangGraph could not have written). Found before the framework runs anything."""
+
+
+class TelemetryError(WeftError, ValueError):
+    """Tracing set up wrong (``weft.telemetry.instrument``): the OpenTelemetry API is not
+    installed, or what was passed as the tracer provider is not one. Found before any
+    run is traced."""

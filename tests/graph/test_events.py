@@ -69,6 +69,7 @@ def test_skipped_event_for_a_node_below_an_aborted_branch(mode: Mode) -> None:
         "event": "skipped",
         "reason": "aborted",
         "unit": "b#1",
+        "kind": "node",
         "label": "b",
         "run_id": seen[-1]["run_id"],
     }

@@ -15,7 +15,7 @@ from weft.errors import CorruptRecordError, NodeError, StoreError, WeftError
 from weft.graph import WorkGraph, WorkGraphNode
 from weft.memory import AgentMemory, memory_tools
 from weft.persist import Backend, DurableRun, SQLiteBackend, load_store
-from weft.store import MAX_DEPTH, Store, register_type
+from weft.store import MAX_DEPTH, Note, Store, register_type
 
 LONE = "\udc80"
 
@@ -156,6 +156,7 @@ def test_a_failure_whose_message_holds_a_lone_surrogate_is_reported_not_hidden(
     assert isinstance(caught.value.__cause__, ValueError)  # the node's own error, not a refusal
     run.store.write("state", "after", 1)
     run.close()
-    notes = [e.event.value for e in open_backend().history("t") if e.event.op == "note"]
+    history = open_backend().history("t")
+    notes = [e.event.value for e in history if isinstance(e.event.value, Note)]  # the nodes'
     assert notes[-1].error == "ValueError: the model sent \\udc80"
     assert load_store(open_backend(), "t").value("state", "after") == 1

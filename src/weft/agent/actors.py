@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from weft.agent.types import AgentAction
+from weft.calls.watch import acall_tool, call_tool
 from weft.errors import AgentBuildError, ValueTypeError
 from weft.graph.pause import pausing
 
@@ -172,7 +173,7 @@ def run_sync_actor(
         return no_actor(table, action)
     try:
         with pausing(offered.get(PAUSE)):
-            value = bound.call(action, offered)
+            value = call_tool(action.type, action.id, bound.call, action, offered)
     except Exception as exc:
         return failed(action, exc)
     if inspect.isawaitable(value):
@@ -189,9 +190,7 @@ async def run_actor(
         return no_actor(table, action)
     try:
         with pausing(offered.get(PAUSE)):
-            value = bound.call(action, offered)
-            if inspect.isawaitable(value):
-                value = await value
+            value = await acall_tool(action.type, action.id, bound.call, action, offered)
     except Exception as exc:
         return failed(action, exc)
     return finish(action, value)

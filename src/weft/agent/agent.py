@@ -42,10 +42,12 @@ from weft.agent.types import (
     StopReason,
     action_record,
 )
+from weft.agent.watch import AgentWatch
 from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
 from weft.graph.pause import Interrupt, Paused, enclosing, paused
 from weft.llm import areason
 from weft.store import FrozenList, Store, freeze, reducers
+from weft.store.notes import watched
 from weft.store.runlog import check_run_id
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)*")
@@ -114,6 +116,7 @@ class Agent:
         self._spawning: AgentStateItem | None = None  # the iteration whose actions run now
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
+        self._watch: AgentWatch | None = None
         self._set_paths()
 
     def _set_paths(self) -> None:
@@ -166,6 +169,7 @@ class Agent:
         clone._spawning = None
         clone._cache = (None, ())
         clone._running = False
+        clone._watch = None
         clone._set_paths()
         return clone
 
@@ -197,15 +201,14 @@ class Agent:
         if answers is not None and run is None:
             raise AgentBuildError("answers= resume a paused run: pass them with its run_id")
         given = (*attachments, *self.make_attachments(previous_agent_results))
-        with self._exclusive():
+        with self._exclusive(run_id=run):
             records = None if run is None else AgentRun.begin(self, run)
             if records is not None and answers is not None:
                 records.log.answer(answers, error=AgentError)
             outer = enclosing()
             try:
-                result = await self._loop(
-                    user_input, user_profile, context, given, action_results, records
-                )
+                loop = self._loop(user_input, user_profile, context, given, action_results, records)
+                result = await (loop if self._watch is None else self._watch.around(loop))
             except Interrupt as pause:
                 return paused(None if records is None else records.log, pause, outer)
             if records is not None:
@@ -224,13 +227,14 @@ class Agent:
         """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver)."""
         given = (*step.attachments, *self.make_attachments(previous_agent_results))
         run = None if step.calls is None else AgentRun.inner(self, step.calls, unit)
-        with self._exclusive():
-            return await self._loop(
+        with self._exclusive(branch=True):
+            loop = self._loop(
                 user_input, step.user_profile, step.context, given, action_results, run
             )
+            return await (loop if self._watch is None else self._watch.around(loop))
 
     @contextmanager
-    def _exclusive(self) -> Iterator[None]:
+    def _exclusive(self, *, branch: bool = False, run_id: str | None = None) -> Iterator[None]:
         if self._running:
             raise AgentError(
                 f"agent {self.name!r} is already running; one agent runs one loop at a time "
@@ -238,10 +242,17 @@ class Agent:
                 "store=...) for a second, concurrent run"
             )
         self._running = True
+        # a branch's loop is named apart: it shares its run id with the run it is part of
+        self._watch = (
+            AgentWatch(self.name, self._store, None if branch else run_id)
+            if watched(self._store)
+            else None
+        )
         try:
             yield
         finally:
             self._running = False
+            self._watch = None
 
     async def _loop(
         self,
@@ -262,8 +273,12 @@ class Agent:
             if finished is not None:  # restored: nothing of it runs again
                 item = AgentStateItem.from_dict(finished.result["state"])
                 ran = finished.result["ran"]
+                if self._watch is not None:
+                    self._watch.restored(iteration)
             else:
                 started = time()
+                if self._watch is not None:
+                    self._watch.iteration(iteration)
                 reply = None if run is None else run.interrupted(iteration)
                 if reply is None:
                     inputs = AgentInputs(
@@ -324,6 +339,8 @@ class Agent:
                     record = freeze(item.to_dict(plan), where=f"state of agent {self.name!r}")
                     run.record_iteration(iteration, record, ran, started)
                 self._appended(item)
+                if self._watch is not None:
+                    self._watch.iteration_done()
             run_states.append(item)
             response = item.response
             if ran:

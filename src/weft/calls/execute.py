@@ -16,6 +16,7 @@ from typing import Any, Final
 from weft.calls.dataflow import CompiledPlan, Node
 from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
+from weft.calls.watch import acall_tool, call_tool
 from weft.errors import PlanRunError, WeftError
 from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
@@ -156,6 +157,14 @@ class Runtime:
     def call_sync(self, position: int, store: Store) -> dict[str, Any]:
         """Run node ``position`` with a sync tool, on its fork ``store``."""
         node = self.nodes[position]
+        return call_tool(node.tool.name, node.id, self._call_sync, node, store)  # type: ignore[no-any-return]
+
+    async def call_async(self, position: int, store: Store) -> dict[str, Any]:
+        """Run node ``position`` with an async tool, on its fork ``store``."""
+        node = self.nodes[position]
+        return await acall_tool(node.tool.name, node.id, self._call_async, node, store)  # type: ignore[no-any-return]
+
+    def _call_sync(self, node: Node, store: Store) -> dict[str, Any]:
         try:
             scope = self.scope(node, store)
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
@@ -174,9 +183,7 @@ class Runtime:
         except Exception as exc:
             raise failure(node, exc) from exc
 
-    async def call_async(self, position: int, store: Store) -> dict[str, Any]:
-        """Run node ``position`` with an async tool, on its fork ``store``."""
-        node = self.nodes[position]
+    async def _call_async(self, node: Node, store: Store) -> dict[str, Any]:
         try:
             scope = self.scope(node, store)
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]

@@ -73,6 +73,7 @@ from weft.graph.pool import SyncQueue
 from weft.graph.state import StateView, checked_delta
 from weft.graph.stores import RunStores
 from weft.store import Pause, RunLog, StepRecord, Store
+from weft.store.notes import watched
 from weft.store.runlog import check_run_id
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
@@ -174,9 +175,12 @@ class Run(Dispatching):
         # watches has no observer at all, and its nodes are not timed unless recorded.
         self.observer = (
             Observer(
-                store, run_id or f"run-{uuid.uuid4().hex[:12]}", schedule.keys, schedule.labels
+                store if store is not None else Store(),
+                run_id or f"run-{uuid.uuid4().hex[:12]}",
+                schedule.keys,
+                schedule.labels,
             )
-            if events and store is not None and store.observed
+            if events and watched(store)
             else None
         )
         self.timed = self.observer is not None or self.log is not None
@@ -759,6 +763,8 @@ class Run(Dispatching):
             args = (self.views[i], *args)
         if schedule.ctxs[i]:
             kwargs = {**kwargs, "ctx": self._context(i)}
+        if self.observer is not None:
+            self.observer.enter(i)
         if self.asking is not None:  # a recorded run: the node may pause
             point = self.asking[i] = Asking(self.log, schedule.keys[i], schedule.labels[i])  # type: ignore[arg-type]
             _ASKING.set(point)

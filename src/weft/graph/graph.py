@@ -104,7 +104,8 @@ class WorkGraph:
         run = Run(
             schedule, args, kwargs, store, run_id, events, context, self.max_concurrency, answers
         )
-        return drive(run.execute()) if schedule.loopless else run_sync(run.execute())
+        body = run.execute() if run.observer is None else run.observer.around(run.execute())
+        return drive(body) if schedule.loopless else run_sync(body)
 
     __call__ = run
 
@@ -123,6 +124,8 @@ class WorkGraph:
         run = Run(
             schedule, args, kwargs, store, run_id, events, context, self.max_concurrency, answers
         )
+        if run.observer is not None:
+            return await run.observer.around(run.execute(driven=False))
         return await run.execute(driven=False)
 
     def _ready_schedule(self) -> Schedule:

@@ -1,10 +1,11 @@
 """Lifecycle notes: what a run tells the observers of its store, as typed ``Note`` s.
 
 Notes go to the run store through ``Store.note_many`` (kind ``step``, path ``<run id>/<node
-key>``), only when a store is given and someone observes it as the run starts
-(``Store.observed``: a subscriber such as a live UI or the turn runtime's stage events;
-subscribe before you start the run), so a run nobody watches pays nothing for them, not
-even a clock read per node::
+key>``) and to the process's taps (``weft.store.notes``), only when someone listens as the
+run starts (``watched``: a tap such as tracing, or a subscriber of the store such as a live
+UI or the turn runtime's stage events; subscribe before you start the run), so a run nobody
+watches pays nothing for them, not even a clock read per node. The run itself is told as a
+``RunNote`` (``around``), and the node whose code runs is the context's ``UNIT``::
 
     Note(event="started" | "finished" | "failed" | "skipped" | "paused", unit=<node key>,
          label=<id>, run_id=..., duration_ms=..., flag=..., error=..., reason=...)
@@ -18,12 +19,15 @@ which things happened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from time import perf_counter
 from typing import Any, Final
 
 from weft.graph.modes import WorkGraphStopFlags
-from weft.store import Note, Store
-from weft.store.records import KIND, NoteEvent
+from weft.graph.pause import Paused
+from weft.store import Note, RunNote, Store
+from weft.store.notes import UNIT, emit, emit_many, watched
+from weft.store.records import NoteEvent
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 
@@ -31,7 +35,7 @@ _CONTINUE: Final = WorkGraphStopFlags.Continue
 class Observer:
     """Sends one run's lifecycle notes to its store (see the module docstring)."""
 
-    __slots__ = ("_held", "_keys", "_labels", "_paths", "run_id", "store")
+    __slots__ = ("_held", "_keys", "_labels", "_paths", "run_id", "store", "unit")
 
     def __init__(
         self, store: Store, run_id: str, keys: Sequence[str], labels: Sequence[str]
@@ -41,10 +45,52 @@ class Observer:
         self._keys = keys
         self._labels = labels
         self._paths: list[str] | None = None  # "<run id>/<node key>", built on the first note
-        self._held: list[tuple[str, Note, str]] | None = None
+        self._held: list[tuple[str, Any, str | None]] | None = None
+        self.unit = UNIT.get()  # the unit this run is nested in, if it is watched
+
+    async def around(self, run: Coroutine[Any, Any, Any]) -> Any:
+        """Await ``run`` (the run's ``execute``) between the run's own notes; while it runs,
+        ``UNIT`` is the node whose code runs (the engine sets it as it calls a node)."""
+        outer = self.unit
+        parent = None if outer is None else outer[1]
+        began = perf_counter()
+        try:
+            self._run("started", parent)
+        except BaseException:
+            run.close()
+            raise
+        token = UNIT.set(None)
+        try:
+            output = await run
+        except BaseException as exc:
+            self._run("failed", parent, began, f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            UNIT.reset(token)
+        self._run("paused" if isinstance(output, Paused) else "finished", parent, began)
+        return output
+
+    def _run(
+        self, event: Any, parent: str | None, began: float = 0.0, error: str | None = None
+    ) -> None:
+        self.flush()
+        ms = int((perf_counter() - began) * 1e6) / 1000 if began else None
+        note = RunNote(
+            event=event,
+            run_id=self.run_id,
+            kind="graph",
+            parent=parent,
+            duration_ms=ms,
+            error=error,
+        )
+        emit(self.store, self.run_id, note, "weft.graph")
+
+    def enter(self, i: int) -> None:
+        """Node ``i``'s code runs next in this context (a model call in it names it)."""
+        UNIT.set((self.store, f"{self.run_id}/{self._keys[i]}"))
 
     def _send(self, i: int, event: NoteEvent, **fields: Any) -> None:
-        if not self.store.observed:
+        if not watched(self.store):
             return
         paths = self._paths
         if paths is None:
@@ -54,7 +100,7 @@ class Observer:
         if self._held is not None:
             self._held.append((paths[i], note, key))
         else:
-            self.store.note(KIND, paths[i], note, source=key)
+            emit(self.store, paths[i], note, key)
 
     def hold(self) -> None:
         """Keep the notes from now on, to log them in one commit at ``flush``/``release``."""
@@ -66,7 +112,7 @@ class Observer:
         held = self._held
         if held:
             self._held = []
-            self.store.note_many(KIND, held)
+            emit_many(self.store, held)
 
     def release(self) -> None:
         """Log the notes kept so far and stop keeping them."""

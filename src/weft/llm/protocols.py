@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Awaitable, Sequence
+from time import perf_counter
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from weft._sync import run_sync
 from weft.llm.messages import AssistantMessage, ChatMessage, Completion, MessageLike
 from weft.llm.tools import ToolLike
+from weft.llm.watch import achat, tell, watched
+from weft.store.notes import watching
 
 ReasonerResult: TypeAlias = str | Completion | AssistantMessage
 
@@ -72,7 +76,7 @@ class ChatModelBase:
 
     async def areason(self, prompt: str) -> Completion:
         """Send ``prompt`` as one user message; the answer's text and usage."""
-        reply = await self.achat([ChatMessage.user(prompt)])
+        reply = await achat(self, [ChatMessage.user(prompt)])
         return Completion(reply.text, usage=reply.usage)
 
     def reason(self, prompt: str) -> Completion:
@@ -105,6 +109,12 @@ async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     A synchronous reasoner runs on the loop's thread (no worker thread): fine for scripts
     and fast functions; wrap a slow blocking one in ``asyncio.to_thread`` yourself.
     """
+    if watching() and not isinstance(reasoner, ChatModelBase):  # a chat model tells itself
+        return await watched(reasoner, "text_completion", _areason(reasoner, prompt))
+    return await _areason(reasoner, prompt)
+
+
+async def _areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     method = getattr(reasoner, "areason", None)
     if callable(method) and inspect.iscoroutinefunction(method):
         return as_completion(await method(prompt), reasoner=reasoner)
@@ -118,6 +128,19 @@ async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
 def reason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     """Ask any reasoner, from synchronous code; the answer as a Completion (an awaitable
     result is run to completion, as ``ChatModelBase.chat`` does)."""
+    if not watching() or isinstance(reasoner, ChatModelBase):  # a chat model tells itself
+        return _reason(reasoner, prompt)
+    started_at, began = time.time(), perf_counter()
+    try:
+        reply = _reason(reasoner, prompt)
+    except BaseException as exc:
+        tell(reasoner, "text_completion", started_at, began, None, f"{type(exc).__name__}: {exc}")
+        raise
+    tell(reasoner, "text_completion", started_at, began, reply, None)
+    return reply
+
+
+def _reason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     method = getattr(reasoner, "reason", None)
     if callable(method) and not inspect.iscoroutinefunction(method):
         return as_completion(method(prompt), reasoner=reasoner)

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 
 from weft.llm.messages import AssistantMessage, MessageLike
 from weft.llm.tools import ToolLike
+from weft.llm.watch import achat
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,6 @@ async def astream(
         async for event in own(messages, tools=tools, **options):
             yield event
         return
-    reply = await model.achat(messages, tools=tools, **options)
+    reply = await achat(model, messages, tools=tools, **options)
     async for event in replay(reply):
         yield event

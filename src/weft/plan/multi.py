@@ -18,6 +18,7 @@ from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError, PlanValidationError
 from weft.graph import Paused
 from weft.llm import ChatMessage, ChatModel, Completion
+from weft.llm.watch import achat
 from weft.memory import AgentMemory, memory_keys, memory_tools, memory_tools_prompt_section
 from weft.memory.prompts import upstream_memory_hint
 from weft.plan.parallel import ParallelTaskExecutor, PlanReport
@@ -130,7 +131,7 @@ class MultiModeAgent:
         actor.update({tool.name: tool.fn for tool in self.tools if tool.fn is not None})
 
         async def reasoner(prompt: str) -> Completion:  # any chat model, as a reasoner
-            reply = await self.model.achat([ChatMessage.user(prompt)])
+            reply = await achat(self.model, [ChatMessage.user(prompt)])
             return Completion(reply.text, usage=reply.usage)
 
         agent = Agent(
@@ -213,7 +214,7 @@ class MultiModeAgent:
         ]
         for _ in range(self.max_iterations):
             try:
-                reply = await self.model.achat(messages, tools=toolbox.specs())
+                reply = await achat(self.model, messages, tools=toolbox.specs())
             except ModelError as exc:
                 raise ExecutorError(f"{self.name}: the planner's model failed: {exc}") from exc
             messages.append(reply.to_message())

@@ -24,6 +24,7 @@ from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
 from weft.graph.pause import Asking, enclosing
 from weft.llm import AssistantMessage, ChatMessage, ChatModel, ToolCall, Usage
+from weft.llm.watch import achat
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.prompts import (
     CONCLUSION_NOTE,
@@ -191,11 +192,12 @@ class StepExecutor:
     ) -> AssistantMessage:
         """The model's ``n``-th reply: asked now, or replayed from the job's record."""
         if job is None:
-            return await self.model.achat(messages, tools=offered)
+            return await achat(self.model, messages, tools=offered)
         reply: AssistantMessage = await job.log.aonce(
             job.unit,
             f"model/{n}",
-            self.model.achat,
+            achat,
+            self.model,
             list(messages),
             tools=offered,
             reconcile=_again,

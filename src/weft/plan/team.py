@@ -19,6 +19,7 @@ from weft._sync import run_sync
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel
+from weft.llm.watch import achat
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.prompts import team_system_prompt
@@ -167,7 +168,7 @@ class TeamExecutor:
         acted = False
         for _ in range(self.max_turn_iterations):
             try:
-                reply = await member.model.achat(conversation, tools=toolbox.specs())
+                reply = await achat(member.model, conversation, tools=toolbox.specs())
             except ModelError as exc:
                 self._errors[member.name] = f"{type(exc).__name__}: {exc}"
                 return acted

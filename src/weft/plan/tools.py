@@ -10,9 +10,11 @@ import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from weft.calls import Tool
+from weft.calls.watch import acall_tool
 from weft.errors import ExecutorError
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
@@ -114,9 +116,7 @@ async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
     if tool.fn is None:
         return error(f"{tool.name} has no function to run; it cannot be called")
     try:
-        result = tool.fn(**arguments)
-        if inspect.isawaitable(result):
-            result = await result
+        result = await acall_tool(tool.name, call.id, partial(tool.fn, **arguments))
     except Exception as exc:
         logger.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
         return error(f"{tool.name} failed: {type(exc).__name__}: {exc}")

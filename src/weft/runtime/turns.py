@@ -33,7 +33,9 @@ from weft.runtime.schema import Field, StateSchema, unflatten
 from weft.runtime.streaming import Listener, StageEvent, Stages, TurnResult, ms_since
 from weft.runtime.threads import Threads
 from weft.runtime.views import CALLER, Contract, InitialState, TurnState, reader
+from weft.runtime.watch import TurnWatch
 from weft.store import MISSING, RunLog, RunRecord, StepRecord, Store, thaw
+from weft.store.notes import watched
 from weft.store.records import KIND
 from weft.store.reducers import replace as replace_
 
@@ -216,17 +218,24 @@ class TurnRuntime:
             owner = Owner(user_id=user if isinstance(user, str) and user else None, session_id=tid)
             context = replace(self.context, thread_id=tid, turn=turn, owner=owner)
             began = 0.0
+            watch = TurnWatch(tid, log.run_id) if watched(run.store) else None
             try:
                 with run.store.transaction() as tx:
+                    if watch is not None:
+                        watch.start(tx)
                     with pausing(Asking(RunLog(tx, log.run_id), "turn", "turn")):
                         output = await self._inside(tx, initial, context, stages)
                     if answers is not None:  # the paused turn, done
                         log.complete(None, into=tx)
+                    if watch is not None:
+                        watch.end(tx)
                     stages.emit("persist", "started", 0.0, "runtime")
                     began = perf_counter()
                 stages.stage_ms["persist"] = ms = ms_since(began)
                 stages.emit("persist", "finished", ms, "runtime")
             except Interrupt as pause:  # nothing of the turn is stored but its question
+                if watch is not None and watch.open:
+                    watch.end(None, "paused")
                 with run.store.transaction() as tx:
                     paused = RunRecord(kind="turn", status="paused", started_at=time.time())
                     tx.write(KIND, log.run_id, paused, source=SOURCE)
@@ -236,6 +245,8 @@ class TurnRuntime:
                         tx.write(KIND, asked.id, asked, source=SOURCE)
                 output = Paused(log.run_id, pause.pauses)
             except BaseException as exc:
+                if watch is not None and watch.open:
+                    watch.end(None, "failed", f"{type(exc).__name__}: {exc}")
                 if began:
                     stages.emit("persist", "failed", ms_since(began), "runtime")
                 cause = exc.__cause__
@@ -295,7 +306,7 @@ class TurnRuntime:
             observe = stages.listener is not None or self._diagnostics is not None
             unsubscribe = tx.subscribe(stages.on_note) if observe else None
             try:
-                await self._graph.arun(store=tx, events=observe, context=context)
+                await self._graph.arun(store=tx, context=context)
             finally:
                 if unsubscribe is not None:
                     unsubscribe()

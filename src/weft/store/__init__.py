@@ -5,6 +5,7 @@ from weft.store import reducers
 from weft.store.codec import dumps, from_jsonable, loads, to_jsonable, value_bytes
 from weft.store.events import KINDS, Entry, Event, Kind, Op, make_key
 from weft.store.merge import Delta
+from weft.store.notes import CallNote, RunNote, tap
 from weft.store.records import CallIntent, Note, Pause, RunRecord, StepRecord
 from weft.store.runlog import NOT_DONE, RunLog
 from weft.store.store import BatchSubscriber, Journal, Store, Subscriber
@@ -29,6 +30,7 @@ __all__ = [
     "NOT_DONE",
     "BatchSubscriber",
     "CallIntent",
+    "CallNote",
     "Delta",
     "Entry",
     "Event",
@@ -40,6 +42,7 @@ __all__ = [
     "Op",
     "Pause",
     "RunLog",
+    "RunNote",
     "RunRecord",
     "StepRecord",
     "Store",
@@ -53,6 +56,7 @@ __all__ = [
     "reducers",
     "register_type",
     "registry",
+    "tap",
     "thaw",
     "to_jsonable",
     "value_bytes",

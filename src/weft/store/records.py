@@ -121,11 +121,13 @@ class StepRecord:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Note:
     """A lifecycle event for observers: a unit ``started``, ``finished``, ``failed`` or was
-    ``skipped``. It changes no entry (``Store.note``); ``reason`` says why a unit was
-    skipped (``aborted``, ``recorded``, ``cancelled``)."""
+    ``skipped``. It changes no entry (``Store.note``); ``kind`` says what the unit is (as a
+    ``StepRecord``'s does); ``reason`` why a unit was skipped (``aborted``, ``recorded``,
+    ``cancelled``). ``weft.store.notes`` has the notes of runs and calls."""
 
     event: NoteEvent
     unit: str
+    kind: str = "node"
     label: str | None = None
     run_id: str | None = None
     duration_ms: float | None = None
