@@ -391,7 +391,7 @@ async def test_transport_errors_are_retried(sleeps: Sleeps) -> None:
     assert reply.content
     assert len(fake.requests) == 2
     assert len(sleeps.delays) == 1
-    assert 0.25 <= sleeps.delays[0] <= 0.5
+    assert 0.375 <= sleeps.delays[0] <= 0.5
 
 
 async def test_timeouts_every_time_end_in_an_error_without_status(sleeps: Sleeps) -> None:
