@@ -227,12 +227,15 @@ async def test_a_tool_loop_with_thinking_sends_the_thinking_back_verbatim() -> N
 
 async def test_an_error_event_mid_stream_is_a_provider_error_after_what_came() -> None:
     received: list[StreamEvent] = []
-    with LocalServer(sse_reply("anthropic_overloaded.sse")) as server:
-        model = anthropic(server)
-        with pytest.raises(ProviderError) as info:
-            async with model:
-                async for event in model.astream(HI):
-                    received.append(event)
+
+    async def consume(model: AnthropicChatModel) -> None:
+        async with model:
+            async for event in model.astream(HI):
+                received.append(event)
+
+    server = LocalServer(sse_reply("anthropic_overloaded.sse"))
+    with server, pytest.raises(ProviderError) as info:
+        await consume(anthropic(server))
     assert received == [TextDelta("Hel")]
     assert info.value.error_type == "overloaded_error"
     assert "sent an error in its stream: Overloaded [overloaded_error]" in str(info.value)
@@ -244,9 +247,9 @@ async def test_an_error_event_mid_stream_is_a_provider_error_after_what_came() -
 @pytest.mark.parametrize("make", [openai, anthropic])
 async def test_a_connection_dropped_mid_stream_is_a_provider_error(make: Any) -> None:
     name = "openai_text.sse" if make is openai else "anthropic_text.sse"
-    with LocalServer(sse_reply(name, chunk=40, drop_after=700)) as server:
-        with pytest.raises(ProviderError, match="broke off its stream"):
-            await events_of(make(server))
+    server = LocalServer(sse_reply(name, chunk=40, drop_after=700))
+    with server, pytest.raises(ProviderError, match="broke off its stream"):
+        await events_of(make(server))
 
 
 async def test_a_stream_that_ends_without_a_stop_reason_is_cut() -> None:
@@ -254,9 +257,9 @@ async def test_a_stream_that_ends_without_a_stop_reason_is_cut() -> None:
         {"type": "message_start", "message": {"id": "m", "content": [], "model": "c"}}
     )
     reply = Reply(200, (text + "\n\n").encode(), {"content-type": "text/event-stream"}, chunk=9)
-    with LocalServer(reply) as server:
-        with pytest.raises(ProviderError, match="ended before the reply said it was done"):
-            await events_of(anthropic(server))
+    server = LocalServer(reply)
+    with server, pytest.raises(ProviderError, match="ended before the reply said it was done"):
+        await events_of(anthropic(server))
 
 
 @pytest.mark.parametrize(
@@ -271,9 +274,12 @@ async def test_a_stream_event_in_no_documented_shape_is_a_provider_error(
     data: str, what: str
 ) -> None:
     reply = Reply(200, f"data: {data}\n\n".encode(), {"content-type": "text/event-stream"})
-    with LocalServer(reply) as server:
-        with pytest.raises(ProviderError, match="not of the OpenAI Chat Completions API") as info:
-            await events_of(openai(server))
+    server = LocalServer(reply)
+    with (
+        server,
+        pytest.raises(ProviderError, match="not of the OpenAI Chat Completions API") as info,
+    ):
+        await events_of(openai(server))
     assert what in str(info.value)
 
 

@@ -72,9 +72,9 @@ async def test_anthropic_retries_529_overloaded(sleeps: Sleeps) -> None:
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 413, 422])
 async def test_other_client_errors_fail_at_the_first_answer(status: int, sleeps: Sleeps) -> None:
-    with LocalServer(failure(status), json_reply(200, COMPLETION)) as server:
-        with pytest.raises(ProviderError) as info:
-            await ask(openai(server, sleeps))
+    server = LocalServer(failure(status), json_reply(200, COMPLETION))
+    with server, pytest.raises(ProviderError) as info:
+        await ask(openai(server, sleeps))
     assert info.value.status == status
     assert info.value.attempts == 1
     assert len(server.requests) == 1
@@ -91,11 +91,13 @@ async def test_x_should_retry_true_retries_even_a_400(sleeps: Sleeps) -> None:
 
 
 async def test_x_should_retry_false_forbids_retrying_even_a_503(sleeps: Sleeps) -> None:
-    with LocalServer(
-        failure(503, {"x-should-retry": "false"}), json_reply(200, COMPLETION)
-    ) as server:
-        with pytest.raises(ProviderError, match="answered 503: status 503"):
-            await ask(anthropic(server, sleeps))
+    with (
+        LocalServer(
+            failure(503, {"x-should-retry": "false"}), json_reply(200, COMPLETION)
+        ) as server,
+        pytest.raises(ProviderError, match="answered 503: status 503"),
+    ):
+        await ask(anthropic(server, sleeps))
     assert len(server.requests) == 1
 
 
@@ -135,9 +137,8 @@ async def test_a_retry_after_of_nothing_too_long_or_unreadable_gives_way_to_back
 
 
 async def test_backoff_doubles_with_jitter_until_the_retries_run_out(sleeps: Sleeps) -> None:
-    with LocalServer(*[failure(500)] * 4) as server:
-        with pytest.raises(ProviderError) as info:
-            await ask(openai(server, sleeps, max_retries=3))
+    with LocalServer(*[failure(500)] * 4) as server, pytest.raises(ProviderError) as info:
+        await ask(openai(server, sleeps, max_retries=3))
     assert info.value.attempts == 4
     assert "answered 500 after 4 attempts" in str(info.value)
     low, high = zip(*[(0.375, 0.5), (0.75, 1.0), (1.5, 2.0)], strict=True)
@@ -148,7 +149,7 @@ async def test_a_refused_connection_is_retried_then_reported_without_status(
     sleeps: Sleeps,
 ) -> None:
     model = OpenAIChatModel("m", base_url=closed_port() + "/v1", max_retries=2, sleep=sleeps)
-    with pytest.raises(ProviderError, match="could not be reached .* after 3 attempts") as info:
+    with pytest.raises(ProviderError, match=r"could not be reached .* after 3 attempts") as info:
         await ask(model)
     assert info.value.status is None
     assert info.value.error_type == "ConnectError"
@@ -165,9 +166,9 @@ async def test_a_read_timeout_is_retried(sleeps: Sleeps) -> None:
 
 async def test_a_read_timeout_every_time_names_the_timeout(sleeps: Sleeps) -> None:
     slow = Reply(200, b"{}", {"content-type": "application/json"}, delay=0.6)
-    with LocalServer(slow, slow) as server:
-        with pytest.raises(ProviderError, match=r"ReadTimeout.*The timeout is 0.2s"):
-            await ask(anthropic(server, sleeps, timeout=0.2, max_retries=1))
+    server = LocalServer(slow, slow)
+    with server, pytest.raises(ProviderError, match=r"ReadTimeout.*The timeout is 0.2s"):
+        await ask(anthropic(server, sleeps, timeout=0.2, max_retries=1))
 
 
 @pytest.mark.parametrize("make", [openai, anthropic])
