@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from llm_fakes import Sleeps, WeatherTool
 from local_server import LocalServer, Reply, json_reply, sse_reply
 
@@ -307,3 +310,124 @@ async def test_breaking_off_early_closes_the_response(sleeps: Sleeps) -> None:
             await stream.aclose()  # type: ignore[attr-defined]
             again = [e async for e in model.astream(HI)]
     assert done(again).content == "Hello!"
+
+
+# ------------------------------------------------------------------------ hostile streams
+
+
+def sse_transport(text: str) -> httpx.MockTransport:
+    headers = {"content-type": "text/event-stream"}
+    return httpx.MockTransport(lambda request: httpx.Response(200, text=text, headers=headers))
+
+
+def anthropic_events(*events: dict[str, Any]) -> str:
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+async def test_tool_input_nested_past_pythons_limit_is_a_parse_error_not_a_crash() -> None:
+    text = anthropic_events(
+        {"type": "message_start", "message": {"id": "m", "model": "c", "content": []}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "[" * 50_000},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    )
+    model = AnthropicChatModel("c", api_key="k", transport=sse_transport(text))
+    (call,) = done(await events_of(model)).tool_calls
+    assert call.arguments == {}
+    assert call.parse_error is not None
+
+
+async def test_event_data_nested_past_pythons_limit_is_a_provider_error() -> None:
+    text = "data: " + "[" * 50_000 + "\n\n"
+    model = OpenAIChatModel("m", base_url="http://x/v1", transport=sse_transport(text))
+    with pytest.raises(ProviderError, match="is not JSON"):
+        await events_of(model)
+
+
+async def test_a_tool_use_without_an_id_gets_one_shared_by_event_and_reply() -> None:
+    text = anthropic_events(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "name": "f", "input": {}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+    )
+    model = AnthropicChatModel("c", api_key="k", transport=sse_transport(text))
+    events = await events_of(model)
+    (started,) = [e for e in events if isinstance(e, ToolCallStarted)]
+    assert done(events).tool_calls[0].id == started.id != ""
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+openai_keys = st.sampled_from(["choices", "delta", "index", "tool_calls", "function", "content"])
+anthropic_types = st.sampled_from(
+    [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "error",
+        "ping",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(openai_keys, json_values, max_size=4), max_size=6))
+async def test_any_openai_chunks_give_a_message_or_a_provider_error(
+    chunks: list[dict[str, Any]],
+) -> None:
+    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    model = OpenAIChatModel("m", base_url="http://x/v1", transport=sse_transport(text))
+    try:
+        events = await events_of(model)
+    except ProviderError:
+        return
+    assert isinstance(done(events), AssistantMessage)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"type": anthropic_types},
+            optional={
+                "index": st.integers(-1, 3),
+                "delta": json_values,
+                "content_block": json_values,
+                "message": json_values,
+                "usage": json_values,
+            },
+        ),
+        max_size=8,
+    )
+)
+async def test_any_anthropic_events_give_a_message_or_a_provider_error(
+    events: list[dict[str, Any]],
+) -> None:
+    model = AnthropicChatModel("c", api_key="k", transport=sse_transport(anthropic_events(*events)))
+    try:
+        received = await events_of(model)
+    except ProviderError:
+        return
+    assert isinstance(done(received), AssistantMessage)

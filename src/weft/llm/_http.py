@@ -476,7 +476,7 @@ class HTTPChatModel(ChatModelBase):
                 ) from None
             except StreamErrorEvent as exc:
                 raise self._stream_error(meta, exc) from None
-            if not assembler.finished:
+            if not (assembler.done or assembler.finished):
                 raise self._cut_error(meta, "the stream ended before the reply said it was done")
             reply = JsonReply(
                 body=assembler.body(),
@@ -516,7 +516,7 @@ class HTTPChatModel(ChatModelBase):
     def _decode(self, response: httpx.Response, attempt: int) -> JsonReply:
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             body = _NOT_JSON
         reply = JsonReply(
             body=body if isinstance(body, dict) else {},
@@ -598,7 +598,7 @@ def _error_detail(response: httpx.Response) -> tuple[str, str | None, Any]:
     """
     try:
         body: Any = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
         body = None
     message: object = None
     error_type: object = None

@@ -25,7 +25,15 @@ from weft.llm._http import (
     StreamShapeError,
     count,
 )
-from weft.llm.messages import REFUSAL, AssistantMessage, ChatMessage, Thinking, ToolCall, Usage
+from weft.llm.messages import (
+    REFUSAL,
+    AssistantMessage,
+    ChatMessage,
+    Thinking,
+    ToolCall,
+    Usage,
+    new_tool_call_id,
+)
 from weft.llm.sse import ServerSentEvent
 from weft.llm.streaming import StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallStarted
 from weft.llm.tools import ToolSpec
@@ -236,7 +244,7 @@ class _EventAssembler:
     def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
         try:
             data = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             raise StreamShapeError(f"the data of a {event.event!r} event is not JSON") from None
         if not isinstance(data, dict):
             raise StreamShapeError(f"the data of a {event.event!r} event is not a JSON object")
@@ -283,7 +291,9 @@ class _EventAssembler:
             name, call_id = kept.get("name"), kept.get("id")
             if not isinstance(name, str) or not name:
                 raise StreamShapeError(f"content_block_start {index} (tool_use) has no name")
-            return [ToolCallStarted(number, call_id if isinstance(call_id, str) else "", name)]
+            if not isinstance(call_id, str) or not call_id:  # the event and the reply share it
+                call_id = kept["id"] = new_tool_call_id()
+            return [ToolCallStarted(number, call_id, name)]
         if kind == "text" and isinstance(kept.get("text"), str) and kept["text"]:
             return [TextDelta(kept["text"])]
         if kind == "thinking" and isinstance(kept.get("thinking"), str) and kept["thinking"]:
@@ -329,7 +339,7 @@ class _EventAssembler:
             return
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             value = None
         block["input"] = value if isinstance(value, dict) else text
 

@@ -137,7 +137,7 @@ class _ChunkAssembler:
             return []
         try:
             chunk = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             raise StreamShapeError(f"an event's data is not JSON: {event.data!r:.120}") from None
         if not isinstance(chunk, dict):
             raise StreamShapeError(f"an event's data is not a JSON object: {event.data!r:.120}")
