@@ -20,6 +20,7 @@ from weft.llm.tools import as_tool_specs
 
 def test_public_names_are_pinned() -> None:
     assert weft.llm.__all__ == [
+        "REFUSAL",
         "AnthropicChatModel",
         "AssistantMessage",
         "ChatMessage",
@@ -35,6 +36,7 @@ def test_public_names_are_pinned() -> None:
         "ScriptedReasoner",
         "StreamEvent",
         "TextDelta",
+        "Thinking",
         "ThinkingDelta",
         "ToolCall",
         "ToolCallDelta",

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 from llm_fakes import Sleeps
-from local_server import LocalServer, Reply, closed_port, json_reply
+from local_server import LocalServer, Reply, closed_port, json_reply, sse_reply
 
+import weft
 from weft.errors import ProviderError
 from weft.llm import AnthropicChatModel, ChatMessage, OpenAIChatModel
 from weft.llm._http import HTTPChatModel
@@ -177,13 +178,11 @@ async def test_every_request_names_weft_and_its_version(make: Any, sleeps: Sleep
     with LocalServer(json_reply(200, body)) as server:
         await ask(make(server, sleeps))
     agent = server.requests[0].headers["user-agent"]
-    assert agent.startswith("weft/0.1.0 (python ")
+    assert agent.startswith(f"weft/{weft.__version__} (python ")
     assert "httpx" in agent
 
 
 async def test_a_stream_is_retried_before_its_first_event(sleeps: Sleeps) -> None:
-    from local_server import sse_reply
-
     with LocalServer(failure(529), sse_reply("anthropic_text.sse")) as server:
         async with anthropic(server, sleeps) as model:
             events = [e async for e in model.astream(HI)]
