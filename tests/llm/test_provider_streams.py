@@ -431,3 +431,32 @@ async def test_any_anthropic_events_give_a_message_or_a_provider_error(
     except ProviderError:
         return
     assert isinstance(done(received), AssistantMessage)
+
+
+async def test_a_tool_use_whose_input_came_whole_in_its_start_keeps_it() -> None:
+    text = anthropic_events(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {"a": 1}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+        {"type": "message_stop"},
+    )
+    model = AnthropicChatModel("c", api_key="k", transport=sse_transport(text))
+    (call,) = done(await events_of(model)).tool_calls
+    assert call.arguments == {"a": 1}
+
+
+async def test_reasoning_deltas_of_compatible_servers_stream_as_thinking() -> None:
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "2+2"}}]},
+        {"choices": [{"index": 0, "delta": {"reasoning_content": " is 4"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "4"}, "finish_reason": "stop"}]},
+    ]
+    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    model = OpenAIChatModel("m", base_url="http://x/v1", transport=sse_transport(text))
+    events = await events_of(model)
+    assert events[:-1] == [ThinkingDelta("2+2"), ThinkingDelta(" is 4"), TextDelta("4")]
+    assert [t.text for t in done(events).thinking] == ["2+2 is 4"]

@@ -334,8 +334,11 @@ class _EventAssembler:
         if parts is None or block is None:
             return
         text = "".join(parts)
-        if not text.strip():
-            block["input"] = {}
+        if (
+            not text.strip()
+        ):  # no deltas: the input the block started with (some servers send it whole)
+            if not isinstance(block.get("input"), Mapping):
+                block["input"] = {}
             return
         try:
             value = json.loads(text)
