@@ -334,9 +334,8 @@ class _EventAssembler:
         if parts is None or block is None:
             return
         text = "".join(parts)
-        if (
-            not text.strip()
-        ):  # no deltas: the input the block started with (some servers send it whole)
+        if not text.strip():
+            # no deltas: keep the input the block started with (some servers send it whole)
             if not isinstance(block.get("input"), Mapping):
                 block["input"] = {}
             return
