@@ -230,6 +230,7 @@ class _EventAssembler:
         self._message: dict[str, Any] = {"type": "message", "role": "assistant"}
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}
+        self._parts: dict[tuple[int, str], list[str]] = {}  # joined once, in body()
         self._calls: dict[int, int] = {}
         self._done = False
 
@@ -308,17 +309,13 @@ class _EventAssembler:
             raise StreamShapeError(f"content_block_delta {index} carries no delta object")
         kind = delta.get("type")
         if kind == "text_delta":
-            text = _text(delta, "text", index)
-            block["text"] = str(block.get("text") or "") + text
+            text = self._add(index, "text", delta)
             return [TextDelta(text)] if text else []
         if kind == "thinking_delta":
-            text = _text(delta, "thinking", index)
-            block["thinking"] = str(block.get("thinking") or "") + text
+            text = self._add(index, "thinking", delta)
             return [ThinkingDelta(text)] if text else []
         if kind == "signature_delta":
-            block["signature"] = str(block.get("signature") or "") + _text(
-                delta, "signature", index
-            )
+            self._add(index, "signature", delta)
         elif kind == "input_json_delta":
             text = _text(delta, "partial_json", index)
             self._json.setdefault(index, []).append(text)
@@ -327,6 +324,11 @@ class _EventAssembler:
         elif kind == "citations_delta":
             block.setdefault("citations", []).append(delta.get("citation"))
         return []
+
+    def _add(self, index: int, key: str, delta: Mapping[str, Any]) -> str:
+        text = _text(delta, key, index)
+        self._parts.setdefault((index, key), []).append(text)
+        return text
 
     def _close(self, index: int) -> None:
         parts = self._json.pop(index, None)
@@ -348,6 +350,11 @@ class _EventAssembler:
     def body(self) -> dict[str, Any]:
         for index in list(self._json):
             self._close(index)
+        for (index, key), parts in self._parts.items():
+            block = self._blocks[index]
+            start = block.get(key)
+            block[key] = (start if isinstance(start, str) else "") + "".join(parts)
+        self._parts.clear()
         content = [self._blocks[index] for index in sorted(self._blocks)]
         return {**self._message, "content": content}
 
