@@ -10,6 +10,7 @@ from llm_fakes import FakeProvider, Sleeps, WeatherTool, ok, status
 
 from weft.errors import ModelConfigError, ModelInputError, ProviderError
 from weft.llm import AnthropicChatModel, ChatMessage, Completion, ToolCall, Usage, areason
+from weft.llm.messages import Thinking
 
 MODEL = "claude-sonnet-4-5"
 
@@ -266,10 +267,12 @@ async def test_429_waits_as_long_as_retry_after_says(sleeps: Sleeps) -> None:
     assert sleeps.delays == [7.0]
 
 
-async def test_a_huge_retry_after_is_capped(sleeps: Sleeps) -> None:
+async def test_a_retry_after_past_a_minute_gives_way_to_the_backoff(sleeps: Sleeps) -> None:
+    # as the official SDKs do: an hour's wait is not waited for, the usual backoff is
     fake = FakeProvider(status(429, RATE_LIMITED, {"retry-after": "3600"}), ok(TEXT))
     await model_for(fake, sleeps).achat([ChatMessage.user("Hi")])
-    assert sleeps.delays == [60.0]
+    (delay,) = sleeps.delays
+    assert 0.375 <= delay <= 0.5
 
 
 async def test_5xx_every_time_ends_in_an_error_naming_provider_model_status_and_message(
@@ -411,3 +414,83 @@ async def test_a_failed_tool_result_is_sent_with_is_error() -> None:
 def test_only_a_tool_message_can_be_an_error() -> None:
     with pytest.raises(ModelInputError, match="only tool messages can be errors"):
         ChatMessage(role="user", content="hi", is_error=True)
+
+
+THINKING_TOOL_USE = message(
+    [
+        {
+            "type": "thinking",
+            "thinking": "The user wants the weather; I'll call the tool.",
+            "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds...",
+        },
+        {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"},
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool_use", "id": "toolu_7", "name": "get_weather", "input": {"location": "Oslo"}},
+    ],
+    stop_reason="tool_use",
+)
+
+
+async def test_thinking_blocks_are_kept_with_their_signature_and_data() -> None:
+    reply = await model_for(FakeProvider(ok(THINKING_TOOL_USE))).achat([ChatMessage.user("?")])
+    assert reply.thinking == (
+        Thinking(
+            text="The user wants the weather; I'll call the tool.",
+            signature="EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds...",
+        ),
+        Thinking(data="EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw"),
+    )
+    assert reply.thinking[1].redacted
+    assert reply.content == "Let me check."
+
+
+async def test_the_next_request_of_a_tool_loop_carries_the_thinking_blocks_verbatim() -> None:
+    fake = FakeProvider(ok(THINKING_TOOL_USE), ok(TEXT))
+    model = model_for(fake)
+    conversation: list[Any] = [ChatMessage.user("Weather in Oslo?")]
+    reply = await model.achat(conversation, thinking={"type": "enabled", "budget_tokens": 2048})
+    conversation += [reply, ChatMessage.tool("-3°C", tool_call_id="toolu_7")]
+    await model.achat(conversation, thinking={"type": "enabled", "budget_tokens": 2048})
+    assistant = fake.bodies[1]["messages"][1]
+    assert assistant == {"role": "assistant", "content": THINKING_TOOL_USE["content"]}
+
+
+async def test_unsigned_thinking_is_never_sent_to_anthropic() -> None:
+    fake = FakeProvider(ok(TEXT))
+    await model_for(fake).achat(
+        [
+            ChatMessage.user("Hi"),
+            ChatMessage.assistant("Hello", thinking=[Thinking(text="from another provider")]),
+            ChatMessage.user("Bye"),
+        ]
+    )
+    assert fake.body["messages"][1] == {"role": "assistant", "content": "Hello"}
+
+
+async def test_an_empty_assistant_reply_is_left_out_not_sent_as_empty_content() -> None:
+    empty = message([], stop_reason="end_turn")
+    fake = FakeProvider(ok(empty), ok(TEXT))
+    model = model_for(fake)
+    conversation: list[Any] = [ChatMessage.user("Say nothing.")]
+    reply = await model.achat(conversation)
+    assert reply.content is None
+    conversation += [reply, ChatMessage.user("Now say hi.")]
+    await model.achat(conversation)
+    assert fake.bodies[1]["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Say nothing."},
+                {"type": "text", "text": "Now say hi."},
+            ],
+        }
+    ]
+    for turn in fake.bodies[1]["messages"]:
+        assert turn["content"] != ""
+
+
+async def test_an_anthropic_refusal_is_the_same_stop_reason_as_openais() -> None:
+    body = message([{"type": "text", "text": "I can't help with that."}], stop_reason="refusal")
+    reply = await model_for(FakeProvider(ok(body))).achat([ChatMessage.user("?")])
+    assert reply.refused
+    assert reply.refusal == "I can't help with that."

@@ -20,6 +20,7 @@ from weft.llm.tools import as_tool_specs
 
 def test_public_names_are_pinned() -> None:
     assert weft.llm.__all__ == [
+        "REFUSAL",
         "AnthropicChatModel",
         "AssistantMessage",
         "ChatMessage",
@@ -35,6 +36,7 @@ def test_public_names_are_pinned() -> None:
         "ScriptedReasoner",
         "StreamEvent",
         "TextDelta",
+        "Thinking",
         "ThinkingDelta",
         "ToolCall",
         "ToolCallDelta",
@@ -90,8 +92,8 @@ def test_lists_of_tool_calls_are_stored_as_tuples() -> None:
 def test_a_single_message_instead_of_a_list_is_refused_with_the_fix() -> None:
     with pytest.raises(ModelInputError, match=r"wrap it: \[ChatMessage.user"):
         as_chat_messages(ChatMessage.user("hi"))  # type: ignore[arg-type]
-    with pytest.raises(ModelInputError, match=r"messages\[1\] is a dict"):
-        as_chat_messages([ChatMessage.user("hi"), {"role": "user"}])  # type: ignore[list-item]
+    with pytest.raises(ModelInputError, match=r"messages\[1\] is a int"):
+        as_chat_messages([ChatMessage.user("hi"), 7])  # type: ignore[list-item]
 
 
 @pytest.mark.parametrize(
@@ -174,8 +176,9 @@ def test_retry_after_may_be_an_http_date() -> None:
     assert retry_after({"retry-after": header}, now=1_000_000) == pytest.approx(30)
 
 
-def test_backoff_doubles_is_capped_and_jittered_within_half_to_full() -> None:
-    assert backoff_delay(0, rand=lambda: 0.0) == INITIAL_BACKOFF / 2
-    assert backoff_delay(0, rand=lambda: 1.0) == INITIAL_BACKOFF
-    assert backoff_delay(2, rand=lambda: 1.0) == INITIAL_BACKOFF * 4
-    assert backoff_delay(30, rand=lambda: 1.0) == MAX_BACKOFF
+def test_backoff_doubles_is_capped_and_jittered_within_three_quarters_to_full() -> None:
+    assert backoff_delay(0, rand=lambda: 0.0) == INITIAL_BACKOFF
+    assert backoff_delay(0, rand=lambda: 1.0) == INITIAL_BACKOFF * 0.75
+    assert backoff_delay(2, rand=lambda: 0.0) == INITIAL_BACKOFF * 4
+    assert backoff_delay(30, rand=lambda: 0.0) == MAX_BACKOFF
+    assert backoff_delay(10_000, rand=lambda: 1.0) == MAX_BACKOFF * 0.75

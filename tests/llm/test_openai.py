@@ -391,7 +391,7 @@ async def test_transport_errors_are_retried(sleeps: Sleeps) -> None:
     assert reply.content
     assert len(fake.requests) == 2
     assert len(sleeps.delays) == 1
-    assert 0.25 <= sleeps.delays[0] <= 0.5
+    assert 0.375 <= sleeps.delays[0] <= 0.5
 
 
 async def test_timeouts_every_time_end_in_an_error_without_status(sleeps: Sleeps) -> None:
@@ -495,3 +495,31 @@ def test_a_model_outlives_event_loops() -> None:
         assert asyncio.run(model.achat([ChatMessage.user("Hi")])).content
     assert model.chat([ChatMessage.user("Hi")]).content
     assert len(fake.requests) == 3
+
+
+async def test_a_refusal_is_the_refusal_stop_reason_with_its_text_not_an_empty_answer() -> None:
+    body = completion({"content": None, "refusal": "I'm sorry, I can't help with that."})
+    reply = await model_for(FakeProvider(ok(body))).achat([ChatMessage.user("Something bad")])
+    assert reply.refused
+    assert reply.stop_reason == "refusal"
+    assert reply.refusal == "I'm sorry, I can't help with that."
+    assert reply.content is None
+    assert reply.to_message().content == "I'm sorry, I can't help with that."
+
+
+async def test_an_answer_is_no_refusal() -> None:
+    reply = await model_for(FakeProvider(ok(TEXT))).achat([ChatMessage.user("Hi")])
+    assert not reply.refused
+    assert reply.refusal is None
+    assert reply.stop_reason == "stop"
+
+
+async def test_reasoning_text_of_compatible_servers_is_read_as_thinking_and_not_sent_back() -> None:
+    body = completion({"content": "4", "reasoning_content": "2 + 2 is 4."})
+    fake = FakeProvider(ok(body), ok(TEXT))
+    model = model_for(fake)
+    reply = await model.achat([ChatMessage.user("2+2?")])
+    assert [t.text for t in reply.thinking] == ["2 + 2 is 4."]
+    assert reply.thinking[0].signature is None
+    await model.achat([ChatMessage.user("2+2?"), reply, ChatMessage.user("and 3+3?")])
+    assert fake.bodies[1]["messages"][1] == {"role": "assistant", "content": "4"}

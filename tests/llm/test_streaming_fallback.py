@@ -8,6 +8,8 @@ from weft.llm import (
     MessageDone,
     ScriptedChatModel,
     TextDelta,
+    Thinking,
+    ThinkingDelta,
     ToolCall,
     ToolCallDelta,
     ToolCallStarted,
@@ -43,3 +45,12 @@ async def test_a_model_with_its_own_astream_is_streamed_by_it() -> None:
 
     events = [e async for e in astream(Native(), [ChatMessage.user("go")])]
     assert [type(e).__name__ for e in events] == ["TextDelta", "TextDelta", "MessageDone"]
+
+
+async def test_a_whole_reply_replays_its_thinking_first() -> None:
+    reply = AssistantMessage(
+        content="4", thinking=(Thinking(text="2 + 2", signature="s"), Thinking(data="x"))
+    )
+    events = [e async for e in astream(ScriptedChatModel([reply]), [ChatMessage.user("?")])]
+    assert events[:2] == [ThinkingDelta("2 + 2"), TextDelta("4")]
+    assert isinstance(events[2], MessageDone)

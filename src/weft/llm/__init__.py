@@ -3,10 +3,12 @@
 
 from weft.llm.anthropic import AnthropicChatModel
 from weft.llm.messages import (
+    REFUSAL,
     AssistantMessage,
     ChatMessage,
     Completion,
     MessageLike,
+    Thinking,
     ToolCall,
     Usage,
 )
@@ -25,6 +27,7 @@ from weft.llm.streaming import (
 from weft.llm.tools import ToolDefinition, ToolLike, ToolSpec, as_tool_spec
 
 __all__ = [
+    "REFUSAL",
     "AnthropicChatModel",
     "AssistantMessage",
     "ChatMessage",
@@ -40,6 +43,7 @@ __all__ = [
     "ScriptedReasoner",
     "StreamEvent",
     "TextDelta",
+    "Thinking",
     "ThinkingDelta",
     "ToolCall",
     "ToolCallDelta",

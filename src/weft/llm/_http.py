@@ -1,33 +1,45 @@
-"""``HTTPChatModel``: what the provider adapters share, one POST with retries and clear errors.
+"""``HTTPChatModel``: what the provider adapters share, one POST (whole or streamed as
+server-sent events) with retries and clear errors.
 
-Retried: ``RETRY_STATUSES`` and transport failures, after exponential backoff with jitter
-or the provider's ``retry-after`` / ``retry-after-ms`` (capped at a minute); anything else
-fails at once. httpx is imported only when a request is about to be made.
+Retries follow the official OpenAI and Anthropic SDKs: a response with ``x-should-retry:
+true`` is retried and one with ``x-should-retry: false`` is not, whatever its status;
+otherwise 408, 409, 429 and every 5xx (Anthropic's 529 "overloaded" too) are retried, as are
+network failures (connect and read timeouts, refused or dropped connections). The wait is the
+provider's ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date) when it asks for
+more than 0 and at most 60 seconds, else exponential backoff from 0.5 s doubling to at most
+8 s, less up to a quarter at random (jitter) so clients do not retry in lockstep. A stream is
+retried only until its first byte: events already handed out are never repeated.
+httpx is imported only when a request is about to be made.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import logging
 import os
+import platform
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self
 
 from weft.errors import ModelConfigError, ProviderError
 from weft.llm.messages import (
     AssistantMessage,
     ChatMessage,
     MessageLike,
+    Thinking,
     ToolCall,
     Usage,
     as_chat_messages,
     json_kind,
 )
 from weft.llm.protocols import ChatModelBase
+from weft.llm.sse import ServerSentEvent, aiter_events
+from weft.llm.streaming import MessageDone, StreamEvent, replay
 from weft.llm.tools import ToolLike, ToolSpec, as_tool_specs
 
 if TYPE_CHECKING:
@@ -35,10 +47,12 @@ if TYPE_CHECKING:
 
 logger: Final = logging.getLogger("weft.llm")
 
-RETRY_STATUSES: Final = frozenset({429, 500, 502, 503, 504, 529})
+RETRY_STATUSES: Final = frozenset({408, 409, 429})
+"""Retried besides every 5xx: request timeout, lock conflict, rate limit."""
 INITIAL_BACKOFF: Final = 0.5
 MAX_BACKOFF: Final = 8.0
 MAX_RETRY_AFTER: Final = 60.0
+"""A ``retry-after`` longer than this is not waited for: the backoff is used instead."""
 _MESSAGE_CHARS: Final = 500
 _NOT_JSON: Final = object()
 
@@ -56,10 +70,76 @@ class JsonReply:
 
 
 def backoff_delay(retry: int, rand: Callable[[], float] = random.random) -> float:
-    """Seconds to wait before retry number ``retry`` (0-based): doubling, capped, and
-    jittered to between half and all of the step, so clients do not retry in lockstep."""
-    step: float = min(MAX_BACKOFF, INITIAL_BACKOFF * 2.0**retry)
-    return step * (0.5 + rand() / 2)
+    """Seconds to wait before retry number ``retry`` (0-based): doubling from 0.5 s, capped at
+    8 s, and jittered to between three quarters and all of the step."""
+    step: float = min(MAX_BACKOFF, INITIAL_BACKOFF * 2.0 ** min(retry, 32))
+    return step * (1 - 0.25 * rand())
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether a failed response is worth another attempt: the server's ``x-should-retry``
+    when it says ``true`` or ``false``, else whether the status is 408, 409, 429 or 5xx."""
+    verdict = headers.get("x-should-retry")
+    if verdict == "true":
+        return True
+    if verdict == "false":
+        return False
+    return status in RETRY_STATUSES or status >= 500
+
+
+def retry_delay(headers: Mapping[str, str], retry: int) -> float:
+    """The wait before retry number ``retry``: what the server asked for, when that is more
+    than 0 and at most ``MAX_RETRY_AFTER`` seconds, else :func:`backoff_delay`."""
+    asked = retry_after(headers)
+    if asked is not None and 0 < asked <= MAX_RETRY_AFTER:
+        return asked
+    return backoff_delay(retry)
+
+
+@functools.cache
+def user_agent() -> str:
+    """``weft/<version>``, with the Python and httpx versions, sent with every request."""
+    import importlib.metadata
+
+    import httpx
+
+    try:
+        version = importlib.metadata.version("weft")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"weft/{version} (python {platform.python_version()}; httpx {httpx.__version__})"
+
+
+class StreamShapeError(Exception):
+    """Raised by a stream assembler: an event that is not what the API documents."""
+
+
+class StreamErrorEvent(Exception):
+    """Raised by a stream assembler: the provider sent an error in the stream."""
+
+    def __init__(self, message: str, error_type: str | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
+
+
+class StreamAssembler(Protocol):
+    """Turns one provider's server-sent events into weft's stream events, and keeps what
+    they said as the body a whole (non-streamed) response would have had."""
+
+    @property
+    def done(self) -> bool:
+        """The provider sent its end-of-stream event."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """The provider said why the reply stopped (a stream cut after this lost nothing)."""
+        ...
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]: ...
+
+    def body(self) -> dict[str, Any]: ...
 
 
 def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
@@ -166,6 +246,13 @@ class HTTPChatModel(ChatModelBase):
     def _parse(self, reply: JsonReply) -> AssistantMessage:
         raise NotImplementedError
 
+    def _stream_fields(self) -> dict[str, Any]:
+        """What a streamed request adds to the body."""
+        return {"stream": True}
+
+    def _assembler(self) -> StreamAssembler:
+        raise NotImplementedError
+
     # ------------------------------------------------------------------- the API
 
     async def achat(
@@ -182,6 +269,26 @@ class HTTPChatModel(ChatModelBase):
             return self._parse(await self._post(client, body))
         async with self._new_client() as own:
             return self._parse(await self._post(own, body))
+
+    async def astream(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        tools: Sequence[ToolLike] | None = None,
+        **options: Any,
+    ) -> AsyncIterator[StreamEvent]:
+        """The reply as it is made, over server-sent events: text, thinking and tool-call
+        events as they arrive, then ``MessageDone`` with what :meth:`achat` would return."""
+        body = self.request_body(messages, tools=tools, **options)
+        body.update(self._stream_fields())
+        client = self._pooled_client()
+        if client is not None:
+            async for event in self._stream(client, body):
+                yield event
+            return
+        async with self._new_client() as own:
+            async for event in self._stream(own, body):
+                yield event
 
     def request_body(
         self,
@@ -219,8 +326,8 @@ class HTTPChatModel(ChatModelBase):
         if clash:
             raise ModelConfigError(
                 f"{self.provider}: option(s) {clash} are set by weft itself; pass the "
-                "conversation as messages=, the tools as tools=, and the model to the constructor"
-                " (streaming is not supported yet)"
+                "conversation as messages=, the tools as tools=, and the model to the constructor;"
+                " to stream, call astream() instead of achat()"
             )
         return merged
 
@@ -253,6 +360,9 @@ class HTTPChatModel(ChatModelBase):
         calls: list[ToolCall],
         usage: Usage | None,
         stop: object,
+        *,
+        thinking: Sequence[Thinking] = (),
+        refusal: str | None = None,
     ) -> AssistantMessage:
         model = reply.body.get("model")
         return AssistantMessage(
@@ -262,6 +372,8 @@ class HTTPChatModel(ChatModelBase):
             stop_reason=stop if isinstance(stop, str) else None,
             model=model if isinstance(model, str) and model else self.model,
             raw=reply.body,
+            thinking=tuple(thinking),
+            refusal=refusal,
         )
 
     # ------------------------------------------------------------------ the HTTP
@@ -279,29 +391,39 @@ class HTTPChatModel(ChatModelBase):
         import httpx
 
         return httpx.AsyncClient(
-            headers=self._headers, timeout=httpx.Timeout(self.timeout), transport=self._transport
+            headers={"user-agent": user_agent(), **self._headers},
+            timeout=httpx.Timeout(self.timeout),
+            transport=self._transport,
         )
 
-    async def _post(self, client: httpx.AsyncClient, body: Mapping[str, Any]) -> JsonReply:
-        """POST ``body``; the decoded JSON object of a 2xx answer, else a ProviderError."""
+    async def _send(
+        self, client: httpx.AsyncClient, body: Mapping[str, Any], *, stream: bool
+    ) -> tuple[httpx.Response, int]:
+        """POST ``body``, retrying as the module says; the 2xx response and the attempt that
+        got it. A streamed response is open (its body unread): the caller closes it."""
         import httpx
 
         attempts = self.max_retries + 1
         for attempt in range(1, attempts + 1):
+            request = client.build_request("POST", self.url, json=body)
             try:
-                response = await client.post(self.url, json=body)
+                response = await client.send(request, stream=stream)
+                if stream and not response.is_success:
+                    try:
+                        await response.aread()
+                    finally:
+                        await response.aclose()
             except httpx.TransportError as exc:
                 if attempt == attempts:
                     raise self._transport_error(exc, attempt) from exc
                 what, delay = _describe(exc), backoff_delay(attempt - 1)
             else:
                 if response.is_success:
-                    return self._decode(response, attempt)
-                if response.status_code not in RETRY_STATUSES or attempt == attempts:
+                    return response, attempt
+                status = response.status_code
+                if attempt == attempts or not should_retry(status, response.headers):
                     raise self._status_error(response, attempt)
-                asked = retry_after(response.headers)
-                what = f"answered {response.status_code}"
-                delay = backoff_delay(attempt - 1) if asked is None else min(asked, MAX_RETRY_AFTER)
+                what, delay = f"answered {status}", retry_delay(response.headers, attempt - 1)
             logger.info(
                 "%s: %s, retrying in %.2fs (attempt %d of %d)",
                 self._who(),
@@ -313,10 +435,88 @@ class HTTPChatModel(ChatModelBase):
             await self._sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    async def _post(self, client: httpx.AsyncClient, body: Mapping[str, Any]) -> JsonReply:
+        """POST ``body``; the decoded JSON object of a 2xx answer, else a ProviderError."""
+        response, attempt = await self._send(client, body, stream=False)
+        return self._decode(response, attempt)
+
+    async def _stream(
+        self, client: httpx.AsyncClient, body: Mapping[str, Any]
+    ) -> AsyncIterator[StreamEvent]:
+        """POST ``body`` for a stream; its events, the assembled final message last."""
+        import httpx
+
+        response, attempt = await self._send(client, body, stream=True)
+        try:
+            kind = response.headers.get("content-type", "")
+            if not kind.startswith("text/event-stream"):
+                # a server that ignores "stream": true answers with the whole reply at once
+                await response.aread()
+                async for event in replay(self._parse(self._decode(response, attempt))):
+                    yield event
+                return
+            meta = JsonReply(
+                body={},
+                status=response.status_code,
+                attempts=attempt,
+                request_id=_request_id(response, None),
+            )
+            assembler = self._assembler()
+            try:
+                async for sse in aiter_events(response.aiter_lines()):
+                    for event in assembler.feed(sse):
+                        yield event
+                    if assembler.done:
+                        break
+            except httpx.TransportError as exc:
+                raise self._cut_error(meta, _describe(exc)) from exc
+            except StreamShapeError as exc:
+                raise self._shape_error(
+                    meta, str(exc), body=f"a stream not of the {self.api} API"
+                ) from None
+            except StreamErrorEvent as exc:
+                raise self._stream_error(meta, exc) from None
+            if not (assembler.done or assembler.finished):
+                raise self._cut_error(meta, "the stream ended before the reply said it was done")
+            reply = JsonReply(
+                body=assembler.body(),
+                status=meta.status,
+                attempts=attempt,
+                request_id=meta.request_id,
+            )
+            yield MessageDone(self._parse(reply))
+        finally:
+            await response.aclose()
+
+    def _cut_error(self, meta: JsonReply, what: str) -> ProviderError:
+        return ProviderError(
+            f"{self._who()} broke off its stream: {what}. The events already received stand;"
+            " ask again for the whole reply",
+            provider=self.provider,
+            model=self.model,
+            status=meta.status,
+            attempts=meta.attempts,
+            request_id=meta.request_id,
+        )
+
+    def _stream_error(self, meta: JsonReply, exc: StreamErrorEvent) -> ProviderError:
+        kind = f" [{exc.error_type}]" if exc.error_type else ""
+        return ProviderError(
+            f"{self._who()} sent an error in its stream: {_truncate(exc.message)}{kind}. "
+            "The events already received stand; ask again for the whole reply",
+            provider=self.provider,
+            model=self.model,
+            status=meta.status,
+            provider_message=exc.message,
+            error_type=exc.error_type,
+            attempts=meta.attempts,
+            request_id=meta.request_id,
+        )
+
     def _decode(self, response: httpx.Response, attempt: int) -> JsonReply:
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
             body = _NOT_JSON
         reply = JsonReply(
             body=body if isinstance(body, dict) else {},
@@ -377,7 +577,7 @@ class HTTPChatModel(ChatModelBase):
             return "The request is too large: send fewer or shorter messages"
         if status in (400, 422):
             return "The provider refused the request: check the messages, tools and options sent"
-        if status in RETRY_STATUSES:
+        if status in RETRY_STATUSES or status >= 500:
             return (
                 f"The provider is rate-limiting or failing; retried {self.max_retries} times: "
                 "raise max_retries= or try again later"
@@ -398,7 +598,7 @@ def _error_detail(response: httpx.Response) -> tuple[str, str | None, Any]:
     """
     try:
         body: Any = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
         body = None
     message: object = None
     error_type: object = None

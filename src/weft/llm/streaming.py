@@ -61,6 +61,9 @@ StreamEvent: TypeAlias = TextDelta | ThinkingDelta | ToolCallStarted | ToolCallD
 
 async def replay(message: AssistantMessage) -> AsyncIterator[StreamEvent]:
     """A whole reply as the events a streaming model would have sent for it."""
+    for block in message.thinking:
+        if block.text:
+            yield ThinkingDelta(block.text)
     if message.content:
         yield TextDelta(message.content)
     for index, call in enumerate(message.tool_calls):
