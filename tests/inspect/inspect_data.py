@@ -141,9 +141,22 @@ def make_chat(backend: Backend, thread: str = "chat") -> None:
             runtime.run_turn({"message": message, "session_id": thread})
 
 
+@node(writes=["history", "response_text"])
+def confirm(state: Any, context: Any) -> dict[str, Any]:
+    verdict = interrupt({"confirm": state["message"]})
+    return {"history": f"{state['message']}: {verdict}", "response_text": str(verdict)}
+
+
+def make_paused_turn(backend: Backend, thread: str = "confirm") -> Any:
+    """A turn whose node asks a person: the turn runtime's pause."""
+    with TurnRuntime(ChatState, [confirm], backend) as runtime:
+        return runtime.run_turn({"message": "delete it", "session_id": thread})
+
+
 def make_all(backend: Backend) -> None:
     make_pipeline(backend)
     make_refund(backend)
     make_agent(backend)
     make_plan(backend)
     make_chat(backend)
+    make_paused_turn(backend)

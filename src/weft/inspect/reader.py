@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Self
 
@@ -480,7 +481,7 @@ def _item(entry: Entry, store: Store) -> TimelineItem | None:
     return TimelineItem(
         run_id=run_id,
         unit=unit,
-        depth=unit.count("/") + 1 if unit else 0,
+        depth=0,  # set by _tree_order
         kind=kind,
         label=label,
         status=status,
@@ -493,9 +494,11 @@ def _item(entry: Entry, store: Store) -> TimelineItem | None:
 
 
 def _tree_order(items: list[TimelineItem]) -> list[TimelineItem]:
-    """A run's lines as a tree: the run first, then each unit before the units inside it,
-    siblings in the order they began. A unit is recorded when it finishes, after what ran
-    inside it, so it begins at the first step recorded in its subtree."""
+    """A run's lines as a tree: the run first, then each unit before the units recorded
+    inside it (``depth``: how many of them enclose it, plus one), siblings in the order
+    they began. A unit is recorded when it finishes, after what ran inside it, so it begins
+    at the first step recorded in its subtree."""
+    units = {item.unit for item in items if item.unit}
     first: dict[str, int] = {}
     for item in items:
         parts = item.unit.split("/") if item.unit else []
@@ -504,7 +507,12 @@ def _tree_order(items: list[TimelineItem]) -> list[TimelineItem]:
             known = first.get(prefix)
             if known is None or item.step < known:
                 first[prefix] = item.step
-    return sorted(items, key=lambda i: (0 if not i.unit else 1, first[i.unit], i.depth, i.step))
+    placed = []
+    for item in items:
+        parts = item.unit.split("/") if item.unit else []
+        enclosing = sum("/".join(parts[:end]) in units for end in range(1, len(parts)))
+        placed.append(replace(item, depth=enclosing + 1 if item.unit else 0))
+    return sorted(placed, key=lambda i: (0 if not i.unit else 1, first[i.unit], i.depth, i.step))
 
 
 def _group_start(items: list[TimelineItem]) -> tuple[float, int]:

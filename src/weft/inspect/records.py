@@ -77,7 +77,8 @@ class TimelineItem:
     one of them asked.
 
     ``unit`` is the path inside the run (``""`` for the run itself, ``iter/2/calls/reply``
-    for a call nested in an iteration) and ``depth`` its number of segments; ``kind`` the
+    for a call nested in an iteration) and ``depth`` how deep it is nested among the run's
+    lines (the run 0, a unit 1, a unit recorded inside it 2 ...); ``kind`` the
     record's kind (``pause`` for a question, ``call`` for a keyed call, else the
     ``StepRecord``'s: ``node``, ``iteration``, ``turn`` ...); ``source`` who wrote
     the record; ``step`` the thread's step at which it was last written. A run's own line
