@@ -49,6 +49,7 @@ from weft.memory import AgentMemory
 from weft.persist import Backend, DurableRun, ThreadInfo, fork_thread
 from weft.persist.runs import new_id
 from weft.persist.snapshot import build_store
+from weft.persist.sqlite import DEFAULT_PATH
 from weft.store import (
     CallIntent,
     Entry,
@@ -125,6 +126,13 @@ class Reader:
         ``PersistError`` or ``StorageError`` saying what is wrong when it cannot be opened."""
         from weft.mcp.thread import open_backend  # the one way weft opens a database by name
 
+        text = "" if db is None else str(db)
+        path = DEFAULT_PATH if db is None else Path(text)
+        if "://" not in text and not path.exists():  # never created by reading it
+            raise PersistError(
+                f"database {path}: no such SQLite file. Give the file your runs write (weft's "
+                f"default is {DEFAULT_PATH}, in the folder they ran in) or a postgresql:// DSN"
+            )
         backend = open_backend(db, create=False, schema=schema)
         return cls(backend, reducers=reducers, owns_backend=True)
 

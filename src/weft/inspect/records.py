@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any, Literal
 
 from weft.store import CallIntent, Pause, RunRecord, StepRecord, to_jsonable
-from weft.store.records import RunStatus
+from weft.store.records import RECORDS, RunStatus
 
 UnitRecord = RunRecord | StepRecord | Pause | CallIntent
 """A run's bookkeeping record as the timeline shows it."""
@@ -204,18 +204,19 @@ class Fork:
 
 
 def to_json(value: Any) -> Any:
-    """The JSON-ready form of any inspector record (or tuple/list of them): dataclass
-    fields by name, stored values as the store's codec writes them (weft's records tagged
-    with ``__weft__``), and each record's properties (``steps``, ``paused``, ``path``,
-    ``id``) beside its fields."""
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+    """The JSON-ready form of any inspector record (or a list, tuple or dict of them):
+    dataclass fields by name, every field even at its default, with each record's
+    properties (``steps``, ``paused``, ``path``, ``key``, a question's ``id``) beside them;
+    weft's run records (``RunRecord``, ``StepRecord``, ``Pause``, ``CallIntent``) say which
+    they are in ``"type"``; any other stored value as the store's codec writes it."""
+    if type(value) in (list, tuple):
         return [to_json(item) for item in value]
+    if type(value) is dict:
+        return {str(key): to_json(item) for key, item in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if isinstance(value, Pause):
-            return {**to_jsonable(value), "id": value.id}
-        if isinstance(value, (RunRecord, StepRecord, CallIntent)):
-            return to_jsonable(value)
         out = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, RECORDS):
+            out = {"type": type(value).__name__, **out}
         for name in _PROPERTIES.get(type(value), ()):
             out[name] = getattr(value, name)
         return out
@@ -226,4 +227,5 @@ _PROPERTIES: dict[type, tuple[str, ...]] = {
     ThreadSummary: ("steps", "paused"),
     TimelineItem: ("path",),
     ThreadEvent: ("key",),
+    Pause: ("id",),
 }
