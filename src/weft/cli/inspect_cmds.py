@@ -90,9 +90,11 @@ def events(
     if as_json:
         _json(found)
         return
-    from weft.inspect.views import events_table
+    from weft.inspect.views import event_lines
 
-    _console().print(events_table(found))
+    console = _console()
+    for lines in event_lines(found):
+        console.print(lines, soft_wrap=True)
 
 
 def state(
@@ -293,7 +295,7 @@ def _follow(reader: Reader, thread: str, since: int, as_json: bool) -> None:
             if as_json:  # one object a line, flushed: a pipe reads each as it comes
                 typer.echo(json.dumps(to_json(event), ensure_ascii=False))
             else:
-                console.print(event_line(event))
+                console.print(event_line(event), soft_wrap=True)
     except KeyboardInterrupt:
         return
 

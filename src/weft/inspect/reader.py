@@ -213,18 +213,20 @@ class Reader:
         stop: Callable[[], bool] | None = None,
     ) -> Iterator[ThreadEvent]:
         """The thread's events after ``since``, then each new one as another process
-        appends it, polling every ``interval`` seconds; ends when ``stop()`` is true (checked
-        between polls), else runs until the caller stops iterating (Ctrl-C)."""
+        appends it, polling every ``interval`` seconds; ends once ``stop()`` is true, after
+        reading what was appended before it was (else runs until the caller stops iterating,
+        or Ctrl-C)."""
         self._info(thread_id)
         _check_whole(since, "since", minimum=0)
         if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
             raise PersistError(f"interval={interval!r}: expected seconds > 0, e.g. 0.25")
         last = since
         while True:
+            stopping = stop is not None and stop()  # asked first: what came before it is read
             for logged in self.backend.history(thread_id, after=last):
                 last = logged.event.seq
                 yield _event(logged.run_id, logged.event)
-            if stop is not None and stop():
+            if stopping:
                 return
             time.sleep(interval)
 

@@ -5,7 +5,7 @@ commands print. rich is imported here only, so reading threads needs nothing of 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -117,33 +117,18 @@ def timeline_view(thread: ThreadSummary, items: Sequence[TimelineItem]) -> Rende
     return Group(header, table)
 
 
-def events_table(events: Sequence[ThreadEvent]) -> Table:
-    """Stored events, oldest first."""
-    table = Table(expand=False, show_edge=False)
-    for name, justify in (("step", "right"), ("time", "left"), ("run", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    table.add_column("op", no_wrap=True)
-    table.add_column("key", style="bold", no_wrap=True)
-    table.add_column("value")
-    table.add_column("source", style="dim")
-    for event in events:
-        table.add_row(
-            str(event.step),
-            when(event.time),
-            event.run_id,
-            event.op,
-            event.key,
-            short(event.value),
-            event.source or "",
-        )
-    return table
+def event_lines(events: Sequence[ThreadEvent], chunk: int = 500) -> Iterator[Text]:
+    """Events as lines, ``chunk`` to a renderable: a log of thousands of events prints in
+    seconds, where a table of them takes minutes to lay out."""
+    for start in range(0, len(events), chunk):
+        yield Text("\n").join(event_line(e) for e in events[start : start + chunk])
 
 
 def event_line(event: ThreadEvent) -> Text:
     """One event as a line (``--follow`` prints them as they come)."""
     line = Text()
     line.append(f"{event.step:>6} ", style="dim")
-    line.append(f"{when(event.time)} {event.run_id} {event.op} ")
+    line.append(f"{when(event.time)}  {event.run_id}  {event.op} ")
     line.append(event.key, style="bold")
     line.append(f" = {short(event.value)}")
     if event.source:
