@@ -370,3 +370,31 @@ def test_the_commands_read_postgres(pg_schema: str) -> None:
     started = time.time()
     said = refused("show", "nope", "--db", PG, "--schema", pg_schema)
     assert "thread 'nope' does not exist" in said and time.time() - started < 30
+
+
+def test_replaying_a_long_thread_shows_progress_on_a_terminal(tmp_path: Path) -> None:
+    db = str(tmp_path / "weft.db")
+    with SQLiteBackend(db) as backend:
+        run = DurableRun.open(backend, "long", snapshot_every=0)
+        with run.store.transaction() as tx:
+            for n in range(3000):
+                tx.write("state", f"k{n % 50}", n)
+        run.close()
+    shown = subprocess.run(
+        [sys.executable, "-m", "weft.cli", "state", "long", "--db", db, "--at", "2500"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "FORCE_COLOR": "1", "COLUMNS": "120"},  # a terminal, to rich
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "replaying" in shown.stderr and "2500/2500" in shown.stderr
+    assert "long at step 2500" in shown.stdout
+    quiet = subprocess.run(
+        [sys.executable, "-m", "weft.cli", "state", "long", "--db", db, "--at", "2500"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")},
+    )
+    assert quiet.returncode == 0 and quiet.stderr == ""  # a pipe gets no bar
