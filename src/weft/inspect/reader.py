@@ -158,11 +158,15 @@ class Reader:
     # ------------------------------------------------------------------ threads
 
     def threads(self, *, progress: Progress | None = None) -> list[ThreadSummary]:
-        """Every thread, by id, with its runs (each thread is replayed to its last step)."""
+        """Every thread, by id, with its runs (each thread is replayed to its last step; one
+        that cannot be says why in its ``error``)."""
         infos = self.backend.threads()
         out = []
         for done, info in enumerate(infos, 1):
-            out.append(self._summary(info, self._replay(info, None)))
+            try:
+                out.append(self._summary(info, self._replay(info, None)))
+            except WeftError as error:  # one thread that cannot be replayed hides no other
+                out.append(self._summary(info, None, error=" ".join(str(error).split())))
             if progress is not None:
                 progress(done, len(infos))
         return out
@@ -404,13 +408,15 @@ class Reader:
             checkpoint.snapshot, ticking, reducers=self._reducers, types=self.backend.types
         )
 
-    def _summary(self, info: ThreadInfo, store: Store) -> ThreadSummary:
+    def _summary(
+        self, info: ThreadInfo, store: Store | None, *, error: str | None = None
+    ) -> ThreadSummary:
         runs: dict[str, RunRecord] = {}
         steps: dict[str, int] = {}
         units: dict[str, int] = {}
         waiting: dict[str, int] = {}
         entries = size = 0
-        for entry in store.entries():
+        for entry in store.entries() if store is not None else ():
             entries += 1
             value = entry.value
             size += _size(value)
@@ -452,6 +458,8 @@ class Reader:
             parent_thread=info.parent_thread,
             parent_step=info.parent_step,
             runs=tuple(summaries),
+            writers=tuple(self.backend.runs(info.thread_id)),
+            error=error,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from weft.persist import RunInfo
 from weft.store import CallIntent, Pause, RunRecord, StepRecord, to_jsonable
 from weft.store.records import RECORDS, RunStatus
 
@@ -46,7 +47,9 @@ class ThreadSummary:
     """One stored thread: its steps (``first_step`` to ``last_step``; a pruned or forked
     thread starts later), how many entries its state holds and their JSON size
     (``size_bytes``), when it was last written (``updated_at``, epoch seconds), where it was
-    forked from, and its runs."""
+    forked from, its runs (the ``RunRecord`` s in it) and its ``writers``: the processes'
+    run ids that appended to it, with the steps each appended (``RunInfo``; a run recorded
+    by a ``DurableRun`` has the run's id by default)."""
 
     thread_id: str
     first_step: int
@@ -58,6 +61,10 @@ class ThreadSummary:
     parent_thread: str | None
     parent_step: int | None
     runs: tuple[RunSummary, ...]
+    writers: tuple[RunInfo, ...] = ()
+    error: str | None = None
+    """Why the thread could not be replayed (a reducer of your own not given, say): its
+    entries, size and runs are then unknown (0 and empty)."""
 
     @property
     def steps(self) -> int:

@@ -54,6 +54,7 @@ def threads_table(threads: Sequence[ThreadSummary]) -> Table:
         if thread.first_step:
             steps = f"{thread.first_step}..{thread.last_step}"
         runs = Text()
+        wrote = {w.run_id: w for w in thread.writers}
         for n, run in enumerate(thread.runs):
             if n:
                 runs.append("\n")
@@ -62,8 +63,14 @@ def threads_table(threads: Sequence[ThreadSummary]) -> Table:
             runs.append(run.status, style=_STATUS_STYLE.get(run.status, ""))
             if run.waiting:
                 runs.append(f" ({run.waiting} waiting)", style="magenta")
+            writer = wrote.get(run.run_id)
+            if writer is not None:
+                runs.append(f" steps {writer.first_step}..{writer.last_step}", style="dim")
+        if thread.error is not None:
+            runs.append(f"cannot replay: {thread.error}", style="bold red")
         if thread.parent_thread is not None:
-            runs.append(f"\nforked from {thread.parent_thread}@{thread.parent_step}", style="dim")
+            fork = f"forked from {thread.parent_thread}@{thread.parent_step}"
+            runs.append(f"\n{fork}" if runs else fork, style="dim")
         table.add_row(
             thread.thread_id,
             steps,
