@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from inspect_data import make_paused_turn, make_pipeline, make_refund, refund_graph
-from inspect_db import Opener
+from inspect_db import PG, Opener
 
 from weft.errors import (
     ConflictError,
@@ -20,7 +22,7 @@ from weft.errors import (
     WeftError,
 )
 from weft.inspect import Reader, to_json
-from weft.persist import DurableRun, SQLiteBackend
+from weft.persist import DurableRun, PostgresBackend, SQLiteBackend
 from weft.store import Pause, RunRecord, StepRecord
 
 
@@ -374,3 +376,41 @@ def test_threads_name_the_processes_that_wrote_them(open_backend: Opener) -> Non
     (thread,) = Reader(open_backend()).threads()
     (writer,) = thread.writers
     assert (writer.run_id, writer.first_step, writer.last_step) == ("pipe-1", 1, thread.last_step)
+
+
+def test_open_refuses_a_database_without_weft_tables_and_adds_none(tmp_path: Path) -> None:
+    import sqlite3
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE notes (text)")
+        conn.commit()
+    for path in (empty, other):
+        with pytest.raises(PersistError, match="holds no weft event log"):
+            Reader.open(path)
+    assert empty.stat().st_size == 0
+    with closing(sqlite3.connect(other)) as conn:
+        tables = conn.execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("notes",)]
+
+
+def test_open_refuses_a_schema_without_weft_tables_and_creates_none() -> None:
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with pytest.raises(PersistError, match=f"schema '{schema}': it holds no weft event log"):
+        Reader.open(PG, schema=schema)
+    with psycopg.connect(PG) as conn:
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        assert found.fetchone() is None
+
+
+def test_open_reads_a_schema_runs_wrote(open_backend: Opener) -> None:
+    make_pipeline(open_backend())
+    db = open_backend()
+    target = PG if isinstance(db, PostgresBackend) else str(db.location)
+    schema = db.schema if isinstance(db, PostgresBackend) else "weft"
+    with Reader.open(target, schema=schema) as reader:
+        assert [t.thread_id for t in reader.threads()] == ["pipeline"]
