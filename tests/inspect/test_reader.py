@@ -414,3 +414,30 @@ def test_open_reads_a_schema_runs_wrote(open_backend: Opener) -> None:
     schema = db.schema if isinstance(db, PostgresBackend) else "weft"
     with Reader.open(target, schema=schema) as reader:
         assert [t.thread_id for t in reader.threads()] == ["pipeline"]
+
+
+async def test_afollow_tails_a_writer_without_blocking_the_loop(open_backend: Opener) -> None:
+    import asyncio
+
+    writer = DurableRun.open(open_backend(), "live")
+    writer.store.write("state", "n", 0)
+    reader = Reader(open_backend())
+    done = threading.Event()
+    ticks = 0
+
+    async def write() -> None:
+        nonlocal ticks
+        for n in range(1, 4):
+            await asyncio.sleep(0.05)
+            writer.store.write("state", "n", n)
+            ticks += 1
+        done.set()
+
+    task = asyncio.create_task(write())
+    seen = [e.value async for e in reader.afollow("live", interval=0.02, stop=done.is_set)]
+    await task
+    writer.close()
+    assert seen == [0, 1, 2, 3] and ticks == 3
+    with pytest.raises(PersistError, match="interval=0"):
+        async for _ in reader.afollow("live", interval=0):
+            pass

@@ -3,9 +3,9 @@
 A ``Reader`` opens a SQLite file or a PostgreSQL DSN (or wraps a backend you already
 have) and answers what a person inspecting stored runs asks: which threads and runs
 there are (``threads``), what ran in one and how long it took (``timeline``), its raw
-events (``events``, ``follow`` to tail them as another process writes), its state at any
-step (``state``, ``diff``), its memory as ``memory_list`` shows it (``memory``), and the
-questions its runs wait on (``pauses``). It also steers: ``answer`` records answers to a
+events (``events``; ``follow`` and ``afollow`` tail them as another process writes), its
+state at any step (``state``, ``diff``), its memory as ``memory_list`` shows it
+(``memory``), and the questions its runs wait on (``pauses``). It also steers: ``answer`` records answers to a
 paused run (its owner resumes it with the same run id and no ``answers=``), ``fork``
 starts a new thread from a step, ``prune`` drops old steps. ``weft threads``, ``weft
 show`` and the other inspection commands are this class, rendered.
@@ -24,8 +24,9 @@ show`` and the other inspection commands are this class, rendered.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
@@ -228,19 +229,48 @@ class Reader:
         appends it, polling every ``interval`` seconds; ends once ``stop()`` is true, after
         reading what was appended before it was (else runs until the caller stops iterating,
         or Ctrl-C)."""
+        last = self._start_following(thread_id, since, interval)
+        while True:
+            stopping = stop is not None and stop()  # asked first: what came before it is read
+            for event in self._poll(thread_id, last):
+                last = event.step
+                yield event
+            if stopping:
+                return
+            time.sleep(interval)
+
+    async def afollow(
+        self,
+        thread_id: str,
+        *,
+        since: int = 0,
+        interval: float = 0.25,
+        stop: Callable[[], bool] | None = None,
+    ) -> AsyncIterator[ThreadEvent]:
+        """``follow`` for an event loop (a web page's live feed): each poll runs in a worker
+        thread, so the loop is never blocked by the database."""
+        last = await asyncio.to_thread(self._start_following, thread_id, since, interval)
+        while True:
+            stopping = stop is not None and stop()
+            for event in await asyncio.to_thread(self._poll, thread_id, last):
+                last = event.step
+                yield event
+            if stopping:
+                return
+            await asyncio.sleep(interval)
+
+    def _start_following(self, thread_id: str, since: int, interval: float) -> int:
         self._info(thread_id)
         _check_whole(since, "since", minimum=0)
         if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
             raise PersistError(f"interval={interval!r}: expected seconds > 0, e.g. 0.25")
-        last = since
-        while True:
-            stopping = stop is not None and stop()  # asked first: what came before it is read
-            for logged in self.backend.history(thread_id, after=last):
-                last = logged.event.seq
-                yield _event(logged.run_id, logged.event)
-            if stopping:
-                return
-            time.sleep(interval)
+        return since
+
+    def _poll(self, thread_id: str, after: int) -> list[ThreadEvent]:
+        return [
+            _event(logged.run_id, logged.event)
+            for logged in self.backend.history(thread_id, after=after)
+        ]
 
     # -------------------------------------------------------------------- state
 
