@@ -5,10 +5,10 @@ have) and answers what a person inspecting stored runs asks: which threads and r
 there are (``threads``), what ran in one and how long it took (``timeline``), its raw
 events (``events``; ``follow`` and ``afollow`` tail them as another process writes), its
 state at any step (``state``, ``diff``), its memory as ``memory_list`` shows it
-(``memory``), and the questions its runs wait on (``pauses``). It also steers: ``answer`` records answers to a
-paused run (its owner resumes it with the same run id and no ``answers=``), ``fork``
-starts a new thread from a step, ``prune`` drops old steps. ``weft threads``, ``weft
-show`` and the other inspection commands are this class, rendered.
+(``memory``), and the questions its runs wait on (``pauses``). It also steers:
+``answer`` records answers to a paused run (its owner resumes it with the same run id and
+no ``answers=``), ``fork`` starts a new thread from a step, ``prune`` drops old steps.
+``weft threads``, ``weft show`` and the other inspection commands are this class, rendered.
 
 >>> import tempfile, pathlib
 >>> from weft.persist import DurableRun, SQLiteBackend
@@ -27,8 +27,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import closing
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final, Self
 
@@ -37,9 +35,9 @@ from weft.errors import (
     PauseError,
     PersistError,
     StepError,
-    StorageError,
     WeftError,
 )
+from weft.inspect import _build, _open
 from weft.inspect.records import (
     EntryChange,
     Fork,
@@ -51,7 +49,6 @@ from weft.inspect.records import (
     ThreadState,
     ThreadSummary,
     TimelineItem,
-    TimelineStatus,
     to_json,
 )
 from weft.memory import AgentMemory
@@ -60,20 +57,16 @@ from weft.persist.runs import new_id
 from weft.persist.snapshot import build_store
 from weft.persist.sqlite import DEFAULT_PATH
 from weft.store import (
-    CallIntent,
-    Entry,
     Event,
     Pause,
-    RunLog,
     RunRecord,
     StepRecord,
     Store,
-    value_bytes,
 )
 from weft.store import (
     reducers as _reducers,
 )
-from weft.store.records import CALLS, KIND, RECORDS
+from weft.store.records import KIND
 
 __all__ = [
     "EntryChange",
@@ -137,11 +130,11 @@ class Reader:
 
         text = "" if db is None else str(db)
         if text.startswith(("postgresql://", "postgres://")):
-            _check_schema(text, schema)
+            _open.check_schema(text, schema)
             backend = open_backend(text, create=False, schema=schema)
         else:
             path = DEFAULT_PATH if db is None else Path(text)
-            _check_file(path)
+            _open.check_file(path)
             backend = open_backend(path, create=False)
         return cls(backend, reducers=reducers, owns_backend=True)
 
@@ -191,15 +184,7 @@ class Reader:
     ) -> list[TimelineItem]:
         """What ran in the thread (as of step ``at``, default its last): each run, then its
         units of work, keyed calls and questions, in the order they started."""
-        store = self._replay(self._info(thread_id), at, progress)
-        groups: dict[str, list[TimelineItem]] = {}
-        for entry in store.entries(kind=KIND):
-            item = _item(entry, store)
-            if item is not None:
-                groups.setdefault(item.run_id, []).append(item)
-        ordered = [_tree_order(group) for group in groups.values()]
-        ordered.sort(key=_group_start)
-        return [item for group in ordered for item in group]
+        return _build.timeline(self._replay(self._info(thread_id), at, progress))
 
     # ------------------------------------------------------------------- events
 
@@ -213,7 +198,7 @@ class Reader:
         if until is not None:
             _check_whole(until, "until", minimum=since)
         return [
-            _event(logged.run_id, logged.event)
+            _build.thread_event(logged.run_id, logged.event)
             for logged in self.backend.history(thread_id, after=since, upto=until)
         ]
 
@@ -268,7 +253,7 @@ class Reader:
 
     def _poll(self, thread_id: str, after: int) -> list[ThreadEvent]:
         return [
-            _event(logged.run_id, logged.event)
+            _build.thread_event(logged.run_id, logged.event)
             for logged in self.backend.history(thread_id, after=after)
         ]
 
@@ -289,9 +274,9 @@ class Reader:
             raise PersistError(f"prefix={prefix!r}: expected the start of a key, e.g. 'state:'")
         store = self._replay(info, at, progress)
         entries = tuple(
-            _state_entry(entry)
+            _build.state_entry(entry)
             for entry in store.entries(key_prefix=prefix or "")
-            if not _a_record(entry)
+            if not _build.a_record(entry)
         )
         step = info.last_step if at is None else at
         return ThreadState(thread_id=thread_id, step=step, prefix=prefix, entries=entries)
@@ -302,9 +287,9 @@ class Reader:
         """How the thread's state changed from step ``a`` to step ``b``, key by key (run
         records left out)."""
         info = self._info(thread_id)
-        before = _values(self._replay(info, a, _half(progress, 0)))
+        before = _build.values(self._replay(info, a, _half(progress, 0)))
         after_store = self._replay(info, b, _half(progress, 1))
-        after = _values(after_store)
+        after = _build.values(after_store)
         changes: list[EntryChange] = []
         for key in sorted(before.keys() | after.keys()):
             old, new = before.get(key), after.get(key)
@@ -341,7 +326,7 @@ class Reader:
                 title=entry.title,
                 description=entry.description,
                 source=entry.source,
-                value_bytes=_size(entry.value),
+                value_bytes=_build.size_of(entry.value),
                 created_at=entry.created_at.timestamp(),
                 updated_at=entry.updated_at.timestamp(),
                 value=entry.value,
@@ -386,7 +371,7 @@ class Reader:
                 name="weft.answer",
             )
             try:
-                return _record_answers(run.store, thread_id, answers)
+                return _build.record_answers(run.store, thread_id, answers)
             except ConflictError:  # the run's owner wrote meanwhile: read again, answer again
                 if attempt == _ANSWER_ATTEMPTS:
                     raise
@@ -457,7 +442,7 @@ class Reader:
         for entry in store.entries() if store is not None else ():
             entries += 1
             value = entry.value
-            size += _size(value)
+            size += _build.size_of(value)
             if entry.kind != KIND:
                 continue
             run_id = entry.path.split("/", 1)[0]
@@ -499,217 +484,6 @@ class Reader:
             writers=tuple(self.backend.runs(info.thread_id)),
             error=error,
         )
-
-
-# ----------------------------------------------------------------- the database
-
-
-_NO_THREADS: Final = "it holds no weft event log"
-
-
-def _check_file(path: Path) -> None:
-    """A SQLite file weft's runs wrote: reading one never creates it, nor weft's tables in
-    another program's database (a ``PersistError``, or a ``StorageError`` for a file that
-    is not SQLite)."""
-    import sqlite3
-
-    if not path.exists():
-        raise PersistError(
-            f"database {path}: no such SQLite file. Give the file your runs write (weft's "
-            f"default is {DEFAULT_PATH}, in the folder they ran in) or a postgresql:// DSN"
-        )
-    if path.is_dir():
-        return  # open_backend says it is a folder
-    try:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
-            found = conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'weft_threads'"
-            ).fetchone()
-    except sqlite3.Error as exc:
-        raise StorageError(
-            f"SQLite database {path}: cannot be read ({exc}); give the file your runs write"
-        ) from exc
-    if found is None:
-        raise PersistError(
-            f"database {path}: {_NO_THREADS} (no weft tables); give the file your runs write "
-            f"(weft's default is {DEFAULT_PATH})"
-        )
-
-
-def _check_schema(dsn: str, schema: str) -> None:
-    """weft's tables are in ``schema`` (reading never creates them: a schema spelled wrong
-    is said, not made). A server that cannot be reached is left to ``open_backend``, which
-    says why in the server's words."""
-    try:
-        import psycopg
-    except ImportError:
-        return  # open_backend says how to install it
-    try:
-        conn = psycopg.connect(dsn, connect_timeout=5)
-    except psycopg.Error:
-        return
-    try:
-        with conn:
-            found = conn.execute(
-                "SELECT 1 FROM information_schema.tables "
-                "WHERE table_schema = %s AND table_name = 'threads'",
-                (schema,),
-            ).fetchone()
-    except psycopg.Error as exc:
-        raise StorageError(f"PostgreSQL: cannot read schema {schema!r}: {exc}") from exc
-    if found is None:
-        raise PersistError(
-            f"PostgreSQL schema {schema!r}: {_NO_THREADS}; give the schema your runs write "
-            "(--schema, default weft)"
-        )
-
-
-# ----------------------------------------------------------------- the records
-
-
-def _item(entry: Entry, store: Store) -> TimelineItem | None:
-    """The timeline line of a record entry of kind ``step`` (None for any other value)."""
-    value = entry.value
-    if not isinstance(value, RECORDS):
-        return None
-    path = entry.path
-    run_id, _, unit = path.partition("/")
-    if run_id == CALLS and not isinstance(store.value(KIND, CALLS, None), RunRecord):
-        run_id, unit = "", path  # a keyed call of a durable run as a whole
-    status: TimelineStatus
-    started: float | None
-    duration: float | None
-    label: str | None
-    if isinstance(value, RunRecord):
-        kind, label, status = value.kind, None, value.status
-        started, duration = value.started_at, value.duration_ms
-    elif isinstance(value, StepRecord):
-        kind, label, status = value.kind, value.label, "finished"
-        started, duration = value.started_at, value.duration_ms
-    elif isinstance(value, Pause):
-        kind, label = "pause", value.label
-        status = "answered" if value.answered else "waiting"
-        started = value.asked_at
-        answered = value.answered_at
-        duration = None if answered is None else round((answered - started) * 1000, 3)
-    else:
-        assert isinstance(value, CallIntent)
-        kind, label = "call", value.label
-        status = "failed" if value.failed is not None else "pending"
-        started, duration = value.started_at, None
-    return TimelineItem(
-        run_id=run_id,
-        unit=unit,
-        depth=0,  # set by _tree_order
-        kind=kind,
-        label=label,
-        status=status,
-        started_at=started or None,
-        duration_ms=duration,
-        source=entry.source,
-        step=entry.seq,
-        record=value,
-    )
-
-
-def _tree_order(items: list[TimelineItem]) -> list[TimelineItem]:
-    """A run's lines as a tree: the run first, then each unit before the units recorded
-    inside it (``depth``: how many of them enclose it, plus one), siblings in the order
-    they began. A unit is recorded when it finishes, after what ran inside it, so it begins
-    at the first step recorded in its subtree."""
-    units = {item.unit for item in items if item.unit}
-    first: dict[str, int] = {}
-    for item in items:
-        parts = item.unit.split("/") if item.unit else []
-        for end in range(len(parts) + 1):
-            prefix = "/".join(parts[:end])
-            known = first.get(prefix)
-            if known is None or item.step < known:
-                first[prefix] = item.step
-    placed = []
-    for item in items:
-        parts = item.unit.split("/") if item.unit else []
-        enclosing = sum("/".join(parts[:end]) in units for end in range(1, len(parts)))
-        placed.append(replace(item, depth=enclosing + 1 if item.unit else 0))
-    return sorted(placed, key=lambda i: (0 if not i.unit else 1, first[i.unit], i.depth, i.step))
-
-
-def _group_start(items: list[TimelineItem]) -> tuple[float, int]:
-    starts = [i.started_at for i in items if i.started_at is not None]
-    return (min(starts) if starts else float("inf"), min(i.step for i in items))
-
-
-def _record_answers(store: Store, thread_id: str, answers: Mapping[str, Any]) -> list[Pause]:
-    by_run: dict[str, dict[str, Any]] = {}
-    for key, value in answers.items():
-        found = store.value(KIND, key, None) if isinstance(key, str) else None
-        if not isinstance(found, Pause) or found.answered:
-            waiting = [
-                p.id
-                for e in store.entries(kind=KIND)
-                if isinstance(p := e.value, Pause) and not p.answered
-            ]
-            listed = ", ".join(repr(w) for w in waiting) or "none"
-            what = "was answered already" if isinstance(found, Pause) else "is no question"
-            raise PauseError(
-                f"{key!r} {what} in thread {thread_id!r}; the questions waiting for an answer "
-                f"are: {listed}"
-            )
-        run = store.value(KIND, found.run_id, None)
-        if isinstance(run, RunRecord) and run.kind == "turn":
-            raise PauseError(
-                f"{key!r} was asked by a turn ({found.run_id!r}): a paused turn runs again whole "
-                "with its answer, so answer it where the thread runs: "
-                f"runtime.run_turn(thread_id={thread_id!r}, answers={{{key!r}: ...}})"
-            )
-        by_run.setdefault(found.run_id, {})[key] = value
-    for run_id, given in by_run.items():
-        RunLog(store, run_id).answer(given, error=PauseError)
-    return [store.value(KIND, key) for key in answers]
-
-
-def _event(run_id: str, event: Event) -> ThreadEvent:
-    return ThreadEvent(
-        step=event.seq,
-        run_id=run_id,
-        op=event.op,
-        kind=event.kind,
-        path=event.path,
-        value=event.value,
-        source=event.source,
-        reducer=event.reducer,
-        time=event.time,
-    )
-
-
-def _state_entry(entry: Entry) -> StateEntry:
-    value = entry.value
-    return StateEntry(
-        key=entry.key,
-        kind=entry.kind,
-        path=entry.path,
-        value=value,
-        source=entry.source,
-        created_at=entry.created_at,
-        updated_at=entry.updated_at,
-        step=entry.seq,
-        size_bytes=_size(value),
-    )
-
-
-def _values(store: Store) -> dict[str, Any]:
-    return {entry.key: entry.value for entry in store.entries() if not _a_record(entry)}
-
-
-def _a_record(entry: Entry) -> bool:
-    return entry.kind == KIND and isinstance(entry.value, RECORDS)
-
-
-def _size(value: Any) -> int:
-    try:
-        return value_bytes(value)
-    except WeftError:  # a type registered in another process's registry only
-        return len(repr(value).encode("utf-8"))
 
 
 def _check_step(info: ThreadInfo, step: object) -> None:
