@@ -10,7 +10,14 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from inspect_data import make_paused_turn, make_pipeline, make_refund, refund_graph
+from inspect_data import (
+    mail_executor,
+    make_paused_task,
+    make_paused_turn,
+    make_pipeline,
+    make_refund,
+    refund_graph,
+)
 from inspect_db import PG, Opener
 
 from weft.errors import (
@@ -21,6 +28,7 @@ from weft.errors import (
     StorageError,
     WeftError,
 )
+from weft.graph import Paused
 from weft.inspect import Reader, to_json
 from weft.persist import DurableRun, PostgresBackend, SQLiteBackend
 from weft.store import Pause, RunRecord, StepRecord
@@ -441,3 +449,27 @@ async def test_afollow_tails_a_writer_without_blocking_the_loop(open_backend: Op
     with pytest.raises(PersistError, match="interval=0"):
         async for _ in reader.afollow("live", interval=0):
             pass
+
+
+def test_a_question_of_a_nested_run_is_answered_and_the_outer_run_resumes(
+    open_backend: Opener,
+) -> None:
+    paused = make_paused_task(open_backend())
+    reader = Reader(open_backend())
+    (question,) = reader.pauses("mail", waiting=True)
+    assert (question.run_id, question.unit, paused.run_id) == ("job.mail", "send", "job")
+    lines = [(i.run_id, i.unit, i.kind, i.status) for i in reader.timeline("mail")]
+    assert lines[:2] == [
+        ("job", "", "job graph", "paused"),
+        ("job.mail", "", "job graph", "paused"),
+    ]
+    assert ("job.mail", "send/pauses/0", "pause", "waiting") in lines
+    assert reader.thread("mail").paused
+    reader.answer("mail", paused.answer("yes"))
+    assert not reader.thread("mail").paused  # nothing waits for a person: for the owner
+    owner = DurableRun.open(open_backend(), "mail", run_id="executor")
+    done = mail_executor(owner).execute(run_id="job")
+    owner.close()
+    assert not isinstance(done, Paused) and done.ok
+    assert done.final_result == '{"ok": true, "result": {"sent": "yes"}}'
+    assert [r.status for r in reader.thread("mail").runs] == ["completed", "completed"]
