@@ -398,3 +398,35 @@ def test_replaying_a_long_thread_shows_progress_on_a_terminal(tmp_path: Path) ->
         env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")},
     )
     assert quiet.returncode == 0 and quiet.stderr == ""  # a pipe gets no bar
+
+
+def test_answer_asks_which_question_when_several_wait(tmp_path: Path) -> None:
+    from weft.graph import WorkGraph, WorkGraphNode, interrupt
+
+    def ask_a() -> str:
+        return str(interrupt("a?"))
+
+    def ask_b() -> str:
+        return str(interrupt("b?"))
+
+    def graph() -> WorkGraph:
+        return WorkGraph(start_nodes=[WorkGraphNode(ask_a, id="a"), WorkGraphNode(ask_b, id="b")])
+
+    db = str(tmp_path / "weft.db")
+    with SQLiteBackend(db) as backend:
+        run = DurableRun.open(backend, "two")
+        paused = run.run_graph(graph(), run_id="both")
+        run.close()
+    assert isinstance(paused, Paused) and len(paused.questions) == 2
+    said = refused("answer", "two", "yes", "--db", db)
+    assert "2 questions wait in thread 'two' (" in said
+    assert "both/a#0/pauses/0" in said and "both/b#1/pauses/0" in said
+    assert "say which with --id" in said
+    weft("answer", "two", "yes", "--id", "both/a#0/pauses/0", "--db", db)
+    weft("answer", "two", "no", "--db", db)  # one left: no --id needed
+    with SQLiteBackend(db) as backend:
+        run = DurableRun.open(backend, "two")
+        assert run.run_graph(graph(), run_id="both") == ["yes", "no"]
+        run.close()
+    found = weft_json("diff", "two", str(run.step), "1", "--db", db)
+    assert all(c["change"] == "removed" for c in found["changes"])  # back in time
