@@ -97,8 +97,10 @@ def test_the_timeline_of_a_plan_turns_and_a_pause(made: Opener) -> None:
     reader = Reader(made())
     plan = [(i.unit, i.kind) for i in reader.timeline("plan")]
     assert plan == [("", "graph"), ("0.fetchUserProfile#0", "node"), ("1.greet#1", "node")]
-    chat = {i.unit: i for i in reader.timeline("chat")}
-    assert chat["turn"].kind == "turn" and chat["turn"].duration_ms is not None
+    turns = [i for i in reader.timeline("chat") if i.kind == "turn"]
+    assert [(i.unit, i.record.result) for i in turns] == [("turn", 1), ("turn", 2)]  # each turn
+    assert all(i.duration_ms is not None and i.source == "turn" for i in turns)
+    assert turns[0].step < turns[1].step
     refund = reader.timeline("refund")
     assert [(i.unit, i.kind, i.status, i.label) for i in refund] == [
         ("", "graph", "paused", None),

@@ -3,7 +3,7 @@ records, events, state entries, and answers recorded on the questions waiting.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -23,12 +23,18 @@ from weft.store import (
 from weft.store.records import CALLS, KIND, RECORDS
 
 
-def timeline(store: Store) -> list[TimelineItem]:
+def timeline(store: Store, earlier: Iterable[Event] = ()) -> list[TimelineItem]:
     """Every run of the store's records, in the order they began, each followed by its
-    units as a tree (see ``tree_order``)."""
+    units as a tree (see ``tree_order``). ``earlier`` are writes of unit records that a
+    later record at the same path replaced (a turn runtime records each turn at one path):
+    each is a line too."""
     groups: dict[str, list[TimelineItem]] = {}
-    for entry in store.entries(kind=KIND):
-        item = timeline_item(entry, store)
+    lines = [
+        timeline_item(entry.path, entry.value, entry.source, entry.seq, store)
+        for entry in store.entries(kind=KIND)
+    ]
+    lines += [timeline_item(e.path, e.value, e.source, e.seq, store) for e in earlier]
+    for item in lines:
         if item is not None:
             groups.setdefault(item.run_id, []).append(item)
     ordered = [tree_order(group) for group in groups.values()]
@@ -36,12 +42,26 @@ def timeline(store: Store) -> list[TimelineItem]:
     return [item for group in ordered for item in group]
 
 
-def timeline_item(entry: Entry, store: Store) -> TimelineItem | None:
-    """The timeline line of a record entry of kind ``step`` (None for any other value)."""
-    value = entry.value
+def replaced(store: Store, events: Iterable[Event]) -> list[Event]:
+    """The writes among ``events`` of a unit's ``StepRecord`` that a later write at the same
+    path replaced with another ``StepRecord``: units recorded again at one path."""
+    out = []
+    for event in events:
+        if event.op != "write" or event.kind != KIND or event.value.__class__ is not StepRecord:
+            continue
+        entry = store.get(KIND, event.path)
+        if entry is not None and entry.seq != event.seq and entry.value.__class__ is StepRecord:
+            out.append(event)
+    return out
+
+
+def timeline_item(
+    path: str, value: Any, source: str | None, step: int, store: Store
+) -> TimelineItem | None:
+    """The timeline line of a record at ``path`` of kind ``step`` (None for any other
+    value)."""
     if not isinstance(value, RECORDS):
         return None
-    path = entry.path
     run_id, _, unit = path.partition("/")
     if run_id == CALLS and not isinstance(store.value(KIND, CALLS, None), RunRecord):
         run_id, unit = "", path  # a keyed call of a durable run as a whole
@@ -75,8 +95,8 @@ def timeline_item(entry: Entry, store: Store) -> TimelineItem | None:
         status=status,
         started_at=started or None,
         duration_ms=duration,
-        source=entry.source,
-        step=entry.seq,
+        source=source,
+        step=step,
         record=value,
     )
 

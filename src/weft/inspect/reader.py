@@ -183,8 +183,14 @@ class Reader:
         self, thread_id: str, *, at: int | None = None, progress: Progress | None = None
     ) -> list[TimelineItem]:
         """What ran in the thread (as of step ``at``, default its last): each run, then its
-        units of work, keyed calls and questions, in the order they started."""
-        return _build.timeline(self._replay(self._info(thread_id), at, progress))
+        units of work, keyed calls and questions, in the order they started; a unit
+        recorded again at one path (each turn of a turn runtime) once per time, as far back
+        as the thread's log goes."""
+        info = self._info(thread_id)
+        store = self._replay(info, at, progress)
+        log = self.backend.history(thread_id, after=info.first_step, upto=at)
+        earlier = _build.replaced(store, (logged.event for logged in log))
+        return _build.timeline(store, earlier)
 
     # ------------------------------------------------------------------- events
 
