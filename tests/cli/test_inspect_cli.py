@@ -430,3 +430,11 @@ def test_answer_asks_which_question_when_several_wait(tmp_path: Path) -> None:
         run.close()
     found = weft_json("diff", "two", str(run.step), "1", "--db", db)
     assert all(c["change"] == "removed" for c in found["changes"])  # back in time
+
+
+def test_hostile_ids_and_prefixes_are_one_line(db: str) -> None:
+    assert "thread_id='': expected a non-empty string" in refused("show", "", "--db", db)
+    assert "no NUL" in refused("state", "a\x00b", "--db", db)
+    empty = weft_json("state", "pipeline", "--prefix", "\x00nothing", "--db", db)
+    assert empty["entries"] == []
+    assert "thread '../../etc' does not exist" in refused("pauses", "../../etc", "--db", db)
