@@ -1,4 +1,5 @@
-"""The ``weft`` command: ``weft demo`` and ``weft --version``."""
+"""The ``weft`` command: ``weft demo``, ``weft mcp``, the commands that inspect stored runs
+(``weft threads``, ``weft show`` ...) and ``weft --version``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from typing import Annotated
 import typer
 
 from weft import __version__
-from weft.cli import mcp_cmd
+from weft.cli import inspect_cmds, mcp_cmd
+from weft.cli.flags import FlagsGroup
 
 app = typer.Typer(
     name="weft",
+    cls=FlagsGroup,
     no_args_is_help=True,
     add_completion=False,
 )
@@ -44,3 +47,4 @@ def demo() -> None:
 
 
 app.command()(mcp_cmd.mcp)
+inspect_cmds.register(app)
