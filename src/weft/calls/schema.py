@@ -216,7 +216,11 @@ class Binder:
                     f"{error.get('msg', 'refused')}"
                 )
             raise arguments_error(tool, names, problems) from None
-        out = {self.aliases[name]: getattr(instance, name) for name in instance.model_fields_set}
+        out = {
+            self.aliases[name]: getattr(instance, name)
+            for name in instance.model_fields_set
+            if name in self.aliases
+        }
         extra = instance.model_extra
         if extra:
             out.update(extra)
@@ -264,7 +268,7 @@ def infer(
         field_name = f"arg_{len(fields)}"
         aliases[field_name] = param.name
         fields[field_name] = _field(param, described.get(param.name))
-    model = _model(fn, tool, fields, extra)
+    model = _model(fn, tool, fields, aliases, extra)
     parameters = _json_schema(model, tool)
     inferred = Inferred(prose, parameters, Binder(model, aliases))
     if len(_CACHE) > 4096:
@@ -312,22 +316,22 @@ def _field(param: inspect.Parameter, doc: str | None) -> tuple[Any, Any]:
         for item in others:  # a Field(description=...) in Annotated wins over the docstring
             if isinstance(item, FieldInfo) and item.description:
                 description = None
-    default = param.default
-    if isinstance(default, FieldInfo):
-        info: Any = default
-        info.alias = param.name
-        if description and not info.description:
-            info.description = description
-        return annotation, info
     extra: dict[str, Any] = {"alias": param.name}
     if description:
         extra["description"] = description
+    default = param.default
     if default is inspect.Parameter.empty:
-        return annotation, Field(**extra)
-    return annotation, Field(default, **extra)
+        default = ...
+    return Annotated[annotation, Field(**extra)], default
 
 
-def _model(fn: Callable[..., Any], tool: str, fields: dict[str, Any], extra: bool) -> Any:
+def _model(
+    fn: Callable[..., Any],
+    tool: str,
+    fields: dict[str, Any],
+    aliases: dict[str, str],
+    extra: bool,
+) -> Any:
     from pydantic import ConfigDict, PydanticSchemaGenerationError, PydanticUserError, create_model
 
     config = ConfigDict(extra="allow" if extra else "forbid", defer_build=False)
@@ -336,17 +340,19 @@ def _model(fn: Callable[..., Any], tool: str, fields: dict[str, Any], extra: boo
             warnings.simplefilter("ignore")
             return create_model(f"{tool}_arguments", __config__=config, **fields)
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
-        for annotation, info in fields.values():
+        for name, (annotation, _) in fields.items():
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     create_model("probe", __config__=config, probe=(annotation, ...))
-            except Exception:
+            except Exception as problem:
+                reason = str(problem).splitlines()[0][:200]
                 raise ToolDefinitionError(
-                    f"tool {tool!r}: its argument {info.alias!r} has the type "
-                    f"{_type_name(annotation)}, which has no JSON Schema; use JSON types "
-                    "(str, int, float, bool, list, dict, a pydantic model, a dataclass, a "
-                    "TypedDict, an Enum ...), or give parameters= yourself",
+                    f"tool {tool!r}: its argument {aliases[name]!r} has the type "
+                    f"{_type_name(get_args(annotation)[0])}, which has no JSON Schema "
+                    f"({reason}); use JSON types (str, int, float, bool, list, dict, a "
+                    "pydantic model, a dataclass, a TypedDict, an Enum ...), or give "
+                    "parameters= yourself",
                     tool=tool,
                 ) from None
         raise ToolDefinitionError(
