@@ -437,9 +437,9 @@ def check_arguments(
     names: list[str] = []
     problems: list[str] = []
     for error in errors:
-        name, message = _explain(error, schema, args, hints or {})
+        at_fault, message = _explain(error, schema, args, hints or {})
         if message not in problems:
-            names.append(name)
+            names.extend(at_fault)
             problems.append(message)
     raise arguments_error(tool, names, problems[:MAX_PROBLEMS])
 
@@ -456,7 +456,7 @@ def arguments_error(tool: str, names: list[str], problems: list[str]) -> ToolArg
 
 def _explain(
     error: Any, schema: Mapping[str, Any], args: dict[str, Any], hints: Mapping[str, str]
-) -> tuple[str, str]:
+) -> tuple[list[str], str]:
     properties = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
     assert isinstance(properties, Mapping)
     allowed = ", ".join(properties) or "no arguments"
@@ -464,9 +464,7 @@ def _explain(
     if not path and error.validator == "additionalProperties":
         extra = [k for k in args if k not in properties]
         listed = ", ".join(repr(k) for k in extra[:10])
-        return extra[0] if extra else "", (
-            f"unknown argument {listed}; this tool takes only: {allowed}"
-        )
+        return extra[:10], f"unknown argument {listed}; this tool takes only: {allowed}"
     if not path and error.validator == "required":
         absent = [f for f in schema.get("required", ()) if f not in args]
         parts = [
@@ -474,9 +472,9 @@ def _explain(
             f"{hints.get(f) or 'expected ' + describe_schema(properties.get(f), schema)}"
             for f in absent
         ]
-        return (absent[0] if absent else ""), "; ".join(parts)
+        return absent, "; ".join(parts)
     if not path:
-        return "(arguments)", f"the arguments must be a JSON object with the fields {allowed}"
+        return ["(arguments)"], f"the arguments must be a JSON object with the fields {allowed}"
     name = str(path[0])
     hint = hints.get(name)
     if hint is None:
@@ -487,7 +485,7 @@ def _explain(
         text = properties.get(name, {}).get("description") if path[1:] == () else None
         if isinstance(text, str) and text:
             hint = f"{hint} ({text.rstrip('.')})"
-    return name, f"argument {format_path(path)!r} is invalid ({short(error.instance)}): {hint}"
+    return [name], f"argument {format_path(path)!r} is invalid ({short(error.instance)}): {hint}"
 
 
 _TYPE_WORDS: Final = {
