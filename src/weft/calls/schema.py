@@ -593,6 +593,11 @@ def allows_null(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
     return kind == "null" or (isinstance(kind, list) and "null" in kind)
 
 
+def _kinds(schema: Mapping[str, Any]) -> list[Any]:
+    kind = schema.get("type")
+    return kind if isinstance(kind, list) else [kind]
+
+
 def _drop_nulls(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0) -> Any:
     """``value`` without the ``null`` s the strict form sent for optional fields that
     ``schema`` itself does not accept null for (those fields take their defaults)."""
@@ -601,6 +606,17 @@ def _drop_nulls(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0
     if "$ref" in schema:
         target = _resolve(root, schema["$ref"])
         return _drop_nulls(target, value, root, depth + 1) if target is not None else value
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list) and isinstance(value, (dict, list)):
+            wanted = "object" if isinstance(value, dict) else "array"
+            for option in options:
+                if not isinstance(option, Mapping):
+                    continue
+                target = _resolve(root, option.get("$ref")) if "$ref" in option else option
+                if isinstance(target, Mapping) and wanted in _kinds(target):
+                    return _drop_nulls(target, value, root, depth + 1)
+            return value
     if isinstance(value, dict):
         properties = schema.get("properties")
         if not isinstance(properties, Mapping):
