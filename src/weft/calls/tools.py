@@ -76,6 +76,16 @@ class Tool:
             raise ToolDefinitionError(
                 f"tool {self.name!r}: fn={fn!r:.80} is not callable", tool=self.name
             )
+        if not isinstance(self.output_examples, tuple):
+            if isinstance(self.output_examples, (str, bytes, Mapping)) or not isinstance(
+                self.output_examples, Iterable
+            ):
+                raise ToolDefinitionError(
+                    f"tool {self.name!r}: output_examples={self.output_examples!r:.60} is a "
+                    "list of example results (one example is a list of one)",
+                    tool=self.name,
+                )
+            object.__setattr__(self, "output_examples", tuple(self.output_examples))
         binder = None
         if fn is not None and given is None:
             skip = ("store",) if self.isolated else ()
@@ -97,16 +107,6 @@ class Tool:
                 "give an object schema such as {'type': 'object', 'properties': {...}}",
                 tool=self.name,
             )
-        if not isinstance(self.output_examples, tuple):
-            if isinstance(self.output_examples, (str, bytes, Mapping)) or not isinstance(
-                self.output_examples, Iterable
-            ):
-                raise ToolDefinitionError(
-                    f"tool {self.name!r}: output_examples={self.output_examples!r:.60} is a "
-                    "list of example results (one example is a list of one)",
-                    tool=self.name,
-                )
-            object.__setattr__(self, "output_examples", tuple(self.output_examples))
         properties = self.parameters.get("properties")
         out_schema = properties.get("_outputPath") if isinstance(properties, Mapping) else None
         args_schema = dict(self.parameters)
