@@ -199,23 +199,42 @@ class Binder:
         self.aliases = aliases  # field name -> argument name
 
     def bind(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The keyword arguments of the function; a ``ToolArgumentsError`` when a value
-        does not convert (a validator of the model refused it, say)."""
+        """The keyword arguments of the function from arguments the schema accepted; a
+        ``ToolArgumentsError`` when a value does not convert (a model's validator
+        refused it, say)."""
         from pydantic import ValidationError
 
         try:
             instance = self.model.model_validate(arguments)
         except ValidationError as exc:
-            problems: list[str] = []
-            names: list[str] = []
-            for error in exc.errors(include_url=False)[:MAX_PROBLEMS]:
-                where = format_path(tuple(error.get("loc", ())))
-                names.append(where.split(".")[0].split("[")[0] or "(arguments)")
-                problems.append(
-                    f"argument {where!r} is invalid ({short(error.get('input'))}): "
-                    f"{error.get('msg', 'refused')}"
-                )
-            raise arguments_error(tool, names, problems) from None
+            raise self.error(tool, exc) from None
+        return self._kwargs(instance)
+
+    def try_json(self, text: str) -> dict[str, Any] | Exception:
+        """The keyword arguments from the JSON text of the arguments, validated as the
+        schema reads JSON (no "3" for an integer), or the pydantic error."""
+        from pydantic import ValidationError
+
+        try:
+            instance = self.model.model_validate_json(text, strict=True)
+        except ValidationError as exc:
+            return exc
+        return self._kwargs(instance)
+
+    def error(self, tool: str, exc: Any) -> ToolArgumentsError:
+        """A pydantic ``ValidationError`` in the words of ``check_arguments``."""
+        problems: list[str] = []
+        names: list[str] = []
+        for error in exc.errors(include_url=False)[:MAX_PROBLEMS]:
+            where = format_path(tuple(error.get("loc", ())))
+            names.append(where.split(".")[0].split("[")[0] or "(arguments)")
+            problems.append(
+                f"argument {where!r} is invalid ({short(error.get('input'))}): "
+                f"{error.get('msg', 'refused')}"
+            )
+        return arguments_error(tool, names, problems)
+
+    def _kwargs(self, instance: Any) -> dict[str, Any]:
         out = {
             self.aliases[name]: getattr(instance, name)
             for name in instance.model_fields_set
@@ -400,14 +419,19 @@ def check_arguments(
     *,
     strict: bool = False,
     hints: Mapping[str, str] | None = None,
+    binder: Binder | None = None,
+    schema_checked: bool = False,
 ) -> dict[str, Any]:
-    """``arguments`` as a new dict if ``schema`` accepts them, else a
-    ``ToolArgumentsError`` naming ``tool``, the arguments at fault and what each expected.
+    """``arguments`` as a new dict of keyword arguments if ``schema`` accepts them, else
+    a ``ToolArgumentsError`` naming ``tool``, the arguments at fault and what each
+    expected.
 
     ``strict=True``: the model was offered the strict form of ``schema``, where an
     optional argument is sent as ``null`` when it has no value; such a ``null`` is taken
     as "not given" wherever ``schema`` itself does not accept null. ``hints`` are fix
-    hints by argument name, said in place of what the schema expected.
+    hints by argument name, said in place of what the schema expected. ``binder`` (of
+    an inferred schema) converts the values to the function's types, validating them as
+    it goes; ``schema_checked=True`` skips the JSON Schema check (done already).
     """
     if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
         raise arguments_error(
@@ -427,9 +451,29 @@ def check_arguments(
         )
     if strict:
         args = _drop_nulls(schema, args, schema)
+    if binder is not None:
+        try:  # the binder's model is the schema: pydantic checks and converts in one pass
+            text = json.dumps(args, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            text = None  # values JSON cannot hold: the schema says why below
+        if text is not None:
+            bound = binder.try_json(text)
+            if isinstance(bound, dict):
+                return bound
+            _refuse(tool, schema, args, hints)  # in the schema's words when it can
+            raise binder.error(tool, bound)
+    if not schema_checked:
+        _refuse(tool, schema, args, hints)
+    return args if binder is None else binder.bind(tool, args)
+
+
+def _refuse(
+    tool: str, schema: Mapping[str, Any], args: dict[str, Any], hints: Mapping[str, str] | None
+) -> None:
+    """Raise the ``ToolArgumentsError`` of what ``schema`` refuses in ``args``, if anything."""
     validator = validator_for(schema)
     if validator.is_valid(args):
-        return args
+        return
     errors = sorted(
         itertools.islice(validator.iter_errors(args), 50),
         key=lambda e: (list(map(str, e.absolute_path)), e.validator != "required"),
@@ -551,6 +595,10 @@ def short(value: Any) -> str:
 
 def _too_deep(value: Any, limit: int) -> bool:
     """Whether ``value`` nests containers deeper than ``limit`` (without recursion)."""
+    if isinstance(value, dict) and not any(
+        isinstance(v, (Mapping, list, tuple)) for v in value.values()
+    ):
+        return False  # flat: the common case, at a glance
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()

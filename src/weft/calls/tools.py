@@ -138,11 +138,14 @@ class Tool:
         ``ToolArgumentsError`` naming the tool, each argument at fault and what it
         expected. ``schema_checked=True`` skips the schema check (a plan checked its
         literal arguments when it was built) and only converts."""
-        if schema_checked and isinstance(arguments, Mapping):
-            args = dict(arguments)
-        else:
-            args = check_arguments(self.name, self.arguments_schema, arguments, strict=self.strict)
-        return args if self._binder is None else self._binder.bind(self.name, args)
+        return check_arguments(
+            self.name,
+            self.arguments_schema,
+            arguments,
+            strict=self.strict,
+            binder=self._binder,
+            schema_checked=schema_checked,
+        )
 
     async def acall(self, arguments: Mapping[str, Any], **injected: Any) -> Any:
         """Check ``arguments`` (``check_arguments``) and call ``fn`` with them (and
