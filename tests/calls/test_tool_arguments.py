@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import enum
 import json
 from typing import Any, Literal
@@ -92,6 +93,19 @@ def test_checked_arguments_arrive_as_the_declared_types() -> None:
     assert seen["span"] == (1, 5)
 
 
+def test_json_values_convert_as_the_schema_reads_them() -> None:
+    @tool
+    def when(day: datetime.date, ratio: float = 1.0, raw: Any = None) -> Any:
+        return day, ratio, raw
+
+    nested = {"a": [1, {"b": None}]}
+    day, ratio, raw = run(when, {"day": "2024-01-02", "ratio": 2, "raw": nested})
+    assert (day, ratio, raw) == (datetime.date(2024, 1, 2), 2.0, nested)
+    assert isinstance(ratio, float)
+    with pytest.raises(ToolArgumentsError, match=r'argument .day. is invalid \("nope"\)'):
+        run(when, {"day": "nope"})
+
+
 def test_arguments_left_out_take_the_function_defaults() -> None:
     assert forecast.check_arguments(GOOD).keys() == GOOD.keys()
 
@@ -101,6 +115,7 @@ def test_arguments_left_out_take_the_function_defaults() -> None:
     [
         ({"limit": "3"}, "limit", "expected an integer"),
         ({"limit": True}, "limit", "expected an integer"),
+        ({"limit": 3.0}, "limit", "Input should be a valid integer"),
         ({"unit": "kelvin"}, "unit", 'one of "celsius", "fahrenheit"'),
         ({"mode": "loud"}, "mode", 'one of "brief", "full"'),
         ({"where": "Lyon"}, "where", "expected an object Location with the fields city, country"),

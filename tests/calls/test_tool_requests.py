@@ -160,6 +160,15 @@ def test_a_tool_spec_from_a_strict_tool_or_a_strict_openai_dict_stays_strict() -
     assert "strict" not in ToolSpec(name="x").openai()["function"]
 
 
+def test_strict_memory_tools_are_offered_in_their_strict_form() -> None:
+    from weft.memory import AgentMemory, memory_tools
+
+    for memory_tool in memory_tools(AgentMemory(), strict=True):
+        spec = as_tool_spec(memory_tool)
+        assert spec.strict and spec.openai() == memory_tool.openai()
+        assert spec.parameters == memory_tool.strict_parameters
+
+
 def test_a_tool_dict_with_a_name_the_providers_refuse_is_refused_before_any_request() -> None:
     with pytest.raises(ToolDefinitionError, match="refused by model providers"):
         as_tool_spec({"name": "get weather", "parameters": {"type": "object"}})
