@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from weft.calls import Plan, Tool, tool
-from weft.calls.schema import parse_docstring
+from weft.calls.docstrings import parse_docstring
 from weft.errors import PlanValidationError, ToolDefinitionError
 
 

@@ -13,8 +13,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from weft.calls import Tool, tool
-from weft.calls.schema import strict_schema
+from weft.calls import Tool, strict_schema, tool
 from weft.errors import ToolArgumentsError, ToolDefinitionError
 from weft.memory import AgentMemory, memory_tools
 

@@ -1,15 +1,15 @@
-"""The JSON Schema of a tool: inferred from a function, checked against arguments, and
-rewritten in OpenAI's strict form.
+"""The JSON Schema of a tool: inferred from a function and checked against arguments.
 
 - ``infer(fn)`` reads a function's signature and docstring: pydantic builds the schema
   of the arguments from the type hints (``Annotated[..., "text"]`` and ``Field`` give
   descriptions, defaults are shown and not required), the docstring's prose is the
-  description and its ``Args:`` (Google), ``:param x:`` (Sphinx) or ``Parameters``
-  (NumPy) lines describe the arguments. What it returns also converts checked
-  arguments to the types the function declares (a dict becomes a pydantic model).
+  description and its argument lines describe the arguments (``weft.calls.docstrings``).
+  What it returns also converts checked arguments to the types the function declares
+  (a dict becomes a pydantic model).
 - ``check_arguments`` is the one check of a tool's arguments: a ``ToolArgumentsError``
   names the tool, each argument at fault and what it expected.
-- ``strict_schema`` rewrites a schema in the form OpenAI's strict mode accepts.
+- ``openai_tool`` and ``anthropic_tool`` are a definition in each provider's form.
+  (OpenAI's strict form is ``weft.calls.strict``.)
 
 pydantic and jsonschema are imported on first use, so ``import weft`` stays fast.
 """
@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, get_args, get_origin
 
+from weft.calls.docstrings import parse_docstring
 from weft.errors import ToolArgumentsError, ToolDefinitionError
 from weft.refs.schemas import validator_for
 from weft.store import MAX_DEPTH
@@ -49,130 +50,6 @@ def check_tool_name(name: object) -> str:
         "e.g. with @tool(name='get_weather') or Tool(name='get_weather', ...)",
         tool=name if isinstance(name, str) else "",
     )
-
-
-# ------------------------------------------------------------------ docstrings
-
-
-_GOOGLE_ARGS: Final = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args)\s*:\s*$")
-_GOOGLE_OTHER: Final = re.compile(
-    r"^(Returns?|Yields?|Raises?|Examples?|Notes?|See Also|Attributes|Warnings?|Todo)\s*:\s*$"
-)
-_NUMPY_RULE: Final = re.compile(r"^-{3,}\s*$")
-_SPHINX: Final = re.compile(r"^:(param|parameter|arg|argument|key|keyword)\s+(.+?)\s*:(.*)$")
-_SPHINX_OTHER: Final = re.compile(r"^:(returns?|rtype|raises?|type|yields?|ytype)\b")
-_ARG_LINE: Final = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(\([^)]*\))?\s*:(.*)$")
-_NUMPY_ARG: Final = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(:.*)?$")
-
-
-def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """The prose of a docstring (everything before its first section) and each argument's
-    description, from Google (``Args:``), Sphinx (``:param x:``) or NumPy (``Parameters``
-    over a rule of dashes) style."""
-    text = inspect.cleandoc(doc) if doc else ""
-    lines = text.splitlines()
-    prose: list[str] = []
-    described: dict[str, str] = {}
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        stripped = line.strip()
-        nxt = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        if _GOOGLE_ARGS.match(stripped):
-            index = _google_args(lines, index + 1, described)
-            continue
-        if stripped in ("Parameters", "Other Parameters") and _NUMPY_RULE.match(nxt):
-            index = _numpy_args(lines, index + 2, described)
-            continue
-        sphinx = _SPHINX.match(stripped)
-        if sphinx:
-            index = _sphinx_arg(lines, index, sphinx, described)
-            continue
-        if _GOOGLE_OTHER.match(stripped) or _SPHINX_OTHER.match(stripped):
-            index = _skip_section(lines, index + 1)
-            continue
-        if stripped and _NUMPY_RULE.match(nxt):  # another NumPy section: skip it
-            index = _skip_numpy(lines, index + 2)
-            continue
-        if not described:
-            prose.append(line)
-        index += 1
-    return "\n".join(prose).strip(), described
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _google_args(lines: list[str], index: int, out: dict[str, str]) -> int:
-    base: int | None = None
-    name: str | None = None
-    while index < len(lines):
-        line = lines[index]
-        if not line.strip():
-            index += 1
-            continue
-        depth = _indent(line)
-        if depth == 0:
-            break
-        if base is None:
-            base = depth
-        match = _ARG_LINE.match(line.strip()) if depth <= base else None
-        if match:
-            name = match.group(1)
-            out[name] = match.group(3).strip()
-        elif name is not None:
-            out[name] = f"{out[name]} {line.strip()}".strip()
-        index += 1
-    return index
-
-
-def _numpy_args(lines: list[str], index: int, out: dict[str, str]) -> int:
-    name: str | None = None
-    while index < len(lines):
-        line = lines[index]
-        nxt = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        if line.strip() and _indent(line) == 0 and _NUMPY_RULE.match(nxt):
-            break
-        if not line.strip():
-            index += 1
-            continue
-        match = _NUMPY_ARG.match(line.strip()) if _indent(line) == 0 else None
-        if match:
-            name = match.group(1)
-            out[name] = ""
-        elif name is not None:
-            out[name] = f"{out[name]} {line.strip()}".strip()
-        index += 1
-    return index
-
-
-def _sphinx_arg(lines: list[str], index: int, match: re.Match[str], out: dict[str, str]) -> int:
-    name = match.group(2).split()[-1].lstrip("*")
-    parts = [match.group(3).strip()]
-    index += 1
-    while index < len(lines) and lines[index].strip() and _indent(lines[index]) > 0:
-        parts.append(lines[index].strip())
-        index += 1
-    out[name] = " ".join(p for p in parts if p)
-    return index
-
-
-def _skip_section(lines: list[str], index: int) -> int:
-    while index < len(lines) and (not lines[index].strip() or _indent(lines[index]) > 0):
-        if lines[index].strip() and _SPHINX.match(lines[index].strip()):
-            break
-        index += 1
-    return index
-
-
-def _skip_numpy(lines: list[str], index: int) -> int:
-    while index < len(lines):
-        nxt = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        if lines[index].strip() and _NUMPY_RULE.match(nxt):
-            break
-        index += 1
-    return index
 
 
 # ------------------------------------------------------------------ inference
@@ -548,7 +425,7 @@ def describe_schema(schema: Any, root: Mapping[str, Any], depth: int = 0) -> str
     if not isinstance(schema, Mapping) or depth > 3:
         return "a value of the documented type"
     if "$ref" in schema:
-        target = _resolve(root, schema["$ref"])
+        target = resolve_ref(root, schema["$ref"])
         return describe_schema(target, root, depth + 1) if target is not None else "an object"
     if "const" in schema:
         return f"exactly {json.dumps(schema['const'])}"
@@ -611,7 +488,8 @@ def _too_deep(value: Any, limit: int) -> bool:
     return False
 
 
-def _resolve(root: Mapping[str, Any], ref: Any) -> Mapping[str, Any] | None:
+def resolve_ref(root: Mapping[str, Any], ref: Any) -> Mapping[str, Any] | None:
+    """The schema a local ``$ref`` (``#/$defs/Name``) points to in ``root``, or None."""
     if not isinstance(ref, str) or not ref.startswith("#/"):
         return None
     node: Any = root
@@ -627,7 +505,7 @@ def allows_null(schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
     if not isinstance(schema, Mapping) or depth > 20:
         return True
     if "$ref" in schema:
-        return allows_null(_resolve(root, schema["$ref"]), root, depth + 1)
+        return allows_null(resolve_ref(root, schema["$ref"]), root, depth + 1)
     if "const" in schema:
         return schema["const"] is None
     if isinstance(schema.get("enum"), list):
@@ -652,7 +530,7 @@ def _drop_nulls(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0
     if depth > MAX_DEPTH or not isinstance(schema, Mapping):
         return value
     if "$ref" in schema:
-        target = _resolve(root, schema["$ref"])
+        target = resolve_ref(root, schema["$ref"])
         return _drop_nulls(target, value, root, depth + 1) if target is not None else value
     for key in ("anyOf", "oneOf"):
         options = schema.get(key)
@@ -661,7 +539,7 @@ def _drop_nulls(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0
             for option in options:
                 if not isinstance(option, Mapping):
                     continue
-                target = _resolve(root, option.get("$ref")) if "$ref" in option else option
+                target = resolve_ref(root, option.get("$ref")) if "$ref" in option else option
                 if isinstance(target, Mapping) and wanted in _kinds(target):
                     return _drop_nulls(target, value, root, depth + 1)
             return value
@@ -680,171 +558,6 @@ def _drop_nulls(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         return [_drop_nulls(schema["items"], item, root, depth + 1) for item in value]
     return value
-
-
-# ------------------------------------------------------------------ strict form
-
-
-STRICT_FORMATS: Final = frozenset(
-    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-)
-"""The string formats OpenAI's strict mode accepts; others are left out of the strict form."""
-
-_STRICT_KEYWORDS: Final = frozenset(
-    {
-        "type", "description", "title", "enum", "const", "anyOf", "$ref", "$defs",
-        "properties", "required", "additionalProperties", "items", "minItems", "maxItems",
-        "pattern", "format", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
-        "exclusiveMinimum",
-    }
-)  # fmt: skip
-"""The keywords OpenAI's strict mode supports; the rest are left out of the strict form
-(the full schema still checks the arguments when they arrive)."""
-
-MAX_STRICT_NESTING: Final = 10
-
-
-def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` (the arguments of a tool) in OpenAI's strict form, as a new dict.
-
-    Every object gets ``additionalProperties: false`` and lists every property in
-    ``required``; a property that was optional becomes nullable (a model sends ``null``
-    for "not given", and ``check_arguments(..., strict=True)`` reads it so). ``oneOf``
-    becomes ``anyOf``, a ``$ref`` beside other keywords is inlined, a default moves into
-    the description, and keywords strict mode does not support (``minLength``,
-    ``default``, ``uniqueItems``, unknown formats ...) are left out. What strict mode
-    cannot express at all (an open object such as ``dict[str, int]``, a value of any
-    type, a fixed-length tuple) is a ``ToolDefinitionError`` naming where it is.
-    """
-    if not isinstance(schema, Mapping):
-        raise ToolDefinitionError(f"strict_schema: {schema!r:.80} is not a JSON Schema object")
-    root = copy.deepcopy(dict(schema))
-    if root.get("type") != "object":
-        raise ToolDefinitionError(
-            "strict form: the arguments' schema must be an object (type: object) at the top, "
-            f"not {short(root.get('type'))}"
-        )
-    out: dict[str, Any] = _strict(root, root, (), 0)
-    defs = root.get("$defs")
-    if isinstance(defs, Mapping):
-        out["$defs"] = {
-            name: _strict(dict(sub), root, ("$defs", name), 0) for name, sub in defs.items()
-        }
-    return out
-
-
-def _strict(node: Any, root: Mapping[str, Any], path: tuple[str, ...], nesting: int) -> Any:
-    where = ".".join(path) or "the top level"
-    if not isinstance(node, Mapping):
-        raise ToolDefinitionError(f"strict form: at {where}, {short(node)} is not a schema")
-    node = dict(node)
-    if "$ref" in node and len(node) > 1:
-        target = _resolve(root, node["$ref"])
-        if target is None:
-            raise ToolDefinitionError(f"strict form: at {where}, {node['$ref']!r} names nothing")
-        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
-        return _strict(merged, root, path, nesting)
-    if "oneOf" in node:
-        node["anyOf"] = node.pop("oneOf")
-    all_of = node.pop("allOf", None)
-    if isinstance(all_of, list):
-        if len(all_of) != 1:
-            raise ToolDefinitionError(
-                f"strict form: at {where}, allOf of {len(all_of)} schemas is not supported "
-                "by strict mode; describe the value as one schema"
-            )
-        return _strict({**all_of[0], **node}, root, path, nesting)
-    if "prefixItems" in node:
-        raise ToolDefinitionError(
-            f"strict form: at {where}, a fixed-length tuple (prefixItems) cannot be expressed "
-            "in strict mode; use a list of one type or a model with named fields"
-        )
-    default = node.pop("default", _NO_DEFAULT)
-    out = {k: v for k, v in node.items() if k in _STRICT_KEYWORDS and k != "$defs"}
-    if default is not _NO_DEFAULT and default is not None:
-        text = out.get("description", "")
-        note = f"Default: {short(default)}."
-        out["description"] = f"{text.rstrip()} {note}".strip() if text else note
-    if out.get("format") not in STRICT_FORMATS:
-        out.pop("format", None)
-    if isinstance(out.get("anyOf"), list):
-        out["anyOf"] = [
-            _strict(o, root, (*path, f"anyOf[{i}]"), nesting) for i, o in enumerate(out["anyOf"])
-        ]
-    kind = out.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    if "object" in kinds:
-        if nesting >= MAX_STRICT_NESTING:
-            raise ToolDefinitionError(
-                f"strict form: at {where}, objects nest deeper than {MAX_STRICT_NESTING} "
-                "levels, the most strict mode accepts; flatten the arguments"
-            )
-        properties = out.get("properties")
-        extra = node.get("additionalProperties")
-        if not isinstance(properties, Mapping) or (extra not in (None, False)):
-            if isinstance(properties, Mapping) and properties and extra is True:
-                pass  # named fields plus extras: strict keeps the named ones only
-            elif not (isinstance(properties, Mapping) and properties) and extra is not False:
-                raise ToolDefinitionError(
-                    f"strict form: at {where}, an object with no named fields (such as "
-                    "dict[str, ...]) cannot be expressed in strict mode; use a model, a "
-                    "dataclass or a TypedDict with named fields, or leave strict off"
-                )
-        properties = properties if isinstance(properties, Mapping) else {}
-        required = set(node.get("required") or ())
-        new: dict[str, Any] = {}
-        for name, sub in properties.items():
-            converted = _strict(sub, root, (*path, name), nesting + 1)
-            if name not in required and not allows_null(converted, root):
-                converted = _nullable(converted)
-            new[name] = converted
-        out["properties"] = new
-        out["required"] = list(new)
-        out["additionalProperties"] = False
-    if "array" in kinds:
-        items = node.get("items")
-        if not isinstance(items, Mapping):
-            raise ToolDefinitionError(
-                f"strict form: at {where}, an array needs items (the schema of its elements) "
-                "in strict mode; give list[<type>]"
-            )
-        out["items"] = _strict(items, root, (*path, "[]"), nesting)
-    if not any(k in out for k in ("type", "anyOf", "$ref", "enum", "const")):
-        raise ToolDefinitionError(
-            f"strict form: at {where}, the schema accepts any JSON value, which strict mode "
-            "cannot express; give it a type (str, int, a model ...) or leave strict off"
-        )
-    return out
-
-
-class _NoDefault:
-    pass
-
-
-_NO_DEFAULT: Final = _NoDefault()
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    kind = schema.get("type")
-    simple = not any(k in schema for k in ("anyOf", "$ref", "const"))
-    if simple and isinstance(kind, str):
-        out = {**schema, "type": [kind, "null"]}
-        if isinstance(out.get("enum"), list):
-            out["enum"] = [*out["enum"], None]
-        return out
-    if simple and isinstance(kind, list):
-        out = {**schema, "type": [*kind, "null"]}
-        if isinstance(out.get("enum"), list):
-            out["enum"] = [*out["enum"], None]
-        return out
-    inner = {k: v for k, v in schema.items() if k != "description"}
-    if isinstance(inner.get("anyOf"), list) and len(inner) == 1:
-        out = {"anyOf": [*inner["anyOf"], {"type": "null"}]}
-    else:
-        out = {"anyOf": [inner, {"type": "null"}]}
-    if "description" in schema:
-        out["description"] = schema["description"]
-    return out
 
 
 # ------------------------------------------------------------------ provider forms

@@ -11,14 +11,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Protocol, TypeAlias, overload
 
-from weft.calls.schema import (
-    Binder,
-    check_arguments,
-    check_tool_name,
-    infer,
-    parse_docstring,
-    strict_schema,
-)
+from weft.calls.docstrings import parse_docstring
+from weft.calls.schema import Binder, check_arguments, check_tool_name, infer
+from weft.calls.strict import strict_schema
 from weft.errors import PlanValidationError, ToolDefinitionError
 from weft.refs.schemas import schema_error
 from weft.store import Store

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from weft.calls.schema import anthropic_tool, check_tool_name, openai_tool, strict_schema
+from weft.calls.schema import anthropic_tool, check_tool_name, openai_tool
+from weft.calls.strict import strict_schema
 from weft.errors import ModelInputError
 
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -35,7 +36,7 @@ class ToolDefinition(Protocol):
 class ToolSpec:
     """A tool definition as a model is offered it: name, description and the JSON Schema
     of its arguments; ``strict=True`` marks ``parameters`` as OpenAI's strict form (they
-    are sent as given: ``weft.calls.schema.strict_schema`` makes that form)."""
+    are sent as given: ``weft.calls.strict_schema`` makes that form)."""
 
     name: str
     description: str = ""

@@ -62,7 +62,8 @@ class MemoryTool:
         handler: Handler,
         strict: bool = False,
     ) -> None:
-        from weft.calls.schema import check_tool_name, strict_schema  # weft.calls loads late
+        from weft.calls.schema import check_tool_name  # weft.calls loads late
+        from weft.calls.strict import strict_schema
 
         self._name = check_tool_name(name)
         self._description = description
