@@ -9,8 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from weft.calls.schema import anthropic_tool, check_tool_name, openai_tool
-from weft.calls.strict import strict_schema
 from weft.errors import ModelInputError
 
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
@@ -45,10 +43,14 @@ class ToolSpec:
 
     def openai(self) -> dict[str, Any]:
         """The OpenAI Chat Completions ``tools`` entry (with ``strict: true`` if strict)."""
+        from weft.calls.schema import openai_tool  # weft.calls loads when tools are used
+
         return openai_tool(self.name, self.description, self.parameters, strict=self.strict)
 
     def anthropic(self) -> dict[str, Any]:
         """The Anthropic Messages ``tools`` entry."""
+        from weft.calls.schema import anthropic_tool
+
         return anthropic_tool(self.name, self.description, self.parameters)
 
 
@@ -66,6 +68,8 @@ def as_tool_spec(tool: ToolLike) -> ToolSpec:
         strict = getattr(tool, "strict", False) is True
         parameters = tool.parameters
         if strict:
+            from weft.calls.strict import strict_schema
+
             offered = getattr(tool, "strict_parameters", None)
             parameters = offered if isinstance(offered, Mapping) else strict_schema(parameters)
         return _spec(tool.name, tool.description, parameters, where=repr(tool), strict=strict)
@@ -120,6 +124,8 @@ def _spec(
 ) -> ToolSpec:
     if not isinstance(name, str) or not name:
         raise ModelInputError(f"{where} has no name; a tool needs a non-empty string name")
+    from weft.calls.schema import check_tool_name
+
     check_tool_name(name)
     if not isinstance(description, str):
         raise ModelInputError(f"tool {name!r}: the description must be a string")
