@@ -104,12 +104,13 @@ class Tool:
             )
         properties = self.parameters.get("properties")
         out_schema = properties.get("_outputPath") if isinstance(properties, Mapping) else None
-        args_schema = dict(self.parameters)
+        args_schema: Mapping[str, Any] = self.parameters  # shared: one validator per schema
         if isinstance(properties, Mapping) and "_outputPath" in properties:
+            args_schema = dict(self.parameters)
             args_schema["properties"] = {k: v for k, v in properties.items() if k != "_outputPath"}
-        required = args_schema.get("required")
-        if isinstance(required, list) and "_outputPath" in required:
-            args_schema["required"] = [r for r in required if r != "_outputPath"]
+            required = args_schema.get("required")
+            if isinstance(required, list) and "_outputPath" in required:
+                args_schema["required"] = [r for r in required if r != "_outputPath"]
         object.__setattr__(self, "arguments_schema", args_schema)
         object.__setattr__(
             self, "output_path_schema", out_schema if isinstance(out_schema, Mapping) else None
