@@ -15,6 +15,8 @@ CASES = [
     errors.AgentResponseError("unusable", raw="<x>", problem="no tag", agent="ann"),
     errors.PlanValidationError("2 problems", problems=("a", "b")),
     errors.PlanRunError("call failed", call="c1", tool="t", index=2),
+    errors.ToolDefinitionError("bad name", tool="t"),
+    errors.ToolArgumentsError("t: bad", tool="t", arguments=("n",), problems=("bad",)),
     errors.ChannelOwnershipError("not yours", writer="n", field="f"),
     errors.StateVersionError("newer", thread_id="t", found=3, current=2),
     errors.MalformedStateError("unreadable", thread_id="t", turn=4, step=9),

@@ -95,7 +95,7 @@ def test_arguments_that_do_not_fit_the_schema_name_the_call_the_tool_and_the_ins
     error = caught.value
     assert (error.call, error.tool) == ("0.fetch@acme", "fetch")
     assert str(error).startswith("call 0 (fetch, id '0.fetch@acme') on instance 'acme': ")
-    assert "'x' is not of type 'integer'" in str(error)
+    assert "argument 'userId' is invalid (\"x\"): expected an integer" in str(error)
 
 
 # -------------------------------------------------------------------------- graphs

@@ -28,8 +28,10 @@ WeftError
 │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
 │   ├── ResponseProblem        a reply that cannot be used: the reasoner gets one corrective retry
 │   └── AgentResponseError     a reasoner's reply still unusable after one corrective retry
-├── PlanError                  plans of tool calls, and the step/task/team executors
+├── PlanError                  tools, plans of tool calls, and the step/task/team executors
 │   ├── PlanValidationError    a plan wired wrong, every problem listed (build time)
+│   │   └── ToolDefinitionError  a tool defined wrong: its name, signature or schema
+│   ├── ToolArgumentsError     arguments a tool's schema refuses; the tool did not run
 │   ├── PlanRunError           a call that failed while a plan ran (run time)
 │   └── ExecutorError          a step, task or team configured wrong, or that could not go on
 ├── TurnError                  the turn runtime: state schemas, turns and threads
@@ -240,7 +242,7 @@ class AgentResponseError(AgentError):
 
 
 class PlanError(WeftError):
-    """Plans of tool calls (``weft.calls.Plan``) and the executors of ``weft.plan``."""
+    """Tools and plans of tool calls (``weft.calls``) and the executors of ``weft.plan``."""
 
 
 class PlanValidationError(PlanError, ValueError):
@@ -249,6 +251,36 @@ class PlanValidationError(PlanError, ValueError):
 
     def __init__(self, message: str, *, problems: tuple[object, ...] = ()) -> None:
         super().__init__(message)
+        self.problems = problems
+
+
+class ToolDefinitionError(PlanValidationError):
+    """A tool defined wrong, found when it is made: a name the providers refuse, a
+    signature whose types have no JSON Schema, parameters that are not a schema, or a
+    schema that cannot take the strict form asked for. ``tool`` names the tool."""
+
+    def __init__(self, message: str, *, tool: str = "") -> None:
+        super().__init__(message, problems=(message,))
+        self.tool = tool
+
+
+class ToolArgumentsError(PlanError, ValueError):
+    """Arguments a tool's JSON Schema refuses (wrong types, unknown or missing arguments,
+    nesting too deep); the tool's function did not run. ``tool`` names the tool,
+    ``arguments`` the arguments at fault and ``problems`` says, one line each, what was
+    wrong and what was expected."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str = "",
+        arguments: tuple[str, ...] = (),
+        problems: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.arguments = arguments
         self.problems = problems
 
 

@@ -21,6 +21,7 @@ def test_public_names_are_pinned() -> None:
         "PlanProblem",
         "PlanResult",
         "Tool",
+        "strict_schema",
         "tool",
     ]
     for name in weft.calls.__all__:

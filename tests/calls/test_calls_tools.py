@@ -24,7 +24,12 @@ def test_bare_decorator_names_the_tool_after_the_function_and_describes_it_by_it
     assert isinstance(shout, Tool)
     assert shout.name == "shout"
     assert shout.description == "The text in capitals.\n\nUsed by the tests."
-    assert shout.parameters == {"type": "object"}
+    assert shout.parameters == {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+        "additionalProperties": False,
+    }
     assert shout.fn is not None and shout.fn("a") == "A"
 
 

@@ -22,3 +22,7 @@ def test_importing_weft_refs_loads_neither_the_calls_nor_the_engine_nor_jsonsche
 def test_importing_weft_calls_loads_no_layer_above_it() -> None:
     above = ("weft.memory", "weft.llm", "weft.agent", "weft.plan", "weft.runtime", "weft.cli")
     assert loaded_after("import weft.calls", above) == []
+
+
+def test_the_layers_that_offer_tools_load_weft_calls_only_when_tools_are_used() -> None:
+    assert loaded_after("import weft.memory, weft.llm", ("weft.calls", "weft.graph")) == []

@@ -139,7 +139,7 @@ def test_a_tool_definition_in_no_known_form_is_refused() -> None:
         as_tool_spec({"function": "search"})
     with pytest.raises(ValueError, match="has no name"):
         as_tool_spec({"name": "", "parameters": {}})
-    with pytest.raises(TypeError, match="is not a tool definition"):
+    with pytest.raises(ModelInputError, match="is not a tool definition"):
         as_tool_spec(42)  # type: ignore[arg-type]
 
 

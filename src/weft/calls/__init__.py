@@ -5,6 +5,7 @@ from weft.calls.call import Call
 from weft.calls.dataflow import CompiledPlan, PlanProblem
 from weft.calls.plan import Plan
 from weft.calls.result import PlanResult
+from weft.calls.strict import strict_schema
 from weft.calls.tools import Tool, tool
 
 __all__ = [
@@ -14,5 +15,6 @@ __all__ = [
     "PlanProblem",
     "PlanResult",
     "Tool",
+    "strict_schema",
     "tool",
 ]

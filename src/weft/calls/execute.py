@@ -17,11 +17,10 @@ from weft.calls.dataflow import CompiledPlan, Node
 from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
 from weft.calls.watch import acall_tool, call_tool
-from weft.errors import PlanRunError, WeftError
+from weft.errors import PlanRunError, ToolArgumentsError, WeftError
 from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
-from weft.refs.schemas import schema_problems
 from weft.refs.scopes import MappingScope, Scope, StoreScope
 from weft.refs.writes import apply_writes, method_reducer, plan_writes
 from weft.store import MISSING, Store, freeze
@@ -122,19 +121,18 @@ class Runtime:
             room = clean_room(node.imports or (), scope, name=f"module:{node.id}")
             scope = StoreScope(room)
         args = node.args.resolve(scope)
-        if node.check_arguments:
-            problems = schema_problems(node.tool.arguments_schema, args)
-            if problems:
-                where = f" on instance {node.instance!r}" if node.instance is not None else ""
-                raise PlanRunError(
-                    f"call {node.index} ({node.tool.name}, id {node.id!r}){where}: the "
-                    f"resolved arguments do not fit the tool's JSON Schema: "
-                    f"{'; '.join(problems)}; a reference supplied a value of the wrong shape",
-                    call=node.id,
-                    tool=node.tool.name,
-                    index=node.index,
-                )
-        kwargs = dict(args)
+        try:  # literal arguments were checked when the plan was built; references now
+            kwargs = node.tool.check_arguments(args, schema_checked=not node.check_arguments)
+        except ToolArgumentsError as exc:
+            where = f" on instance {node.instance!r}" if node.instance is not None else ""
+            raise PlanRunError(
+                f"call {node.index} ({node.tool.name}, id {node.id!r}){where}: the "
+                f"resolved arguments do not fit the tool's JSON Schema: "
+                f"{'; '.join(exc.problems)}; a reference supplied a value of the wrong shape",
+                call=node.id,
+                tool=node.tool.name,
+                index=node.index,
+            ) from exc
         if room is not None:
             kwargs["store"] = room
         return kwargs

@@ -8,6 +8,7 @@ supplies is checked when the call runs.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -80,6 +81,7 @@ def _nodes(
     checked alone; what is wrong goes to ``problems``."""
     nodes: list[Node] = []
     seen: dict[str, int] = {}
+    checked: dict[tuple[int, str, str], list[str]] = {}
     for index, call in enumerate(calls):
         cid = call.id if call.id is not None else f"{index}.{call.tool}"
 
@@ -108,8 +110,7 @@ def _nodes(
             continue
         constrains = _constrains(tool.arguments_schema)
         if constrains:
-            literal, places = args.literal()
-            for message in schema_problems(tool.arguments_schema, literal, dynamic=places):
+            for message in _literal_problems(tool, args, checked):
                 problem(
                     f"its arguments do not fit the tool's JSON Schema: {message}; fix the "
                     "argument (see the tool's parameters)"
@@ -130,6 +131,22 @@ def _nodes(
                 )
             )
     return nodes
+
+
+def _literal_problems(
+    tool: Tool, args: Compiled, checked: dict[tuple[int, str, str], list[str]]
+) -> list[str]:
+    """What the tool's schema refuses in the literal part of a call's arguments (a
+    reference's place is left to run time); calls of one shape are checked once."""
+    literal, places = args.literal()
+    try:
+        key = (id(tool.arguments_schema), json.dumps(literal, sort_keys=True), repr(places))
+    except (TypeError, ValueError, RecursionError):
+        return schema_problems(tool.arguments_schema, literal, dynamic=places)
+    found = checked.get(key)
+    if found is None:
+        found = checked[key] = schema_problems(tool.arguments_schema, literal, dynamic=places)
+    return found
 
 
 def _compile_arguments(call: Call, problem: Any) -> Compiled | None:

@@ -81,6 +81,23 @@ WRITE_PARAMETERS: Final[Mapping[str, Any]] = {
     "additionalProperties": False,
 }
 
+WRITE_JSON_PARAMETERS: Final[Mapping[str, Any]] = {
+    **WRITE_PARAMETERS,
+    "properties": {
+        "key": WRITE_PARAMETERS["properties"]["key"],
+        "value_json": {
+            "type": "string",
+            "description": "The value to publish, as JSON text: '{\"a\": 1}', '[1, 2]', "
+            "'\"some text\"' or '42'.",
+        },
+        "title": WRITE_PARAMETERS["properties"]["title"],
+        "description": WRITE_PARAMETERS["properties"]["description"],
+    },
+    "required": ["key", "value_json"],
+}
+"""``memory_write`` 's arguments in strict mode, which cannot express "any JSON value":
+the value comes as JSON text."""
+
 FIX_HINTS: Final[Mapping[str, str]] = {
     "kind": f"give one of {', '.join(MEMORY_KINDS)}, or a non-empty list of them, or omit it",
     "key_prefix": "give text such as 'task:', or omit it",
@@ -89,6 +106,7 @@ FIX_HINTS: Final[Mapping[str, str]] = {
     "split larger reads into several calls",
     "key": f"give a name of 1 to {MAX_KEY_CHARS} characters, e.g. 'top_source'",
     "value": "give any JSON value",
+    "value_json": "give the value as JSON text, e.g. '{\"a\": 1}' or '\"some text\"'",
     "title": f"give a text of at most {MAX_TITLE_CHARS} characters, or omit it",
     "description": f"give a text of at most {MAX_DESCRIPTION_CHARS} characters, or omit it",
 }

@@ -13,13 +13,12 @@ import copy
 import heapq
 import json
 import logging
-import reprlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, Final, NamedTuple
 
-from weft.errors import AgentMemoryError, MemoryKeyError, WeftError
+from weft.errors import AgentMemoryError, MemoryKeyError, ToolArgumentsError, WeftError
 from weft.memory.agent_memory import AgentMemory, MemoryEntry, memory_keys, to_plain_json
 from weft.memory.prompts import (
     DEFAULT_MAX_VALUE_BYTES,
@@ -29,6 +28,7 @@ from weft.memory.prompts import (
     MAX_LIST_ENTRIES,
     READ_DESCRIPTION,
     READ_PARAMETERS,
+    WRITE_JSON_PARAMETERS,
     WRITE_PARAMETERS,
     write_tool_description,
 )
@@ -45,18 +45,32 @@ Handler = Callable[[dict[str, Any], str | None], ToolResult]
 
 
 class MemoryTool:
-    """One LLM tool: its name, description and JSON Schema, and the call that runs it."""
+    """One LLM tool: its name, description and JSON Schema, and the call that runs it.
 
-    __slots__ = ("_description", "_handler", "_name", "_parameters", "_validator")
+    ``strict=True`` offers the schema in OpenAI's strict form (``strict_parameters``),
+    where an optional argument the model leaves out comes as ``null``.
+    """
+
+    __slots__ = ("_description", "_handler", "_name", "_parameters", "_strict", "_strict_form")
 
     def __init__(
-        self, *, name: str, description: str, parameters: Mapping[str, Any], handler: Handler
+        self,
+        *,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        handler: Handler,
+        strict: bool = False,
     ) -> None:
-        self._name = name
+        from weft.calls.schema import check_tool_name  # weft.calls loads late
+        from weft.calls.strict import strict_schema
+
+        self._name = check_tool_name(name)
         self._description = description
         self._parameters = parameters
         self._handler = handler
-        self._validator = _validator_for(parameters)
+        self._strict = strict
+        self._strict_form = strict_schema(parameters) if strict else None
 
     @property
     def name(self) -> str:
@@ -72,43 +86,53 @@ class MemoryTool:
         """The JSON Schema of the arguments (a copy: changing it changes nothing)."""
         return copy.deepcopy(dict(self._parameters))
 
+    @property
+    def strict(self) -> bool:
+        """Whether the tool is offered in OpenAI's strict form."""
+        return self._strict
+
+    @property
+    def strict_parameters(self) -> dict[str, Any] | None:
+        """The strict form of ``parameters`` when ``strict``, else None (a copy)."""
+        return copy.deepcopy(self._strict_form)
+
     def openai(self) -> dict[str, Any]:
         """The OpenAI Chat Completions tool definition."""
-        function = {"name": self._name, "description": self._description}
-        return {"type": "function", "function": {**function, "parameters": self.parameters}}
+        from weft.calls.schema import openai_tool
+
+        offered = self._strict_form if self._strict_form is not None else self._parameters
+        return openai_tool(self._name, self._description, offered, strict=self._strict)
 
     def anthropic(self) -> dict[str, Any]:
         """The Anthropic Messages tool definition."""
-        return {
-            "name": self._name,
-            "description": self._description,
-            "input_schema": self.parameters,
-        }
+        from weft.calls.schema import anthropic_tool
+
+        offered = self._strict_form if self._strict_form is not None else self._parameters
+        return anthropic_tool(self._name, self._description, offered)
 
     def __call__(
         self, arguments: Mapping[str, Any] | str | None, *, source: str | None = None
     ) -> ToolResult:
         """Run the tool on the model's arguments (dict or JSON text); never raises."""
+        from weft.calls.schema import check_arguments
+
         try:
             parsed = _parse_arguments(arguments)
             if isinstance(parsed, str):
                 return _error(f"{self._name}: {parsed}")
-            problems = self._problems(parsed)
-            if problems:
-                return _error(f"{self._name}: {problems}")
-            return self._handler(parsed, source)
+            try:
+                checked = check_arguments(
+                    self._name, self._parameters, parsed, strict=self._strict, hints=FIX_HINTS
+                )
+            except ToolArgumentsError as exc:
+                return _error(str(exc))
+            return self._handler(checked, source)
         except Exception as exc:
             logger.exception("memory tool %s failed on arguments %.300r", self._name, arguments)
             return _error(
                 f"{self._name} failed inside weft ({type(exc).__name__}); the arguments were "
                 "accepted, so retrying the same call will not help: continue without it"
             )
-
-    def _problems(self, args: dict[str, Any]) -> str:
-        """Every schema violation, as one message naming the fields and how to fix them."""
-        errors = sorted(self._validator.iter_errors(args), key=lambda e: list(map(str, e.path)))
-        messages = [_explain(error, self._parameters, args) for error in errors[:3]]
-        return "; ".join(dict.fromkeys(messages))
 
     def __repr__(self) -> str:
         return f"<MemoryTool {self._name}>"
@@ -145,11 +169,14 @@ def memory_tools(
     *,
     source: str | None = None,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    strict: bool = False,
 ) -> MemoryTools:
     """The tools ``memory_list``, ``memory_read`` and ``memory_write`` over ``memory``.
 
     ``source`` is who ``memory_write`` records as the writer (a call's own
     ``source=`` wins); ``max_value_bytes`` caps a written value's JSON size.
+    ``strict=True`` offers them in OpenAI's strict form; there ``memory_write`` takes its
+    value as JSON text (``value_json``), since strict mode cannot say "any JSON value".
     """
     if (
         not isinstance(max_value_bytes, int)
@@ -161,24 +188,39 @@ def memory_tools(
             f"1 (the default is {DEFAULT_MAX_VALUE_BYTES})"
         )
 
+    def write(args: dict[str, Any], call: str | None) -> ToolResult:
+        if "value_json" in args:
+            try:
+                value = json.loads(args["value_json"], parse_constant=_reject_constant)
+            except (ValueError, RecursionError) as exc:
+                return _error(
+                    f"memory_write: value_json is not JSON text ({exc}); nothing was written. "
+                    'Send the value as JSON, e.g. "{\\"a\\": 1}" or "\\"some text\\""'
+                )
+            args = {**args, "value": value}
+        return _write(memory, args, call or source, max_value_bytes)
+
     return MemoryTools(
         MemoryTool(
             name="memory_list",
             description=LIST_DESCRIPTION,
             parameters=LIST_PARAMETERS,
             handler=lambda args, _source: _list(memory, args),
+            strict=strict,
         ),
         MemoryTool(
             name="memory_read",
             description=READ_DESCRIPTION,
             parameters=READ_PARAMETERS,
             handler=lambda args, _source: _read(memory, args),
+            strict=strict,
         ),
         MemoryTool(
             name="memory_write",
             description=write_tool_description(max_value_bytes),
-            parameters=WRITE_PARAMETERS,
-            handler=lambda args, call: _write(memory, args, call or source, max_value_bytes),
+            parameters=WRITE_JSON_PARAMETERS if strict else WRITE_PARAMETERS,
+            handler=write,
+            strict=strict,
         ),
     )
 
@@ -351,33 +393,3 @@ def _json_type(data: Any) -> str:
     return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
         type(data), "number"
     )
-
-
-def _validator_for(schema: Mapping[str, Any]) -> Any:
-    # imported here: jsonschema takes ~100 ms to import, and `import weft` stays fast
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped,unused-ignore]
-
-    return Draft202012Validator(schema)
-
-
-def _explain(error: Any, schema: Mapping[str, Any], args: dict[str, Any]) -> str:
-    allowed = ", ".join(schema["properties"])
-    if error.validator == "additionalProperties":
-        extra = ", ".join(repr(k) for k in args if k not in schema["properties"])
-        return f"unknown argument {extra}; this tool takes only: {allowed}"
-    if error.validator == "required":
-        absent = [field for field in schema.get("required", ()) if field not in args]
-        return "; ".join(f"missing required argument {f!r}: {FIX_HINTS[f]}" for f in absent)
-    if not error.path:
-        return f"the arguments must be a JSON object with the fields {allowed}"
-    field = str(error.path[0])
-    where = field + "".join(f"[{step}]" for step in list(error.path)[1:])
-    return f"argument {where!r} is invalid ({_short(error.instance)}): {FIX_HINTS[field]}"
-
-
-def _short(instance: Any) -> str:
-    try:
-        shown = json.dumps(instance, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        shown = reprlib.repr(instance)
-    return shown if len(shown) <= 80 else shown[:77] + "..."

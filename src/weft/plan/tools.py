@@ -10,16 +10,15 @@ import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Final
 
 from weft.calls import Tool
+from weft.calls.schema import check_arguments
 from weft.calls.watch import acall_tool
-from weft.errors import ExecutorError
+from weft.errors import ExecutorError, ToolArgumentsError
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
 from weft.memory.agent_memory import to_plain_json
-from weft.refs.schemas import schema_problems
 
 logger: Final = logging.getLogger("weft.plan")
 
@@ -90,10 +89,12 @@ class ToolBox:
             return error(f"{call.parse_error}; send the arguments as one JSON object")
         local = self._local.get(call.name)
         if local is not None:
-            if problems := schema_problems(local.parameters, dict(call.arguments)):
-                return error(f"{call.name}: {'; '.join(problems)}")
             try:
-                result = local.handler(dict(call.arguments))
+                arguments = check_arguments(local.name, local.parameters, call.arguments)
+            except ToolArgumentsError as exc:
+                return error(str(exc))
+            try:
+                result = local.handler(arguments)
                 if inspect.isawaitable(result):
                     result = await result
             except ExecutorError as exc:
@@ -110,13 +111,10 @@ class ToolBox:
 
 
 async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
-    arguments = dict(call.arguments)
-    if problems := schema_problems(tool.arguments_schema, arguments):
-        return error(f"{tool.name}: the arguments do not fit its schema: {'; '.join(problems)}")
-    if tool.fn is None:
-        return error(f"{tool.name} has no function to run; it cannot be called")
     try:
-        result = await acall_tool(tool.name, call.id, partial(tool.fn, **arguments))
+        result = await acall_tool(tool.name, call.id, tool.acall, call.arguments)
+    except ToolArgumentsError as exc:  # refused before the function ran
+        return error(str(exc))
     except Exception as exc:
         logger.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
         return error(f"{tool.name} failed: {type(exc).__name__}: {exc}")
