@@ -277,8 +277,9 @@ def test_hostile_calls_are_error_results_and_are_counted() -> None:
     assert "there is no tool named 'no_such_tool'; the tools are: memory_list" in errors[0]
     assert "send the arguments as one JSON object" in errors[1]
     assert "are a JSON array; expected a JSON object" in errors[2]
-    assert "do not fit its schema" in errors[3] and "minimum of 0" in errors[3]
-    assert "unknown argument 'c'; missing required argument 'b'; it takes: a, b" in errors[4]
+    assert "argument 'n' is invalid (-1)" in errors[3] and "minimum of 0" in errors[3]
+    assert "missing required argument 'b'" in errors[4]
+    assert "unknown argument 'c'; this tool takes only: a, b" in errors[4]
     assert "used by another call of this reply" in errors[6]
     assert ran == [1]  # only the one good call ran
     ids = [c.id for c in result.messages[2].tool_calls]

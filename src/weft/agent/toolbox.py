@@ -12,18 +12,16 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from weft.agent.tool_types import RejectedCall
 from weft.calls import Tool, tool
-from weft.errors import AgentBuildError, PauseError, PlanValidationError
+from weft.errors import AgentBuildError, PauseError, PlanValidationError, ToolArgumentsError
 from weft.llm import ToolCall, ToolSpec, as_tool_spec
 from weft.memory import AgentMemory, MemoryTool, memory_tools
 from weft.memory.agent_memory import to_plain_json
-from weft.refs.quick import Check, quick_check
-from weft.refs.schemas import schema_problems
 from weft.store import thaw
 
 logger: Final = logging.getLogger("weft.agent")
@@ -87,7 +85,7 @@ def as_agent_tool(item: object, where: str) -> Tool | MemoryTool:
 class AgentTools:
     """The caller's tools, the memory tools (unless ``memory`` is None) and ``finish``."""
 
-    __slots__ = ("_caller", "_checks", "_memory", "_names", "source", "specs")
+    __slots__ = ("_caller", "_memory", "_names", "source", "specs")
 
     def __init__(
         self,
@@ -130,14 +128,6 @@ class AgentTools:
                     "room); a ToolAgent calls its tools directly: give a plain tool"
                 )
             self._caller[name] = made
-        self._checks: dict[str, tuple[Check | None, Mapping[str, Any], Keywords | None]] = {
-            name: (
-                quick_check(found.arguments_schema),
-                found.arguments_schema,
-                Keywords.of(found.fn) if found.fn is not None else None,
-            )
-            for name, found in self._caller.items()
-        }
         self._names = (*self._memory, *self._caller)
         offered: list[Any] = [*self._memory.values(), *self._caller.values()]
         self.specs: tuple[ToolSpec, ...] = tuple(as_tool_spec(t) for t in offered)
@@ -185,21 +175,7 @@ class AgentTools:
                     "invalid_arguments",
                 )
             return None
-        checks = self._checks.get(name)
-        if checks is None:
-            return None  # a memory tool checks its own arguments
-        arguments = call.arguments
-        quick, schema, keywords = checks
-        if quick is None or not quick(arguments):
-            problems = schema_problems(schema, dict(arguments))
-            if problems:
-                return error(
-                    f"{name}: the arguments do not fit its schema: {'; '.join(problems)}",
-                    "invalid_arguments",
-                )
-        if keywords is not None and (problem := keywords.problem(arguments)) is not None:
-            return error(f"{name}: {problem}", "invalid_arguments")
-        return None
+        return None  # the arguments are checked as the tool runs: Tool.check_arguments
 
     async def run(self, call: ToolCall, *, threaded: bool = False) -> Outcome:
         """Run a call that passed ``check``: the tool's result as the model will read it.
@@ -214,11 +190,15 @@ class AgentTools:
         caller = self._caller[name]
         fn = caller.fn
         assert fn is not None  # refused when the agent was built
+        try:  # the one argument check of a tool: its schema, then its types
+            kwargs = caller.check_arguments(_plain(call.arguments))
+        except ToolArgumentsError as exc:
+            return error(str(exc), "invalid_arguments")
         try:
             if threaded and self.is_blocking(name):
-                value = await asyncio.to_thread(fn, **_plain(call.arguments))
+                value = await asyncio.to_thread(fn, **kwargs)
             else:
-                value = fn(**_plain(call.arguments))
+                value = fn(**kwargs)
                 if inspect.isawaitable(value):
                     value = await value
         except PauseError:
@@ -249,51 +229,6 @@ def _plain(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Keywords:
-    """The keywords a function takes, to refuse a call its signature would refuse, in a
-    microsecond (``inspect.Signature.bind`` takes fifteen)."""
-
-    accepted: frozenset[str]
-    required: tuple[str, ...]
-
-    @classmethod
-    def of(cls, fn: Callable[..., Any]) -> Keywords | None:
-        """None when ``fn`` takes any keyword (``**kwargs``) or has no readable signature."""
-        try:
-            parameters = inspect.signature(fn).parameters.values()
-        except (TypeError, ValueError):
-            return None
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-            return None
-        named = [
-            p
-            for p in parameters
-            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        ]
-        required = tuple(
-            p.name
-            for p in parameters
-            if p.default is inspect.Parameter.empty
-            and p.kind is not inspect.Parameter.VAR_POSITIONAL
-        )
-        return cls(frozenset(p.name for p in named), required)
-
-    def problem(self, arguments: Mapping[str, Any]) -> str | None:
-        """What the call's keywords get wrong, or None."""
-        unknown = [name for name in arguments if name not in self.accepted]
-        missing = [name for name in self.required if name not in arguments]
-        if not unknown and not missing:
-            return None
-        parts = []
-        if unknown:
-            parts.append(f"unknown argument {', '.join(repr(n[:60]) for n in unknown[:5])}")
-        if missing:
-            parts.append(f"missing required argument {', '.join(map(repr, missing))}")
-        takes = ", ".join(sorted(self.accepted)) or "no arguments"
-        return f"{'; '.join(parts)}; it takes: {takes}"
 
 
 def _is_async(fn: Any) -> bool:
