@@ -28,7 +28,7 @@ from weft.agent.context import (
     next_iteration,
 )
 from weft.agent.parsing import ResponseProblem, parse_structured_response
-from weft.agent.prompting import action_results_xml, attachments_string, value_string
+from weft.agent.prompting import basic_prompt
 from weft.agent.resume import AgentRun
 from weft.agent.types import (
     _ACTION_TAG,
@@ -138,24 +138,25 @@ class Agent:
     @property
     def states(self) -> AgentStates:
         """Every iteration's state item, oldest first (a branch's inherited ones first)."""
-        stored = self._store.value("state", self.states_path, _EMPTY)
+        entry = self._store.get("state", self.states_path)
+        stored = None if entry is None else entry.stored
         source, items = self._cache
-        if stored is not source:
-            if len(stored) >= len(items):
-                items = (*items, *map(AgentStateItem.from_dict, stored[len(items) :]))
+        if stored is not source:  # cached by what the store holds: no list built to compare
+            values = _EMPTY if entry is None else entry.value
+            if len(values) >= len(items):
+                items = (*items, *map(AgentStateItem.from_dict, values[len(items) :]))
             else:
-                items = tuple(map(AgentStateItem.from_dict, stored))
+                items = tuple(map(AgentStateItem.from_dict, values))
             self._cache = (stored, items)
         return self._inherited + items if self._inherited else AgentStates(items)
 
     def _appended(self, item: AgentStateItem, stored: Any) -> None:
-        """``item`` was appended to the states (``stored``: the states' value after it, if
-        known): keep the cache without converting it back."""
-        source, items = self._cache
-        if source is None:
-            return
+        """``item`` was appended to the states (``stored``: what the store holds for them
+        after it, if known): keep the cache without converting it back."""
         if stored is None:
-            stored = self._store.value("state", self.states_path, None)
+            entry = self._store.get("state", self.states_path)
+            stored = None if entry is None else entry.stored
+        items = self._cache[1]
         if stored is not None and len(stored) == len(items) + 1:
             self._cache = (stored, (*items, item))
 
@@ -279,6 +280,10 @@ class Agent:
         response: AgentResponse | None = None
         stop: StopReason = "max_iterations"
         store, name = self._store, self.name
+        own_prompt = (
+            type(self).construct_reasoner_input is Agent.construct_reasoner_input
+            and "construct_reasoner_input" not in self.__dict__
+        )
         for i in range(self.max_iterations):
             iteration = next_iteration(self) if run is None else run.first + i
             finished = None if run is None else run.finished(iteration)
@@ -289,16 +294,19 @@ class Agent:
                 started = 0.0 if run is None else time()
                 reply = None if run is None else run.interrupted(iteration)
                 if reply is None:
-                    inputs = AgentInputs(
-                        iteration=iteration,
-                        user_input=user_input,
-                        user_profile=user_profile,
-                        context=context,
-                        action_results=feedback,
-                        attachments=attachments,
-                        states=self.states,
-                    )
-                    prompt = self.construct_reasoner_input(inputs)
+                    if own_prompt:  # the states are not part of it: not even read
+                        prompt = basic_prompt(user_input, feedback, attachments)
+                    else:
+                        inputs = AgentInputs(
+                            iteration=iteration,
+                            user_input=user_input,
+                            user_profile=user_profile,
+                            context=context,
+                            action_results=feedback,
+                            attachments=attachments,
+                            states=self.states,
+                        )
+                        prompt = self.construct_reasoner_input(inputs)
                     prompt, raw, response = await self._reason(prompt, iteration)
                 else:  # the interrupted iteration: its recorded reply, parsed again
                     prompt, raw = reply
@@ -350,7 +358,7 @@ class Agent:
                         item.to_dict(plan) if record is None else record,
                         source=name,
                     )
-                    self._appended(item, entry.value)
+                    self._appended(item, entry.stored)
                 else:
                     if record is None:
                         record = freeze(item.to_dict(plan), where=f"state of agent {name!r}")
@@ -424,12 +432,7 @@ class Agent:
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
         """The prompt of one iteration: here the input, the results and the attachments."""
-        parts = [value_string(inputs.user_input)]
-        if inputs.action_results is not None:
-            parts.append(action_results_xml(inputs.action_results))
-        if inputs.attachments:
-            parts.append(attachments_string(inputs.attachments))
-        return "\n\n".join(part for part in parts if part)
+        return basic_prompt(inputs.user_input, inputs.action_results, inputs.attachments)
 
     def parse_response(self, raw: str) -> AgentResponse:
         """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used."""
@@ -491,7 +494,7 @@ class Agent:
         """Write one executed action's record; ``chooser`` is the agent that asked for it."""
         frozen = action_dict(action)
         record: Any
-        if frozen is not None and _text(chooser) and _small(iteration, group, index):
+        if frozen is not None and all(map(_stored_as_is, (chooser, iteration, group, index))):
             self._recorded = (action, frozen)  # the state item's record holds the same dict
             record = FrozenDict(
                 {
@@ -524,7 +527,7 @@ def _stored_as_is(value: Any) -> bool:
     if cls is str:
         return value.isascii() or _utf8(value)
     if cls is int:
-        return -_BIG < value < _BIG
+        return bool(-_BIG < value < _BIG)
     if cls is float:
         return isfinite(value)
     return value is None or cls in _FROZEN
@@ -533,11 +536,6 @@ def _stored_as_is(value: Any) -> bool:
 def _text(value: Any) -> bool:
     """Whether ``value`` is None or text the store keeps as it is."""
     return value is None or (value.__class__ is str and (value.isascii() or _utf8(value)))
-
-
-def _small(*numbers: Any) -> bool:
-    """Whether every one of ``numbers`` is an int the store keeps as it is."""
-    return all(n.__class__ is int and -_BIG < n < _BIG for n in numbers)
 
 
 def _utf8(text: str) -> bool:

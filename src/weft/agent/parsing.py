@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from math import isfinite
 from typing import Any, Final
 
@@ -56,7 +56,7 @@ TEXTS: Final = frozenset(
 )
 _SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS, aliases={"Type": "ActionType"})
 _NO_ARGS: Final = FrozenDict()
-_SCAN_ONCE: Final = json.JSONDecoder().scan_once
+_SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _BIG: Final = 2**63
 _WRAPPER: Final = re.compile(r"<structuredresponse", re.IGNORECASE)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
@@ -115,7 +115,7 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
         for number, child in enumerate(next_actions.children, start=1):
             if child.tag == "ActionGroup":
                 actions = tuple(
-                    _xml_action(a, f"action {i} of <ActionGroup> {number}")
+                    _xml_action(a, number, i)
                     for i, a in enumerate(child.find_all("Action"), start=1)
                 )
                 if not actions:
@@ -125,7 +125,7 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
                     )
                 groups.append(actions)
             elif child.tag == "Action":
-                groups.append((_xml_action(child, f"<Action> {number} of <NextActions>"),))
+                groups.append((_xml_action(child, number, 0),))
     problems: tuple[AgentAction, ...] = ()
     holder = top.find("Problems")
     if holder is not None:
@@ -147,12 +147,21 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     return response, text_of("ProblemGraph")
 
 
-def _xml_action(element: Element, where: str) -> AgentAction:
+def _where(number: int, index: int) -> str:
+    """How a problem names action ``index`` of group ``number`` (0: an ``<Action>`` that is
+    item ``number`` of ``<NextActions>`` itself)."""
+    if index:
+        return f"action {index} of <ActionGroup> {number}"
+    return f"<Action> {number} of <NextActions>"
+
+
+def _xml_action(element: Element, number: int, index: int) -> AgentAction:
     text_of = element.text
     action_type = text_of("ActionType")  # or <Type>, whichever comes first
     if not action_type:
         raise ResponseProblem(
-            f"{where} has no <ActionType>; give every <Action> an <ActionType> naming what to do"
+            f"{_where(number, index)} has no <ActionType>; give every <Action> an "
+            "<ActionType> naming what to do"
         )
     args: Mapping[str, Any] = _NO_ARGS
     fields = element.fields
@@ -161,13 +170,13 @@ def _xml_action(element: Element, where: str) -> AgentAction:
         raw = fields.get("Arguments")
     if raw is not None and (raw := raw.strip()):
         if raw[0] == "{":
-            args = _json_args(unescape(raw).strip(), where, action_type)
+            args = _json_args(unescape(raw).strip(), number, index, action_type)
         else:
             pairs = simple_children(raw)
             if pairs is None:
                 raise ResponseProblem(
-                    f"the <Args> of {where} ({action_type}) is neither a JSON object nor "
-                    "<name>value</name> elements; write it as a JSON object such as "
+                    f"the <Args> of {_where(number, index)} ({action_type}) is neither a JSON "
+                    "object nor <name>value</name> elements; write it as a JSON object such as "
                     '{"query": "weft"}'
                 )
             args = pairs
@@ -245,17 +254,17 @@ def _json_action(item: Any, where: str) -> AgentAction:
     )
 
 
-def _json_args(text: str, where: str, action_type: str) -> Mapping[str, Any]:
+def _json_args(text: str, number: int, index: int, action_type: str) -> Mapping[str, Any]:
     """The JSON object of an action's ``<Args>``: a flat object of plain values read at
     once, anything else (or anything wrong) by ``_json_object``."""
     if "\\u" not in text:  # no escapes: no surrogate to look for
         try:
-            data, end = _SCAN_ONCE(text, 0)
+            data, end = _SCAN_ONCE(text, 0)  # the C scanner json.loads runs
         except (StopIteration, ValueError, RecursionError):
             data = end = None
         if end == len(text) and data.__class__ is dict and all(map(_flat, data.items())):
             return FrozenDict(data)
-    return _json_object(text, f"the <Args> of {where} ({action_type})")
+    return _json_object(text, f"the <Args> of {_where(number, index)} ({action_type})")
 
 
 def _flat(item: tuple[str, Any]) -> bool:
