@@ -172,16 +172,43 @@ _CLOSE: Final = re.compile(r"</([a-z][\w.-]*)\s*>")
 # it closes itself) with, when its text holds no '<' and its closing tag is spelled as it
 # was opened, that text (4) and the closing tag. The scanner keeps the tags it knows. One
 # generic pattern is about twice as fast to search as an alternation of the known names.
-_TOKEN: Final = re.compile(
-    r"<(?:/([A-Za-z_][\w.-]*)(?:\s[^<>]*?)?\s*/?>"
-    r"|([A-Za-z_][\w.-]*)(?:\s[^<>]*?)?\s*(?:(/)>|>(?:([^<]*)</\2>)?))"
+_TOKEN: Final = re.compile(  # tag names in ASCII, as every known tag is: a faster class than \w
+    r"<(?:/([A-Za-z_][A-Za-z0-9_.-]*)(?:\s[^<>]*?)?\s*/?>"
+    r"|([A-Za-z_][A-Za-z0-9_.-]*)(?:\s[^<>]*?)?\s*(?:(/)>|>(?:([^<]*)</\2>)?))"
 )
 
 
-_ANY_ELEMENT: Final = re.compile(r"<([A-Za-z_][\w.-]*)(?:\s[^<>]*?)?>(.*?)</\1\s*>", re.DOTALL)
+_OPEN: Final = re.compile(r"<([A-Za-z_][\w.-]*)(?:\s[^<>]*?)?>")
+_SHUT: Final = re.compile(r"</([A-Za-z_][\w.-]*)\s*>")
 
 
 def simple_children(text: str) -> dict[str, str] | None:
-    """``<name>value</name>`` pairs of a flat element body (``<Args>``), or None if none."""
-    pairs = {m.group(1): unescape(m.group(2)).strip() for m in _ANY_ELEMENT.finditer(text)}
+    """``<name>value</name>`` pairs of a flat element body (``<Args>``), or None if none.
+
+    Each opening tag pairs with the first closing tag of its name after it (any text
+    between); a pair's text is skipped. Every closing tag is found once, up front, so a
+    body of many unclosed tags is read in one pass, not searched to its end per tag."""
+    closes: dict[str, list[tuple[int, int]]] = {}
+    for shut in _SHUT.finditer(text):
+        closes.setdefault(shut.group(1), []).append(shut.span())
+    if not closes:
+        return None
+    next_close: dict[str, int] = {}  # per name: the first of its closing tags not yet passed
+    pairs: dict[str, str] = {}
+    position = 0
+    for opening in _OPEN.finditer(text):
+        if opening.start() < position:  # inside the text of a pair
+            continue
+        name = opening.group(1)
+        found = closes.get(name)
+        if found is None:
+            continue
+        end = opening.end()
+        i = next_close.get(name, 0)
+        while i < len(found) and found[i][0] < end:
+            i += 1
+        next_close[name] = i
+        if i < len(found):
+            start, position = found[i]
+            pairs[name] = unescape(text[end:start]).strip()
     return pairs or None
