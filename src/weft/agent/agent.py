@@ -313,8 +313,8 @@ class Agent:
                     response = self.parse_response(raw)
                 plan = response_record(response, f"response of agent {name!r}")
                 current = FrozenDict({"iteration": iteration, "response": plan})
-                if run is None:
-                    store.write("state", self.current_path, current, source=name)
+                if run is None:  # one write, the store's single-write path
+                    store.write_many("state", [(self.current_path, current, name)])
                 elif reply is None:
                     run.record_reply(iteration, prompt, raw, current)
                 log, calls = (None, None) if run is None else run.at(iteration)
@@ -494,7 +494,14 @@ class Agent:
         """Write one executed action's record; ``chooser`` is the agent that asked for it."""
         frozen = action_dict(action)
         record: Any
-        if frozen is not None and all(map(_stored_as_is, (chooser, iteration, group, index))):
+        if (
+            frozen is not None
+            and _text(chooser)
+            and iteration.__class__ is int
+            and group.__class__ is int
+            and index.__class__ is int
+            and -_BIG < min(iteration, group, index) <= max(iteration, group, index) < _BIG
+        ):
             self._recorded = (action, frozen)  # the state item's record holds the same dict
             record = FrozenDict(
                 {
