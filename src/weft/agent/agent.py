@@ -335,7 +335,7 @@ class Agent:
                     "new_task": user_input is not None,
                     "task_status": response.task_status,
                     "task_status_description": response.task_status_description,
-                    "task_status_description_extended": (response.task_status_description_extended),
+                    "task_status_description_extended": response.task_status_description_extended,
                     "user_input": user_input,
                     "reasoner_input": prompt,
                     "raw_response": raw,
