@@ -25,7 +25,7 @@ from math import isfinite
 from typing import Any, Final
 
 from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
-from weft.agent.xmlish import Element, Scanner, simple_children, unescape
+from weft.agent.xmlish import Element, Scanner, clean, simple_children, unescape
 from weft.errors import CodecError, ResponseProblem, ValueTypeError
 from weft.store import FrozenDict, freeze
 from weft.store.codec import parse
@@ -114,16 +114,16 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     if next_actions is not None:
         for number, child in enumerate(next_actions.children, start=1):
             if child.tag == "ActionGroup":
-                actions = tuple(
-                    _xml_action(a, number, i)
-                    for i, a in enumerate(child.find_all("Action"), start=1)
-                )
+                actions: list[AgentAction] = []
+                for element in child.children:
+                    if element.tag == "Action":
+                        actions.append(_xml_action(element, number, len(actions) + 1))
                 if not actions:
                     raise ResponseProblem(
                         f"<ActionGroup> {number} of <NextActions> holds no <Action>; put one "
                         "or more <Action> elements in it, or leave the group out"
                     )
-                groups.append(actions)
+                groups.append(tuple(actions))
             elif child.tag == "Action":
                 groups.append((_xml_action(child, number, 0),))
     problems: tuple[AgentAction, ...] = ()
@@ -156,15 +156,14 @@ def _where(number: int, index: int) -> str:
 
 
 def _xml_action(element: Element, number: int, index: int) -> AgentAction:
-    text_of = element.text
-    action_type = text_of("ActionType")  # or <Type>, whichever comes first
+    fields = element.fields
+    action_type = clean(fields.get("ActionType"))  # or <Type>, whichever comes first
     if not action_type:
         raise ResponseProblem(
             f"{_where(number, index)} has no <ActionType>; give every <Action> an "
             "<ActionType> naming what to do"
         )
     args: Mapping[str, Any] = _NO_ARGS
-    fields = element.fields
     raw = fields.get("Args")
     if raw is None:
         raw = fields.get("Arguments")
@@ -182,10 +181,10 @@ def _xml_action(element: Element, number: int, index: int) -> AgentAction:
             args = pairs
     return AgentAction(
         type=action_type,
-        target=text_of("Target") or None,
+        target=clean(fields.get("Target")) or None,
         args=args,
-        reasoning=text_of("Reasoning") or None,
-        id=text_of("ActionID") or None,
+        reasoning=clean(fields.get("Reasoning")) or None,
+        id=clean(fields.get("ActionID")) or None,
     )
 
 

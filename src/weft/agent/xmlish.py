@@ -50,8 +50,15 @@ class Element:
     def text(self, tag: str) -> str | None:
         """The text of the first text tag ``tag`` directly inside, entities decoded and
         surrounding space stripped; None if there is none."""
-        raw = self.fields.get(tag)
-        return None if raw is None else unescape(raw).strip()
+        return clean(self.fields.get(tag))
+
+
+def clean(raw: str | None) -> str | None:
+    """A text tag's verbatim text, entities decoded and surrounding space stripped (None:
+    no such tag)."""
+    if raw is None:
+        return None
+    return (html.unescape(raw) if "&" in raw else raw).strip()
 
 
 def unescape(text: str) -> str:
