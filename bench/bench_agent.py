@@ -1,12 +1,16 @@
-"""One agent iteration's own overhead, against the floor of calling the reasoner and the actor.
+"""One agent iteration's own cost, against a plain loop calling the same reasoner and actor.
 
-The reasoner is a zero-latency scripted one, so every microsecond measured is weft's:
-building the prompt, parsing the reply, building and running the WorkGraph of the
-actions, and writing the state item, the action record and the plan to the store.
+The reasoner is a zero-latency scripted one, so every microsecond the agent spends over
+the plain loop is weft's: building the prompt, parsing the XML reply, running the action,
+and writing the ``current`` record, the action record and the state item to the store.
 
     .venv/bin/python bench/bench_agent.py [--quick]
 
-Prints a table of medians (microseconds per iteration) and the ratio to the floor.
+Every cell is sampled in turn, round after round, in one process (``harness.samples``):
+a machine whose speed drifts slows every cell alike. "Overhead" is the median over rounds
+of the cell's sample minus the plain loop's sample of the same round. Samples are the
+thread's CPU time (``time.thread_time_ns``): on a shared machine the wall clock also
+counts the time other processes hold the core, which swamps a difference of microseconds.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from harness import Cell, block, machine, samples, us
 
 from weft.agent import (
     Agent,
@@ -49,138 +55,116 @@ PLAN = (
     ' {"request": "c", "problem_id": "C"}], "problem_graph": "A, B -> C", '
     '"task_status": "Completed"}'
 )
+QUESTION = "What is 2 + 3?"
 
 
 def add(a: int, b: int) -> int:
     return a + b
 
 
-def median_us(samples: list[float]) -> float:
-    return statistics.median(samples) * 1e6
+def async_cell(loop: asyncio.AbstractEventLoop, make: Callable[[], Awaitable[Any]], n: int) -> Cell:
+    """A cell that awaits ``n`` calls of ``make`` on ``loop``; returns us per call."""
 
-
-async def time_async(make: Callable[[], Awaitable[Any]], rounds: int, per_round: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        for _ in range(per_round):
+    async def many() -> None:
+        for _ in range(n):
             await make()
-        samples.append((time.perf_counter() - started) / per_round)
-    return median_us(samples)
+
+    def sample() -> float:
+        start = time.thread_time_ns()
+        loop.run_until_complete(many())
+        return (time.thread_time_ns() - start) / n / 1000
+
+    return sample
 
 
-def time_sync(fn: Callable[[], Any], rounds: int, per_round: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        for _ in range(per_round):
+def sync_cell(fn: Callable[[], Any], n: int) -> Cell:
+    def sample() -> float:
+        start = time.thread_time_ns()
+        for _ in range(n):
             fn()
-        samples.append((time.perf_counter() - started) / per_round)
-    return median_us(samples)
+        return (time.thread_time_ns() - start) / n / 1000
+
+    return sample
 
 
-async def main(quick: bool) -> None:
-    rounds, per_round = (5, 100) if quick else (15, 400)
-    reasoner = ScriptedReasoner(lambda prompt: ONE_ACTION)
+def fresh(
+    cls: type[Agent], reply: Callable[[str], str], *, recorded: bool = False, **kw: Any
+) -> Callable[[], Awaitable[Any]]:
+    """One run of a fresh agent every 100 runs (the state list stays as short as in one
+    task); ``recorded``: each run has a run id of its own, so each is recorded as it goes."""
+    box: list[Agent] = []
+    runs = itertools.count()
 
-    def floor() -> None:  # what an iteration cannot avoid: ask, then act
-        reasoner.reason("What is 2 + 3?")
-        add(a=2, b=3)
+    def run() -> Awaitable[Any]:
+        number = next(runs)
+        if number % 100 == 0:  # each run adds one state item
+            box[:] = [cls(ScriptedReasoner(reply), **kw)]
+        return box[0].arun(QUESTION, run_id=f"run-{number}" if recorded else None)
 
-    rows: list[tuple[str, float]] = [
-        ("floor: reasoner + actor, called directly", time_sync(floor, rounds, per_round))
-    ]
+    return run
 
-    def fresh(
-        cls: type[Agent], reply: Callable[[str], str], *, recorded: bool = False, **kw: Any
-    ) -> Callable[[], Any]:
-        # a fresh agent every 100 runs keeps the state list short, as in one task;
-        # recorded: each run has a run id of its own, so each is recorded as it goes
-        box: list[Agent] = []
-        runs = itertools.count()
 
-        def run() -> Any:
-            if not box or len(box[0].states) >= 100:
-                box[:] = [cls(ScriptedReasoner(reply), **kw)]
-            run_id = f"run-{next(runs)}" if recorded else None
-            return box[0].arun("What is 2 + 3?", run_id=run_id)
+def plain(reply: Callable[[str], str]) -> Callable[[], Awaitable[Any]]:
+    """The floor: the same reasoner asked the same question, then the actor called with the
+    arguments the reply holds (known here, so nothing is parsed)."""
+    reasoner = ScriptedReasoner(reply)
 
-        return run
+    async def run() -> int:
+        completion = await reasoner.areason(QUESTION)
+        assert completion.text
+        return add(a=2, b=3)
 
-    rows.append(
-        (
-            "Agent: 1 iteration, 1 action (XML)",
-            await time_async(
-                fresh(Agent, lambda p: ONE_ACTION, actor={"add": add}), rounds, per_round
-            ),
-        )
-    )
-    rows.append(
-        (
-            "PromptBasedActionAgent: default template, 1 action",
-            await time_async(
-                fresh(PromptBasedActionAgent, lambda p: ONE_ACTION, actor={"add": add}),
-                rounds,
-                per_round,
-            ),
-        )
-    )
-    rows.append(
-        (
-            "Agent: parallel group of 2 (2 branch loops)",
-            await time_async(
-                fresh(
-                    Agent,
-                    lambda p: TWO_BRANCHES if p.startswith("What") else DONE,
-                    actor={"add": add},
-                ),
-                rounds,
-                per_round // 4,
-            ),
-        )
-    )
-    rows.append(
-        (
-            "Agent: 1 iteration, 1 action, recorded (run_id)",
-            await time_async(
-                fresh(Agent, lambda p: ONE_ACTION, recorded=True, actor={"add": add}),
-                rounds,
-                per_round,
-            ),
-        )
-    )
-    rows.append(
-        (
-            "Agent: parallel group of 2, recorded (run_id)",
-            await time_async(
-                fresh(
-                    Agent,
-                    lambda p: TWO_BRANCHES if p.startswith("What") else DONE,
-                    recorded=True,
-                    actor={"add": add},
-                ),
-                rounds,
-                per_round // 4,
-            ),
-        )
-    )
-    rows.append(
-        (
-            "planning agent: 3 problems, A, B -> C",
-            await time_async(
-                fresh(
-                    PromptBasedActionPlanningAgent, lambda p: PLAN, solver=lambda request: request
-                ),
-                rounds,
-                per_round // 4,
-            ),
-        )
-    )
+    return run
 
+
+def main(quick: bool) -> None:
+    rounds, n = (7, 100) if quick else (21, 200)
+    loop = asyncio.new_event_loop()
+    one = lambda p: ONE_ACTION  # noqa: E731
+    branches = lambda p: TWO_BRANCHES if p.startswith("What") else DONE  # noqa: E731
+    # case -> (what it runs per call, how many calls it makes of the reasoner and the actor)
+    cases: dict[str, tuple[str, Callable[[], Awaitable[Any]], int]] = {
+        "plain loop": (
+            "await reasoner.areason(q); add(a=2, b=3): no parse, no store",
+            plain(one),
+            n,
+        ),
+        "Agent, 1 iteration, 1 action": (
+            "prompt, reasoner, parse the XML reply, run the action, write current, the "
+            "action record and the state item",
+            fresh(Agent, one, actor={"add": add}),
+            n,
+        ),
+        "PromptBasedActionAgent, 1 action": (
+            "the same, the prompt from the default template (format instructions, states)",
+            fresh(PromptBasedActionAgent, one, actor={"add": add}),
+            n,
+        ),
+        "Agent, 1 action, recorded (run_id)": (
+            "the same, each run recorded: run record, reply, action and iteration records",
+            fresh(Agent, one, recorded=True, actor={"add": add}),
+            n,
+        ),
+        "Agent, parallel group of 2": (
+            "1 iteration of 2 branches on forks, each branch's own loop (1 iteration), merge",
+            fresh(Agent, branches, actor={"add": add}),
+            n // 4,
+        ),
+        "Agent, parallel group of 2, recorded": (
+            "the same, recorded",
+            fresh(Agent, branches, recorded=True, actor={"add": add}),
+            n // 4,
+        ),
+        "planning agent, 3 problems A, B -> C": (
+            "1 iteration: parse the JSON plan, solve 3 problems as a WorkGraph",
+            fresh(PromptBasedActionPlanningAgent, lambda p: PLAN, solver=lambda request: request),
+            n // 4,
+        ),
+    }
     agent = PromptBasedActionAgent(ScriptedReasoner([]), actor={"add": add})
     inputs = AgentInputs(
         iteration=0,
-        user_input="What is 2 + 3?",
+        user_input=QUESTION,
         user_profile=None,
         context=None,
         action_results=None,
@@ -189,24 +173,49 @@ async def main(quick: bool) -> None:
     )
     response, _ = parse_structured_response(ONE_ACTION)
     step = IterationContext(agent=agent, iteration=0, action_results=None, attachments=())
-    parts = [
-        ("  of which: prompt (default template)", lambda: agent.construct_reasoner_input(inputs)),
-        ("  of which: parse the XML reply", lambda: agent.parse_response(ONE_ACTION)),
-        (
-            "  of which: build the action WorkGraph",
+    parts: dict[str, tuple[str, Callable[[], Any]]] = {
+        "parse the XML reply": (
+            f"Agent.parse_response of the {len(ONE_ACTION)}-character reply above",
+            lambda: agent.parse_response(ONE_ACTION),
+        ),
+        "prompt, default template": (
+            "PromptBasedActionAgent.construct_reasoner_input, no states",
+            lambda: agent.construct_reasoner_input(inputs),
+        ),
+        "build the action WorkGraph": (
+            "build_action_graph of 1 group of 1 action (a run of 1 action skips it)",
             lambda: build_action_graph(response.next_actions, step),
         ),
-    ]
-    for label, fn in parts:
-        rows.append((label, time_sync(fn, rounds, per_round)))
+    }
+    cells: dict[str, Cell] = {
+        name: async_cell(loop, make, k) for name, (_, make, k) in cases.items()
+    }
+    cells |= {name: sync_cell(fn, n) for name, (_, fn) in parts.items()}
+    taken = samples(cells, rounds)
+    loop.close()
 
-    base = rows[0][1]
-    width = max(len(label) for label, _ in rows)
-    print(f"{'case':<{width}}  {'median us':>10}  {'x floor':>8}")
-    print(f"{'-' * width}  {'-' * 10}  {'-' * 8}")
-    for label, us in rows:
-        print(f"{label:<{width}}  {us:>10.1f}  {us / base:>8.1f}")
+    floor = taken["plain loop"]
+    lines = [
+        f"CPU time per call, median of {rounds} rounds; each cell sampled once a round in "
+        f"turn ({n} calls a sample; a parallel group or a plan {n // 4}). Overhead: median "
+        "over rounds of the cell minus the plain loop of the same round: what weft adds.",
+        "",
+        "| case | what one call does | median | overhead over the plain loop |",
+        "|---|---|---:|---:|",
+    ]
+    for name, (what, _, _) in cases.items():
+        median = statistics.median(taken[name])
+        over = (
+            "(the floor)"
+            if name == "plain loop"
+            else us(statistics.median(a - b for a, b in zip(taken[name], floor, strict=True)))
+        )
+        lines.append(f"| {name} | {what} | {us(median)} | {over} |")
+    for name, (what, _) in parts.items():
+        lines.append(f"| of which: {name} | {what} | {us(statistics.median(taken[name]))} | |")
+    print(f"Measured on {machine()}.\n")
+    block("agent", "\n".join(lines))
 
 
 if __name__ == "__main__":
-    asyncio.run(main("--quick" in sys.argv))
+    main("--quick" in sys.argv)

@@ -42,6 +42,9 @@ EXTRAS: Final = frozenset(
     }
 )
 
+_PLAIN: Final = frozenset({str, int, float, bool, type(None), dict, list})
+"""Result types that are never awaitable (checked before asking ``inspect``)."""
+
 PAUSE: Final = "weft.pause"
 """The key of ``offered`` holding the action's pause points (``weft.graph.pause``), in a run
 with a run id; never an extra (no parameter can have that name)."""
@@ -62,6 +65,8 @@ class BoundActor:
 
     def call(self, action: AgentAction, offered: Mapping[str, Any]) -> Any:
         """Call the actor (returns the result, or an awaitable for an async actor)."""
+        if not self.extras:
+            return self.fn(action) if self.takes_action else self.fn(**action.args)
         extras = {name: offered[name] for name in self.extras if name in offered}
         if self.takes_action:
             extras.pop("action", None)
@@ -171,14 +176,18 @@ def run_sync_actor(
     bound = table.get(action.type)
     if bound is None:
         return no_actor(table, action)
+    point = offered.get(PAUSE)
     try:
-        with pausing(offered.get(PAUSE)):
+        if point is None:  # no recorded run: nothing to pause, no context to set
             value = call_tool(action.type, action.id, bound.call, action, offered)
+        else:
+            with pausing(point):
+                value = call_tool(action.type, action.id, bound.call, action, offered)
     except Exception as exc:
         return failed(action, exc)
-    if inspect.isawaitable(value):
-        return value
-    return finish(action, value)
+    if value.__class__ in _PLAIN or not inspect.isawaitable(value):
+        return finish(action, value)
+    return value
 
 
 async def run_actor(

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import replace
+from collections.abc import Iterable, Mapping
+from math import isfinite
 from time import time
 from typing import Any, Final
 
@@ -29,9 +28,10 @@ from weft.agent.context import (
     next_iteration,
 )
 from weft.agent.parsing import ResponseProblem, parse_structured_response
-from weft.agent.prompting import action_results_xml, attachments_string, value_string
+from weft.agent.prompting import basic_prompt
 from weft.agent.resume import AgentRun
 from weft.agent.types import (
+    _ACTION_TAG,
     AgentAction,
     AgentAttachment,
     AgentResponse,
@@ -46,7 +46,7 @@ from weft.agent.watch import AgentWatch
 from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
 from weft.graph.pause import Interrupt, Paused, enclosing, paused
 from weft.llm import areason
-from weft.store import FrozenList, Store, freeze, reducers
+from weft.store import MISSING, FrozenDict, FrozenList, Store, freeze, reducers
 from weft.store.notes import watched
 from weft.store.runlog import check_run_id
 
@@ -113,7 +113,8 @@ class Agent:
         self.branching_agent_start_as_new = branching_agent_start_as_new
         self._store = store if store is not None else Store(name=name)
         self._inherited = AgentStates()
-        self._spawning: AgentStateItem | None = None  # the iteration whose actions run now
+        self._spawning: dict[str, Any] | None = None  # the iteration whose actions run now
+        self._recorded: tuple[AgentAction, Any] | None = None  # the last action recorded
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
         self._watch: AgentWatch | None = None
@@ -140,22 +141,27 @@ class Agent:
     @property
     def states(self) -> AgentStates:
         """Every iteration's state item, oldest first (a branch's inherited ones first)."""
-        stored = self._store.value("state", self.states_path, _EMPTY)
+        entry = self._store.get("state", self.states_path)
+        stored = None if entry is None else entry.stored
         source, items = self._cache
-        if stored is not source:
-            if len(stored) >= len(items):
-                items = (*items, *map(AgentStateItem.from_dict, stored[len(items) :]))
+        if stored is not source:  # cached by what the store holds: no list built to compare
+            values = _EMPTY if entry is None else entry.value
+            if len(values) >= len(items):
+                items = (*items, *map(AgentStateItem.from_dict, values[len(items) :]))
             else:
-                items = tuple(map(AgentStateItem.from_dict, stored))
+                items = tuple(map(AgentStateItem.from_dict, values))
             self._cache = (stored, items)
         return self._inherited + items if self._inherited else AgentStates(items)
 
-    def _appended(self, item: AgentStateItem) -> None:
-        """``item`` was appended to the states: keep the cache without converting it back."""
-        source, items = self._cache
-        entry = self._store.get("state", self.states_path)
-        if source is not None and entry is not None and len(entry.value) == len(items) + 1:
-            self._cache = (entry.value, (*items, item))
+    def _appended(self, item: AgentStateItem, stored: Any) -> None:
+        """``item`` was appended to the states (``stored``: what the store holds for them
+        after it, if known): keep the cache without converting it back."""
+        if stored is None:
+            entry = self._store.get("state", self.states_path)
+            stored = None if entry is None else entry.stored
+        items = self._cache[1]
+        if stored is not None and len(stored) == len(items) + 1:
+            self._cache = (stored, (*items, item))
 
     def copy(self, *, name: str, store: Store, clear_states: bool = True) -> Agent:
         """A copy of this agent on ``store`` under ``name``, sharing nothing mutable."""
@@ -165,8 +171,11 @@ class Agent:
         clone._store = store
         states = AgentStates() if clear_states else self.states
         spawning = None if clear_states else self._spawning
-        clone._inherited = states if spawning is None else AgentStates((*states, spawning))
+        clone._inherited = (
+            states if spawning is None else AgentStates((*states, AgentStateItem(**spawning)))
+        )
         clone._spawning = None
+        clone._recorded = None
         clone._cache = (None, ())
         clone._running = False
         clone._watch = None
@@ -200,8 +209,9 @@ class Agent:
         run = None if run_id is None else check_run_id(run_id, AgentBuildError)
         if answers is not None and run is None:
             raise AgentBuildError("answers= resume a paused run: pass them with its run_id")
-        given = (*attachments, *self.make_attachments(previous_agent_results))
-        with self._exclusive(run_id=run):
+        given = self._given(attachments, previous_agent_results)
+        self._enter(run_id=run)
+        try:
             records = None if run is None else AgentRun.begin(self, run)
             if records is not None and answers is not None:
                 records.log.answer(answers, error=AgentError)
@@ -214,6 +224,8 @@ class Agent:
             if records is not None:
                 records.complete(result)
             return result
+        finally:
+            self._leave()
 
     async def arun_unit(
         self,
@@ -225,16 +237,20 @@ class Agent:
         previous_agent_results: Any = None,
     ) -> AgentResult:
         """:meth:`arun` as the unit ``unit`` of ``step``'s work (a branch, a plan's solver)."""
-        given = (*step.attachments, *self.make_attachments(previous_agent_results))
+        given = self._given(step.attachments, previous_agent_results)
         run = None if step.calls is None else AgentRun.inner(self, step.calls, unit)
-        with self._exclusive(branch=True):
+        self._enter(branch=True)
+        try:
             loop = self._loop(
                 user_input, step.user_profile, step.context, given, action_results, run
             )
             return await (loop if self._watch is None else self._watch.around(loop))
+        finally:
+            self._leave()
 
-    @contextmanager
-    def _exclusive(self, *, branch: bool = False, run_id: str | None = None) -> Iterator[None]:
+    def _enter(self, *, branch: bool = False, run_id: str | None = None) -> None:
+        """Mark the agent running (the caller calls ``_leave`` when its loop ends), and
+        watch the loop when someone listens to the store's notes."""
         if self._running:
             raise AgentError(
                 f"agent {self.name!r} is already running; one agent runs one loop at a time "
@@ -248,11 +264,21 @@ class Agent:
             if watched(self._store)
             else None
         )
-        try:
-            yield
-        finally:
-            self._running = False
-            self._watch = None
+
+    def _leave(self) -> None:
+        self._running = False
+        self._watch = None
+
+    def _given(
+        self, attachments: Iterable[AgentAttachment], previous_agent_results: Any
+    ) -> tuple[AgentAttachment, ...]:
+        if (
+            previous_agent_results is None
+            and type(attachments) is tuple
+            and type(self).make_attachments is Agent.make_attachments
+        ):
+            return attachments  # nothing to add: the common case
+        return (*attachments, *self.make_attachments(previous_agent_results))
 
     async def _loop(
         self,
@@ -263,10 +289,16 @@ class Agent:
         feedback: Any,
         run: AgentRun | None,
     ) -> AgentResult:
-        user_input = freeze(user_input, where=f"user_input of agent {self.name!r}")
+        if user_input is not None and not _stored_as_is(user_input):
+            user_input = freeze(user_input, where=f"user_input of agent {self.name!r}")
         run_states: list[AgentStateItem] = []
         response: AgentResponse | None = None
         stop: StopReason = "max_iterations"
+        store, name = self._store, self.name
+        own_prompt = (
+            type(self).construct_reasoner_input is Agent.construct_reasoner_input
+            and "construct_reasoner_input" not in self.__dict__
+        )
         for i in range(self.max_iterations):
             iteration = next_iteration(self) if run is None else run.first + i
             finished = None if run is None else run.finished(iteration)
@@ -276,29 +308,32 @@ class Agent:
                 if self._watch is not None:
                     self._watch.restored(iteration)
             else:
-                started = time()
+                started = 0.0 if run is None else time()
                 if self._watch is not None:
                     self._watch.iteration(iteration)
                 reply = None if run is None else run.interrupted(iteration)
                 if reply is None:
-                    inputs = AgentInputs(
-                        iteration=iteration,
-                        user_input=user_input,
-                        user_profile=user_profile,
-                        context=context,
-                        action_results=feedback,
-                        attachments=attachments,
-                        states=self.states,
-                    )
-                    prompt = self.construct_reasoner_input(inputs)
+                    if own_prompt:  # the states are not part of it: not even read
+                        prompt = basic_prompt(user_input, feedback, attachments)
+                    else:
+                        inputs = AgentInputs(
+                            iteration=iteration,
+                            user_input=user_input,
+                            user_profile=user_profile,
+                            context=context,
+                            action_results=feedback,
+                            attachments=attachments,
+                            states=self.states,
+                        )
+                        prompt = self.construct_reasoner_input(inputs)
                     prompt, raw, response = await self._reason(prompt, iteration)
                 else:  # the interrupted iteration: its recorded reply, parsed again
                     prompt, raw = reply
                     response = self.parse_response(raw)
-                plan = freeze(response.to_dict(), where=f"response of agent {self.name!r}")
-                current = {"iteration": iteration, "response": plan}
-                if run is None:
-                    self._store.write("state", self.current_path, current, source=self.name)
+                plan = response_record(response, f"response of agent {name!r}")
+                current = FrozenDict({"iteration": iteration, "response": plan})
+                if run is None:  # one write, the store's single-write path
+                    store.write_many("state", [(self.current_path, current, name)])
                 elif reply is None:
                     run.record_reply(iteration, prompt, raw, current)
                 log, calls = (None, None) if run is None else run.at(iteration)
@@ -314,31 +349,40 @@ class Agent:
                 )
                 work = self.create_next_actions(response, step)
                 ran = bool(work)
-                item = AgentStateItem(
-                    iteration=iteration,
-                    new_task=user_input is not None,
-                    task_status=response.task_status,
-                    task_status_description=response.task_status_description,
-                    task_status_description_extended=response.task_status_description_extended,
-                    user_input=user_input,
-                    reasoner_input=prompt,
-                    raw_response=raw,
-                    response=response,
-                )
+                fields = {
+                    "iteration": iteration,
+                    "new_task": user_input is not None,
+                    "task_status": response.task_status,
+                    "task_status_description": response.task_status_description,
+                    "task_status_description_extended": response.task_status_description_extended,
+                    "user_input": user_input,
+                    "reasoner_input": prompt,
+                    "raw_response": raw,
+                    "response": response,
+                }
+                results = None
                 if ran:  # a branch copied meanwhile inherits this item (its results unknown)
-                    self._spawning = item
+                    self._spawning = fields
                     try:
-                        item = replace(item, action_results=await self._work(work, step))
+                        results = await self._work(work, step)
                     finally:
                         self._spawning = None
+                item = AgentStateItem(**fields, action_results=results)
+                record = state_record(item, plan, self._recorded)
+                self._recorded = None
                 if run is None:
-                    self._store.write(
-                        "state", self.states_path, item.to_dict(plan), source=self.name
+                    entry = store.write(
+                        "state",
+                        self.states_path,
+                        item.to_dict(plan) if record is None else record,
+                        source=name,
                     )
+                    self._appended(item, entry.stored)
                 else:
-                    record = freeze(item.to_dict(plan), where=f"state of agent {self.name!r}")
+                    if record is None:
+                        record = freeze(item.to_dict(plan), where=f"state of agent {name!r}")
                     run.record_iteration(iteration, record, ran, started)
-                self._appended(item)
+                    self._appended(item, None)
                 if self._watch is not None:
                     self._watch.iteration_done()
             run_states.append(item)
@@ -409,12 +453,7 @@ class Agent:
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
         """The prompt of one iteration: here the input, the results and the attachments."""
-        parts = [value_string(inputs.user_input)]
-        if inputs.action_results is not None:
-            parts.append(action_results_xml(inputs.action_results))
-        if inputs.attachments:
-            parts.append(attachments_string(inputs.attachments))
-        return "\n\n".join(part for part in parts if part)
+        return basic_prompt(inputs.user_input, inputs.action_results, inputs.attachments)
 
     def parse_response(self, raw: str) -> AgentResponse:
         """The reply as an ``AgentResponse``; a ``ResponseProblem`` if it cannot be used."""
@@ -474,12 +513,178 @@ class Agent:
         into: Store | None = None,
     ) -> None:
         """Write one executed action's record; ``chooser`` is the agent that asked for it."""
+        frozen = action_dict(action)
+        record: Any
+        if (
+            frozen is not None
+            and _text(chooser)
+            and iteration.__class__ is int
+            and group.__class__ is int
+            and index.__class__ is int
+            and -_BIG < min(iteration, group, index) <= max(iteration, group, index) < _BIG
+        ):
+            self._recorded = (action, frozen)  # the state item's record holds the same dict
+            record = FrozenDict(
+                {
+                    "agent": chooser,
+                    "iteration": iteration,
+                    "group": group,
+                    "index": index,
+                    "action": frozen,
+                }
+            )
+        else:
+            record = action_record(chooser, iteration, group, index, action)
         (self._store if into is None else into).write(
-            "state",
-            self.actions_path,
-            action_record(chooser, iteration, group, index, action),
-            source=self.name,
+            "state", self.actions_path, record, source=self.name
         )
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} states={len(self.states)}>"
+
+
+# The records the loop writes, frozen here when every part of them is what the store keeps
+# as it is (text it can save, small numbers, frozen values): the store's ``freeze`` would
+# walk them again to find nothing to change. Anything else (None returned) takes the
+# store's own path, whose errors say what cannot be stored.
+
+
+def _stored_as_is(value: Any) -> bool:
+    """Whether ``freeze`` would keep ``value`` as it is, checked without walking it."""
+    cls = value.__class__
+    if cls is str:
+        return value.isascii() or _utf8(value)
+    if cls is int:
+        return bool(-_BIG < value < _BIG)
+    if cls is float:
+        return isfinite(value)
+    return value is None or cls in _FROZEN
+
+
+def _text(value: Any) -> bool:
+    """Whether ``value`` is None or text the store keeps as it is."""
+    return value is None or (value.__class__ is str and (value.isascii() or _utf8(value)))
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the store's freeze names it
+        return False
+    return True
+
+
+def action_dict(action: AgentAction) -> FrozenDict | None:
+    """``action.to_dict()``, frozen; None if some part needs ``freeze``."""
+    if action.__class__ is not AgentAction:
+        return None
+    kind, target, reasoning, ident = action.type, action.target, action.reasoning, action.id
+    if not (
+        kind.__class__ is str
+        and (kind.isascii() or _utf8(kind))
+        and _text(target)
+        and _text(reasoning)
+        and _text(ident)
+        and _text(action.error)
+    ):
+        return None
+    out: dict[str, Any] = {"type": kind}
+    if target is not None:
+        out["target"] = target
+    out["args"] = action.args  # always frozen (AgentAction.__post_init__)
+    if reasoning is not None:
+        out["reasoning"] = reasoning
+    if ident is not None:
+        out["id"] = ident
+    result = action.result
+    if result is not MISSING:
+        if not _stored_as_is(result):
+            return None
+        out["result"] = result
+    if action.error is not None:
+        out["error"] = action.error
+    return FrozenDict(out)
+
+
+def response_record(response: AgentResponse, where: str) -> Any:
+    """``response.to_dict()``, frozen (``ValueTypeError`` naming ``where`` if it cannot be)."""
+    if not (
+        response.__class__ is AgentResponse
+        and not response.problems
+        and response.problem_graph is None
+        and _text(response.instant_response)
+        and _text(response.instant_learnings)
+        and _text(response.task_status_description)
+        and _text(response.task_status_description_extended)
+    ):
+        return freeze(response.to_dict(), where=where)
+    groups = []
+    for group in response.next_actions:
+        records = []
+        for action in group:
+            record = action_dict(action)
+            if record is None:
+                return freeze(response.to_dict(), where=where)
+            records.append(record)
+        groups.append(FrozenList(records))
+    out: dict[str, Any] = {
+        "instant_response": response.instant_response,
+        "task_status": response.task_status.value,
+    }
+    if response.instant_learnings is not None:
+        out["instant_learnings"] = response.instant_learnings
+    if response.task_status_description is not None:
+        out["task_status_description"] = response.task_status_description
+    if response.task_status_description_extended is not None:
+        out["task_status_description_extended"] = response.task_status_description_extended
+    out["next_actions"] = FrozenList(groups)
+    return FrozenDict(out)
+
+
+def state_record(
+    item: AgentStateItem, plan: Any, recorded: tuple[AgentAction, Any] | None
+) -> FrozenDict | None:
+    """``item.to_dict(plan)``, frozen (``recorded``: an action and its record, if known);
+    None if some part needs ``freeze``."""
+    results = item.action_results
+    if results is None:
+        plain = None
+    elif results.__class__ is AgentAction:
+        action = recorded[1] if recorded is not None and recorded[0] is results else None
+        if action is None:
+            action = action_dict(results)
+            if action is None:
+                return None
+        plain = FrozenDict({_ACTION_TAG: action})
+    else:  # several results (a parallel group's): the general path
+        return None
+    if not (
+        _text(item.reasoner_input)
+        and item.reasoner_input is not None
+        and _text(item.raw_response)
+        and item.raw_response is not None
+        and _text(item.task_status_description)
+        and _text(item.task_status_description_extended)
+        and _stored_as_is(item.user_input)
+        and item.iteration.__class__ is int
+        and plan.__class__ is FrozenDict
+    ):
+        return None
+    return FrozenDict(
+        {
+            "iteration": item.iteration,
+            "new_task": item.new_task,
+            "task_status": item.task_status.value,
+            "task_status_description": item.task_status_description,
+            "task_status_description_extended": item.task_status_description_extended,
+            "user_input": item.user_input,
+            "reasoner_input": item.reasoner_input,
+            "raw_response": item.raw_response,
+            "response": plan,
+            "action_results": plain,
+        }
+    )
+
+
+_BIG: Final = 2**63
+_FROZEN: Final = frozenset({bool, FrozenDict, FrozenList})

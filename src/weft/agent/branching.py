@@ -15,7 +15,7 @@ branch is not run again and a summarized group is not even built (``weft.agent.r
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,23 +35,40 @@ from weft.agent.types import (
 )
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.graph.pause import Asking
-from weft.store import FrozenList, StepRecord, Store, freeze
+from weft.store import FrozenDict, FrozenList, StepRecord, Store, freeze
 
 _FIRST = ResultPassDownMode.ResultAsFirstArg
+_NOTHING: Mapping[str, Any] = FrozenDict()
 
 
 @dataclass(frozen=True, slots=True)
 class Flow:
-    """What flows along an action graph: the shared list so far, and the last outcome."""
+    """What flows along an action graph: the outcomes so far, each group's chained to the
+    flow before it, and the last one."""
 
-    previous_action_results: FrozenList
+    before: Flow | None
     last: Any
+    plain: Any
+    """``last`` as plain data (``plain_results``), its item in the shared list."""
+
+    @staticmethod
+    def start(outcome: Any) -> Flow:
+        return Flow(None, outcome, plain_results(outcome))
+
+    @property
+    def previous_action_results(self) -> FrozenList:
+        """The shared list so far, one item per outcome (built when an actor asks for it)."""
+        outcomes = []
+        flow: Flow | None = self
+        while flow is not None:
+            outcomes.append(flow.plain)
+            flow = flow.before
+        outcomes.reverse()
+        return FrozenList(outcomes)
 
     def then(self, outcome: Any) -> Flow:
         """The flow after one more group: its outcome appended as one item."""
-        items = FrozenList(self.previous_action_results)
-        list.append(items, plain_results(outcome))
-        return Flow(items, outcome)
+        return Flow(self, outcome, plain_results(outcome))
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +95,12 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
     """Run ``groups``; returns the last group's outcome (the feedback). A plain sequence
     runs the graph's node functions one after another: the engine would too, after
     building a graph."""
-    start = Flow(FrozenList([plain_results(step.action_results)]), step.action_results)
+    start = Flow.start(step.action_results)
     if all(len(group) == 1 for group in groups):
         flow = start
         for g, (action,) in enumerate(groups):
             out = _sequential(action, g, step)(flow)
-            flow = await out if inspect.isawaitable(out) else out
+            flow = out if out.__class__ is Flow else await out
         return flow.last
     graph = build_action_graph(groups, step)
     done: Flow = await graph.arun(start)
@@ -136,7 +153,10 @@ def _only_result(result: Any, *_args: Any, **_kwargs: Any) -> tuple[tuple[Any], 
 
 def _offered(
     agent: LoopAgent, action: AgentAction, flow: Flow, step: IterationContext, unit: str
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
+    bound = agent.actors.get(action.type)
+    if step.calls is None and (bound is None or not bound.extras):
+        return _NOTHING  # an actor that takes no extras, in a run with no run id
     offered: dict[str, Any] = {
         "target": action.target,
         "action": action,
@@ -144,7 +164,6 @@ def _offered(
         "attachments": step.attachments,
         "store": agent.store,
     }
-    bound = agent.actors.get(action.type)
     if bound is not None:
         once_extras(offered, bound.extras, step.calls, unit)
     if step.calls is not None:  # a recorded run: the actor may ask a person

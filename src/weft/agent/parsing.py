@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from math import isfinite
 from typing import Any, Final
 
 from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
-from weft.agent.xmlish import Element, Scanner, simple_children
+from weft.agent.xmlish import Element, Scanner, clean, simple_children, unescape
 from weft.errors import CodecError, ResponseProblem, ValueTypeError
-from weft.store import freeze
+from weft.store import FrozenDict, freeze
 from weft.store.codec import parse
 
 __all__ = ["ResponseProblem", "parse_structured_response"]
@@ -53,7 +54,10 @@ TEXTS: Final = frozenset(
         "ProblemGraph",
     }
 )
-_SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS)
+_SCANNER: Final = Scanner(containers=CONTAINERS, texts=TEXTS, aliases={"Type": "ActionType"})
+_NO_ARGS: Final = FrozenDict()
+_SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_BIG: Final = 2**63
 _WRAPPER: Final = re.compile(r"<structuredresponse", re.IGNORECASE)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
@@ -98,7 +102,7 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     root = _SCANNER.scan(text)
     top = root.find("StructuredResponse")
     if top is None:
-        if not root.children:
+        if not root.children and not root.fields:
             raise ResponseProblem(
                 "the reply has no <StructuredResponse> element and is not a JSON object; "
                 "answer with <StructuredResponse>...</StructuredResponse> holding "
@@ -110,64 +114,77 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
     if next_actions is not None:
         for number, child in enumerate(next_actions.children, start=1):
             if child.tag == "ActionGroup":
-                actions = tuple(
-                    _xml_action(a, f"action {i} of <ActionGroup> {number}")
-                    for i, a in enumerate(child.find_all("Action"), start=1)
-                )
+                actions: list[AgentAction] = []
+                for element in child.children:
+                    if element.tag == "Action":
+                        actions.append(_xml_action(element, number, len(actions) + 1))
                 if not actions:
                     raise ResponseProblem(
                         f"<ActionGroup> {number} of <NextActions> holds no <Action>; put one "
                         "or more <Action> elements in it, or leave the group out"
                     )
-                groups.append(actions)
+                groups.append(tuple(actions))
             elif child.tag == "Action":
-                groups.append((_xml_action(child, f"<Action> {number} of <NextActions>"),))
-    found = (top.find("Problems") or Element("")).find_all("Problem")
-    problems = tuple(
-        _problem(p.child_text("Request"), p.child_text("ProblemID"), f"<Problem> {n}", xml=True)
-        for n, p in enumerate(found, start=1)
-    )
-    graph = top.child_text("ProblemGraph")
+                groups.append((_xml_action(child, number, 0),))
+    problems: tuple[AgentAction, ...] = ()
+    holder = top.find("Problems")
+    if holder is not None:
+        problems = tuple(
+            _problem(p.text("Request"), p.text("ProblemID"), f"<Problem> {n}", xml=True)
+            for n, p in enumerate(holder.find_all("Problem"), start=1)
+        )
+    text_of = top.text
     response = _response(
-        instant_response=top.child_text("InstantResponse"),
-        instant_learnings=top.child_text("InstantLearnings"),
-        status=top.child_text("TaskStatus"),
-        description=top.child_text("TaskStatusDescription"),
-        extended=top.child_text("TaskStatusDescriptionExtended"),
+        instant_response=text_of("InstantResponse"),
+        instant_learnings=text_of("InstantLearnings"),
+        status=text_of("TaskStatus"),
+        description=text_of("TaskStatusDescription"),
+        extended=text_of("TaskStatusDescriptionExtended"),
         groups=tuple(groups),
         problems=problems,
         status_name="<TaskStatus>",
     )
-    return response, graph
+    return response, text_of("ProblemGraph")
 
 
-def _xml_action(element: Element, where: str) -> AgentAction:
-    action_type = element.child_text("ActionType", "Type")
+def _where(number: int, index: int) -> str:
+    """How a problem names action ``index`` of group ``number`` (0: an ``<Action>`` that is
+    item ``number`` of ``<NextActions>`` itself)."""
+    if index:
+        return f"action {index} of <ActionGroup> {number}"
+    return f"<Action> {number} of <NextActions>"
+
+
+def _xml_action(element: Element, number: int, index: int) -> AgentAction:
+    fields = element.fields
+    action_type = clean(fields.get("ActionType"))  # or <Type>, whichever comes first
     if not action_type:
         raise ResponseProblem(
-            f"{where} has no <ActionType>; give every <Action> an <ActionType> naming what to do"
+            f"{_where(number, index)} has no <ActionType>; give every <Action> an "
+            "<ActionType> naming what to do"
         )
-    args: Mapping[str, Any] = {}
-    args_element = element.find("Args") or element.find("Arguments")
-    if args_element is not None and args_element.raw.strip():
-        raw = args_element.raw.strip()
-        if raw.startswith("{"):
-            args = _json_object(args_element.text, f"the <Args> of {where} ({action_type})")
+    args: Mapping[str, Any] = _NO_ARGS
+    raw = fields.get("Args")
+    if raw is None:
+        raw = fields.get("Arguments")
+    if raw is not None and (raw := raw.strip()):
+        if raw[0] == "{":
+            args = _json_args(unescape(raw).strip(), number, index, action_type)
         else:
             pairs = simple_children(raw)
             if pairs is None:
                 raise ResponseProblem(
-                    f"the <Args> of {where} ({action_type}) is neither a JSON object nor "
-                    "<name>value</name> elements; write it as a JSON object such as "
+                    f"the <Args> of {_where(number, index)} ({action_type}) is neither a JSON "
+                    "object nor <name>value</name> elements; write it as a JSON object such as "
                     '{"query": "weft"}'
                 )
             args = pairs
     return AgentAction(
         type=action_type,
-        target=element.child_text("Target") or None,
+        target=clean(fields.get("Target")) or None,
         args=args,
-        reasoning=element.child_text("Reasoning") or None,
-        id=element.child_text("ActionID") or None,
+        reasoning=clean(fields.get("Reasoning")) or None,
+        id=clean(fields.get("ActionID")) or None,
     )
 
 
@@ -233,6 +250,33 @@ def _json_action(item: Any, where: str) -> AgentAction:
         args=args,
         reasoning=_opt_str(item.get("reasoning")),
         id=_opt_str(item.get("id")),
+    )
+
+
+def _json_args(text: str, number: int, index: int, action_type: str) -> Mapping[str, Any]:
+    """The JSON object of an action's ``<Args>``: a flat object of plain values read at
+    once, anything else (or anything wrong) by ``_json_object``."""
+    if "\\u" not in text:  # no escapes: no surrogate to look for
+        try:
+            data, end = _SCAN_ONCE(text, 0)  # the C scanner json.loads runs
+        except (StopIteration, ValueError, RecursionError):
+            data = end = None
+        if end == len(text) and data.__class__ is dict and all(map(_flat, data.items())):
+            return FrozenDict(data)
+    return _json_object(text, f"the <Args> of {_where(number, index)} ({action_type})")
+
+
+def _flat(item: tuple[str, Any]) -> bool:
+    """Whether a key and value are what ``freeze`` keeps as they are (the reply holds no
+    lone surrogate, so any text is)."""
+    value = item[1]
+    cls = value.__class__
+    return item[0].isascii() and (
+        cls is str
+        or cls is bool
+        or value is None
+        or (cls is int and -_BIG < value < _BIG)
+        or (cls is float and isfinite(value))
     )
 
 

@@ -79,6 +79,17 @@ def render(template: str, feed: Mapping[str, str]) -> str:
     return template.format_map(defaultdict(str, feed))
 
 
+def basic_prompt(user_input: Any, action_results: Any, attachments: Sequence[Any]) -> str:
+    """The input, the results (``<ActionResults>``) and the attachments, each left out when
+    empty: ``Agent``'s prompt."""
+    parts = [value_string(user_input)]
+    if action_results is not None:
+        parts.append(action_results_xml(action_results))
+    if attachments:
+        parts.append(attachments_string(attachments))
+    return "\n\n".join(part for part in parts if part)
+
+
 def action_results_xml(action_results: Any) -> str:
     """``<ActionResults>`` XML of action results (pattern 1), as the seed renders them."""
     items = action_results if isinstance(action_results, (list, tuple)) else (action_results,)
