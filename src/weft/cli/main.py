@@ -8,6 +8,7 @@ import typer
 
 from weft import __version__
 from weft.cli import mcp_cmd
+from weft.inspect.web.command import inspect
 
 app = typer.Typer(
     name="weft",
@@ -44,3 +45,4 @@ def demo() -> None:
 
 
 app.command()(mcp_cmd.mcp)
+app.command()(inspect)

@@ -1,0 +1,1 @@
+"""Seeing what ran: the threads, runs, events, state and memory of a durable database."""
