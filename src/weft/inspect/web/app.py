@@ -30,7 +30,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import urlsplit
 
 from fastapi import Body, FastAPI, Query, Request
@@ -135,8 +135,12 @@ def create_app(
         return await call(views.pauses, thread_id)
 
     @app.post("/api/threads/{thread_id}/answer")
-    async def answer(thread_id: str, body: Any = Body(...)) -> Any:
-        if not isinstance(body, dict) or not isinstance(body.get("id"), str) or "answer" not in body:
+    async def answer(thread_id: str, body: Annotated[Any, Body()]) -> Any:
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("id"), str)
+            or "answer" not in body
+        ):
             raise PauseError(
                 'expected a JSON object {"id": "<question id>", "answer": <any JSON>}; the '
                 "question ids are listed by /api/threads/<thread>/pauses"
@@ -144,7 +148,7 @@ def create_app(
         return await call(views.answer, thread_id, body["id"], body["answer"])
 
     @app.post("/api/threads/{thread_id}/fork")
-    async def fork(thread_id: str, body: Any = Body(...)) -> Any:
+    async def fork(thread_id: str, body: Annotated[Any, Body()]) -> Any:
         if not isinstance(body, dict) or "step" not in body:
             raise PersistError(
                 'expected a JSON object {"step": <step>, "values": {"kind:path": value}}'

@@ -17,8 +17,8 @@ from weft.persist import Backend, DurableRun
 from weft.persist.base import ThreadInfo
 from weft.persist.runs import fork_thread, load_store, new_id
 from weft.store import Entry, Event, RunLog, Store
-from weft.store.events import KINDS
 from weft.store.codec import to_jsonable, value_bytes
+from weft.store.events import KINDS
 from weft.store.records import CALLS, KIND, PAUSES, RECORDS, Pause, RunRecord, StepRecord
 
 MEMORY_KINDS: Final = ("input", "step", "task", "shared")
@@ -221,9 +221,7 @@ def runs(backend: Backend, thread_id: str) -> dict[str, Any]:
     appended = {r.run_id: r for r in backend.runs(thread_id)}
     out = []
     for run_id, record in found.items():
-        out.append(
-            _run_row(run_id, record, units.get(run_id, {}), asked.get(run_id, {}), appended)
-        )
+        out.append(_run_row(run_id, record, units.get(run_id, {}), asked.get(run_id, {}), appended))
     out.sort(key=lambda row: row["started_at"] or 0.0, reverse=True)
     return {"thread_id": thread_id, "last_step": info.last_step, "runs": out}
 
@@ -320,7 +318,9 @@ def answer(backend: Backend, thread_id: str, pause_id: str, value: Any) -> dict[
         try:
             found = run.store.value(KIND, pause_id, None) if isinstance(pause_id, str) else None
             if not isinstance(found, Pause):
-                waiting = [p["id"] for p in pauses(backend, thread_id)["pauses"] if not p["answered"]]
+                waiting = [
+                    p["id"] for p in pauses(backend, thread_id)["pauses"] if not p["answered"]
+                ]
                 raise PauseError(
                     f"thread {thread_id!r} has no question {pause_id!r}; the questions waiting "
                     f"are: {', '.join(map(repr, waiting)) or 'none'}"

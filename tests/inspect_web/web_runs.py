@@ -1,5 +1,5 @@
 """Real weft runs on a SQLite file, for the inspector's tests: run as a script in a process
-of its own (``python runs.py <scene> <db> ...``), as a user's program would.
+of its own (``python web_runs.py <scene> <db> ...``), as a user's program would.
 
 Scenes:
 - ``seed DB``: a graph run that completed (memory written with titles), a run that paused
@@ -11,6 +11,7 @@ Scenes:
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from typing import Any
@@ -40,7 +41,7 @@ def publish(text: str) -> str:
 
 def chain(*steps: tuple[Any, str]) -> WorkGraph:
     nodes = [WorkGraphNode(fn, ResultPassDownMode.ResultAsFirstArg, id=name) for fn, name in steps]
-    for before, after in zip(nodes, nodes[1:], strict=False):
+    for before, after in itertools.pairwise(nodes):
         before.add_next(after)
     return WorkGraph(start_nodes=[nodes[0]])
 
