@@ -26,13 +26,17 @@ Who may do what:
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import secrets
+import socket
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import TYPE_CHECKING, Annotated, Any, Final
 from urllib.parse import urlsplit
 
+import uvicorn
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
@@ -48,6 +52,10 @@ COOKIE: Final = "weft_inspect"
 LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 POLL: Final = 0.25
 """Seconds between two looks at the durable log's last steps (the live feed)."""
+_REFUSAL_PAGE: Final = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>weft inspector</title>'
+    '</head><body><h1>weft inspector</h1><p id="error">{message}</p></body></html>'
+)
 KEEPALIVE: Final = 15.0
 """Seconds of silence after which the feed sends a comment, so proxies keep it open."""
 
@@ -59,9 +67,12 @@ def create_app(
     token: str | None = None,
     loopback: bool = True,
     poll: float = POLL,
+    stopping: threading.Event | None = None,
 ) -> FastAPI:
     """The inspector over ``backend`` (see the module docstring). ``loopback``: the server
-    is bound to a loopback address, so ``Host`` is checked to be one."""
+    is bound to a loopback address, so ``Host`` is checked to be one; ``stopping``, once
+    set, ends the live feeds (``Server`` sets it as it shuts down)."""
+    stopping = stopping if stopping is not None else threading.Event()
     if token is not None and (not isinstance(token, str) or len(token) < 8):
         raise ServeError("token: expected a string of at least 8 characters (or None)")
     if not isinstance(poll, (int, float)) or not 0.01 <= poll <= 10:
@@ -75,6 +86,8 @@ def create_app(
         refusal = _refusal(request, token=token, loopback=loopback)
         if refusal is not None:
             status, message = refusal
+            if request.url.path == "/":
+                return HTMLResponse(_REFUSAL_PAGE.format(message=html.escape(message)), status)
             return JSONResponse({"error": message}, status_code=status)
         if request.method not in ("GET", "HEAD", "OPTIONS"):
             refusal = _write_refusal(request, allow_writes=allow_writes)
@@ -159,7 +172,7 @@ def create_app(
     @app.get("/api/feed")
     async def feed(request: Request) -> Any:
         return StreamingResponse(
-            _feed(request, backend, poll),
+            _feed(request, backend, poll, stopping),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -168,13 +181,28 @@ def create_app(
     return app
 
 
-async def _feed(request: Request, backend: Backend, poll: float) -> AsyncIterator[str]:
+class Server(uvicorn.Server):
+    """uvicorn's server, ending the inspector's live feeds first when it shuts down (a
+    feed never ends by itself, so uvicorn would wait for it, then cancel it)."""
+
+    def __init__(self, config: uvicorn.Config, stopping: threading.Event) -> None:
+        super().__init__(config)
+        self.stopping = stopping
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.stopping.set()
+        await super().shutdown(sockets)
+
+
+async def _feed(
+    request: Request, backend: Backend, poll: float, stopping: threading.Event
+) -> AsyncIterator[str]:
     """Server-sent events: ``threads`` with every thread's last step, at once and then
     whenever any thread moves (a run in another process included)."""
     seen: dict[str, int] | None = None
     quiet = 0.0
     yield "retry: 1000\n\n"
-    while not await request.is_disconnected():
+    while not stopping.is_set() and not await request.is_disconnected():
         infos = await asyncio.to_thread(backend.threads)
         now = {info.thread_id: info.last_step for info in infos}
         if now != seen:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,19 +87,21 @@ def server(
     try:
         import uvicorn
 
-        from weft.inspect.web.app import POLL, create_app
+        from weft.inspect.web.app import POLL, Server, create_app
     except ImportError as exc:
         raise ServeError(
             f"the web inspector needs FastAPI and uvicorn ({exc}); install them with "
             "pip install 'weft[inspect]'"
         ) from None
 
+    stopping = threading.Event()
     app = create_app(
         backend,
         allow_writes=allow_writes,
         token=where.token,
         loopback=where.loopback,
         poll=POLL if poll is None else poll,
+        stopping=stopping,
     )
     config = uvicorn.Config(
         app,
@@ -108,7 +111,7 @@ def server(
         timeout_graceful_shutdown=GRACE,
         lifespan="off",
     )
-    return uvicorn.Server(config)
+    return Server(config, stopping)
 
 
 def serve(

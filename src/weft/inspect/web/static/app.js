@@ -22,6 +22,10 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+function fill(node, ...children) {
+  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+}
+
 function json(value) {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2);
 }
@@ -33,6 +37,7 @@ function when(seconds) {
 
 function ms(value) {
   if (value === null || value === undefined) return "";
+  if (value < 1) return `${value.toFixed(3)} ms`;
   return value < 1000 ? `${value.toFixed(1)} ms` : `${(value / 1000).toFixed(2)} s`;
 }
 
@@ -168,7 +173,7 @@ async function render() {
   const t = currentThread();
   document.getElementById("thread-title").textContent = view.thread || "Pick a thread";
   document.getElementById("thread-meta").textContent = t
-    ? `steps ${t.first_step}–${t.last_step}` +
+    ? `${t.last_step} steps` + (t.first_step ? ` (kept from step ${t.first_step})` : "") +
       (t.parent_thread ? ` · forked from ${t.parent_thread} at step ${t.parent_step}` : "")
     : "";
   if (!view.thread) return;
@@ -186,10 +191,10 @@ async function renderRuns() {
   const data = await api(`/api/threads/${enc(view.thread)}/runs`);
   const panel = document.getElementById("panel-runs");
   if (!data.runs.length) {
-    panel.replaceChildren(el("p", { class: "note" }, "No runs recorded in this thread."));
+    fill(panel, el("p", { class: "note" }, "No runs recorded in this thread."));
     return;
   }
-  panel.replaceChildren(...data.runs.map((run) => el("div", {
+  fill(panel, ...data.runs.map((run) => el("div", {
     class: "run", dataset: { run: run.run_id, status: run.status },
   },
     el("h3", {},
@@ -234,7 +239,7 @@ async function renderTimeline() {
     el("td", {}, e.source || ""),
     el("td", { class: "mono value" }, e.record ? `${e.record} ` : "", e.preview),
   ));
-  panel.replaceChildren(el("table", { id: "timeline-table" },
+  fill(panel, el("table", { id: "timeline-table" },
     el("thead", {}, el("tr", {}, ["step", "time", "run", "op", "key", "source", "value"].map(
       (h) => el("th", {}, h)))),
     el("tbody", {}, rows)));
@@ -251,8 +256,11 @@ async function renderState() {
   const range = document.getElementById("state-range");
   stepInput.min = range.min = String(first);
   stepInput.max = range.max = String(last);
-  stepInput.value = range.value = String(at);
-  document.getElementById("state-prefix").value = view.prefix;
+  // what the user is typing in stays as it is
+  if (document.activeElement !== stepInput) stepInput.value = String(at);
+  if (document.activeElement !== range) range.value = String(at);
+  const prefixInput = document.getElementById("state-prefix");
+  if (document.activeElement !== prefixInput) prefixInput.value = view.prefix;
   const q = `at=${at}&prefix=${encodeURIComponent(view.prefix)}`;
   const [state, diff] = await Promise.all([
     api(`/api/threads/${enc(view.thread)}/state?${q}`),
@@ -318,7 +326,7 @@ async function renderMemory() {
       }))) : el("p", { class: "note" }, "No entries."),
   ));
   shown.memory = seen.size ? seen : new Map([["", 0]]);
-  panel.replaceChildren(el("p", { class: "note" }, `as of step ${data.step}`), ...groups);
+  fill(panel, el("p", { class: "note" }, `as of step ${data.step}`), ...groups);
 }
 
 // ---------------------------------------------------------------------- pauses
@@ -335,10 +343,10 @@ async function renderPauses() {
   const panel = document.getElementById("panel-pauses");
   const writes = view.info && view.info.allow_writes;
   if (!data.pauses.length) {
-    panel.replaceChildren(el("p", { class: "note" }, "No run of this thread asked a question."));
+    fill(panel, el("p", { class: "note" }, "No run of this thread asked a question."));
     return;
   }
-  panel.replaceChildren(
+  fill(panel, 
     writes ? null : el("p", { class: "note", id: "read-only-note" },
       "Read-only: start the inspector with --allow-writes to answer here."),
     ...data.pauses.map((p) => {
@@ -382,14 +390,14 @@ async function renderPauses() {
 async function renderForks() {
   const t = currentThread();
   const panel = document.getElementById("panel-forks");
-  if (!t) { panel.replaceChildren(); return; }
+  if (!t) { fill(panel, ); return; }
   const writes = view.info && view.info.allow_writes;
   const children = threadRows.filter((r) => r.parent_thread === t.thread_id);
   const step = el("input", { type: "number", name: "step", min: String(t.first_step),
     max: String(t.last_step), value: String(view.at === null ? t.last_step : view.at) });
   const values = el("textarea", { name: "values", placeholder: '{"state:plan": "B"}' });
   const status = el("span", { class: "note" });
-  panel.replaceChildren(
+  fill(panel, 
     t.parent_thread ? el("p", {}, "Forked from ",
       el("a", { href: "#", onclick: (e) => { e.preventDefault(); select(t.parent_thread); } },
         t.parent_thread), ` at step ${t.parent_step}.`) : null,
@@ -459,7 +467,11 @@ async function start() {
   document.getElementById("state-latest").addEventListener("click", () => stateAt(NaN));
   const prefix = document.getElementById("state-prefix");
   prefix.addEventListener("change", () => { view.prefix = prefix.value; writeHash(); refresh(); });
-  document.getElementById("state-form").addEventListener("submit", (e) => e.preventDefault());
+  document.getElementById("state-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    view.prefix = prefix.value;
+    stateAt(parseInt(stepInput.value, 10));
+  });
   try {
     view.info = await api("/api/info");
   } catch (error) {
