@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from weft.inspect import Reader
 from weft.inspect.web.app import create_app
 from weft.persist import SQLiteBackend
 from weft.store.records import Pause, RunRecord
@@ -25,13 +26,13 @@ def backend(db: Path) -> Iterator[SQLiteBackend]:
 
 @pytest.fixture
 def client(backend: SQLiteBackend) -> Iterator[TestClient]:
-    with TestClient(create_app(backend), base_url=BASE) as opened:
+    with TestClient(create_app(Reader(backend)), base_url=BASE) as opened:
         yield opened
 
 
 @pytest.fixture
 def writer(backend: SQLiteBackend) -> Iterator[TestClient]:
-    with TestClient(create_app(backend, allow_writes=True), base_url=BASE) as opened:
+    with TestClient(create_app(Reader(backend), allow_writes=True), base_url=BASE) as opened:
         yield opened
 
 
@@ -50,16 +51,16 @@ def test_runs_show_each_node_with_status_and_timing(client: TestClient) -> None:
     assert done[0]["status"] == "completed"
     nodes = done[0]["nodes"]
     assert [(n["label"], n["status"]) for n in nodes] == [
-        ("research", "done"),
-        ("summarise", "done"),
+        ("research", "finished"),
+        ("summarise", "finished"),
     ]
     assert all(n["duration_ms"] is not None and n["started_at"] for n in nodes)
     waiting = client.get("/api/threads/review/runs").json()["runs"][0]
     assert waiting["status"] == "paused"
-    assert [(n["label"], n["status"]) for n in waiting["nodes"]] == [
-        ("summarise", "done"),
-        ("review", "paused"),
-        ("publish", "pending"),
+    assert [(n["unit"], n["status"]) for n in waiting["nodes"]] == [
+        ("summarise#0", "finished"),
+        ("review#1", "waiting"),
+        ("publish#2", "pending"),
     ]
 
 
@@ -78,6 +79,7 @@ def test_timeline_lists_the_stored_events_after_a_step(client: TestClient) -> No
 
 def test_state_at_a_step_and_its_diff(client: TestClient) -> None:
     at7 = client.get("/api/threads/research/state", params={"at": 7, "prefix": "state:"})
+    assert at7.status_code == 200, at7.text
     assert [(e["key"], e["value"]) for e in at7.json()["entries"]] == [("state:plan", "A")]
     now = client.get("/api/threads/research/state", params={"prefix": "state:"}).json()
     assert now["step"] == 8
@@ -94,7 +96,7 @@ def test_memory_groups_entries_by_kind_with_title_description_source_and_size(
     client: TestClient,
 ) -> None:
     kinds = client.get("/api/threads/research/memory").json()["kinds"]
-    assert kinds["step"] == []  # the runs' own records are not memory
+    assert kinds["step_result"] == []  # the runs' own records are not memory
     (finding,) = kinds["shared"]
     assert finding["key"] == "shared:finding"
     assert finding["title"] == "Key finding"
@@ -102,8 +104,8 @@ def test_memory_groups_entries_by_kind_with_title_description_source_and_size(
     assert finding["source"] == "researcher"
     value = {"fact": "otters hold hands"}
     assert finding["value"] == value
-    assert finding["size"] == len(json.dumps(value, separators=(",", ":")).encode())
-    assert [e["key"] for e in kinds["task"]] == ["task:report"]
+    assert finding["value_bytes"] == len(json.dumps(value, separators=(",", ":")).encode())
+    assert [e["key"] for e in kinds["task_result"]] == ["task:report"]
     assert [e["key"] for e in kinds["input"]] == ["input:topic"]
 
 
@@ -121,10 +123,10 @@ def test_an_unknown_thread_is_404_naming_the_threads_there(client: TestClient) -
     assert "'research'" in response.json()["error"]
 
 
-def test_a_step_past_the_end_is_404_naming_the_last_step(client: TestClient) -> None:
+def test_a_step_past_the_end_is_404_naming_the_steps_there(client: TestClient) -> None:
     response = client.get("/api/threads/research/state", params={"at": 99})
     assert response.status_code == 404
-    assert "last step is 8" in response.json()["error"]
+    assert "no step 99: its steps go from 0 to 8" in response.json()["error"]
 
 
 def test_read_only_refuses_answers_and_forks_and_writes_nothing(
@@ -153,7 +155,7 @@ def test_an_answer_is_recorded_on_the_pause_and_the_run(
     assert run.status == "running"
     again = writer.post("/api/threads/review/answer", json={"id": QUESTION, "answer": "no"})
     assert again.status_code == 400
-    assert "none" in again.json()["error"]  # nothing waits any more
+    assert "answered already" in again.json()["error"]
 
 
 def test_an_answer_to_no_question_names_those_waiting(writer: TestClient) -> None:
@@ -181,21 +183,19 @@ def test_a_write_that_is_not_json_or_from_another_origin_is_refused(writer: Test
     assert foreign.status_code == 403
 
 
-def test_a_fork_starts_a_new_thread_with_the_values_given(
+def test_a_fork_starts_a_new_thread_at_the_step_given(
     writer: TestClient, backend: SQLiteBackend
 ) -> None:
-    made = writer.post(
-        "/api/threads/research/fork", json={"step": 7, "values": {"state:plan": "Z"}}
-    ).json()
+    made = writer.post("/api/threads/research/fork", json={"step": 7}).json()
     info = backend.thread(made["thread_id"])
     assert info is not None
     assert (info.parent_thread, info.parent_step) == ("research", 7)
-    assert backend.load(made["thread_id"]).to_store().value("state", "plan") == "Z"
-    bad = writer.post("/api/threads/research/fork", json={"step": 7, "values": {"plan": 1}})
-    assert bad.status_code == 400
-    assert "kind:path" in bad.json()["error"]
-    negative = writer.post("/api/threads/research/fork", json={"step": -1})
-    assert negative.status_code == 400
+    assert backend.load(made["thread_id"]).to_store().value("state", "plan") == "A"
+    past = writer.post("/api/threads/research/fork", json={"step": 99})
+    assert past.status_code == 404
+    assert "no step 99" in past.json()["error"]
+    shapeless = writer.post("/api/threads/research/fork", json={"step": "7"})
+    assert shapeless.status_code == 400
 
 
 def test_a_host_that_is_not_loopback_is_refused_on_a_loopback_bind(client: TestClient) -> None:
@@ -205,7 +205,7 @@ def test_a_host_that_is_not_loopback_is_refused_on_a_loopback_bind(client: TestC
 
 
 def test_a_token_is_asked_for_by_header_query_or_cookie(backend: SQLiteBackend) -> None:
-    app = create_app(backend, token="s3cret-token", loopback=False)
+    app = create_app(Reader(backend), token="s3cret-token", loopback=False)
     with TestClient(app, base_url="http://inspector.example") as client:
         assert client.get("/api/threads").status_code == 401
         assert client.get("/api/threads", params={"token": "wrong-one"}).status_code == 401

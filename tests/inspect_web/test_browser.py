@@ -48,8 +48,8 @@ def test_the_page_shows_threads_runs_timeline_state_diff_and_memory(
             lambda: browser.find_elements(By.CSS_SELECTOR, "[data-run='research-1'] .node"),
         )
         assert [(n.get_attribute("data-unit"), n.get_attribute("data-status")) for n in nodes] == [
-            ("research#0", "done"),
-            ("summarise#1", "done"),
+            ("research#0", "finished"),
+            ("summarise#1", "finished"),
         ]
         assert "ms" in nodes[0].text  # its timing
         screenshot("runs")

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from weft.inspect import Reader
 from weft.inspect.web import Binding, server
 from weft.inspect.web.server import free_port
 from weft.persist import SQLiteBackend
@@ -82,8 +83,8 @@ def serving(
 ) -> Iterator[Binding]:
     """The real server (uvicorn) over ``db`` in a thread, until the block ends."""
     where = Binding(host=host, port=free_port(host), token=token)
-    backend = SQLiteBackend(db)
-    instance = server(backend, where, allow_writes=allow_writes)
+    reader = Reader(SQLiteBackend(db), owns_backend=True)
+    instance = server(reader, where, allow_writes=allow_writes)
     thread = threading.Thread(target=instance.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + STARTUP
@@ -96,7 +97,7 @@ def serving(
     finally:
         instance.should_exit = True
         thread.join(10)
-        backend.close()
+        reader.close()
         assert not thread.is_alive(), "the inspector's server did not stop within 10s"
 
 

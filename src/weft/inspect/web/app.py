@@ -3,7 +3,7 @@
 This module imports FastAPI (the ``inspect`` extra); ``weft.inspect.web.server`` imports
 it only when a server is made.
 
-``create_app(backend, allow_writes=..., token=...)`` builds it over one backend. The page
+``create_app(reader, allow_writes=..., token=...)`` builds it over one ``Reader``. The page
 (``static/``: plain HTML, CSS and JavaScript, nothing fetched from the internet) reads
 the API below and follows ``/api/feed``, a stream of server-sent events that says which
 threads moved; the feed polls the durable log's last steps, so runs in other processes
@@ -46,6 +46,7 @@ from weft.errors import PauseError, PersistError, ServeError, StepError, WeftErr
 from weft.inspect.web import views
 
 if TYPE_CHECKING:
+    from weft.inspect.reader import Reader
     from weft.persist import Backend
 
 COOKIE: Final = "weft_inspect"
@@ -61,7 +62,7 @@ KEEPALIVE: Final = 15.0
 
 
 def create_app(
-    backend: Backend,
+    reader: Reader,
     *,
     allow_writes: bool = False,
     token: str | None = None,
@@ -69,7 +70,7 @@ def create_app(
     poll: float = POLL,
     stopping: threading.Event | None = None,
 ) -> FastAPI:
-    """The inspector over ``backend`` (see the module docstring). ``loopback``: the server
+    """The inspector over ``reader`` (see the module docstring). ``loopback``: the server
     is bound to a loopback address, so ``Host`` is checked to be one; ``stopping``, once
     set, ends the live feeds (``Server`` sets it as it shuts down)."""
     stopping = stopping if stopping is not None else threading.Event()
@@ -107,7 +108,7 @@ def create_app(
         return JSONResponse({"error": str(error), "type": type(error).__name__}, status)
 
     def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Awaitable[Any]:
-        return asyncio.to_thread(fn, backend, *args, **kwargs)
+        return asyncio.to_thread(fn, reader, *args, **kwargs)
 
     @app.get("/", response_class=HTMLResponse)
     async def index() -> str:
@@ -115,7 +116,7 @@ def create_app(
 
     @app.get("/api/info")
     async def info() -> dict[str, Any]:
-        return {"location": backend.location, "allow_writes": allow_writes, "poll": poll}
+        return {"location": reader.location, "allow_writes": allow_writes, "poll": poll}
 
     @app.get("/api/threads")
     async def threads() -> Any:
@@ -163,16 +164,13 @@ def create_app(
     @app.post("/api/threads/{thread_id}/fork")
     async def fork(thread_id: str, body: Annotated[Any, Body()]) -> Any:
         if not isinstance(body, dict) or "step" not in body:
-            raise PersistError(
-                'expected a JSON object {"step": <step>, "values": {"kind:path": value}}'
-            )
-        step = views.check_step(body["step"])
-        return await call(views.fork, thread_id, step=step, values=body.get("values"))
+            raise PersistError('expected a JSON object {"step": <the step to fork at>}')
+        return await call(views.fork, thread_id, step=body["step"])
 
     @app.get("/api/feed")
     async def feed(request: Request) -> Any:
         return StreamingResponse(
-            _feed(request, backend, poll, stopping),
+            _feed(request, reader.backend, poll, stopping),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )

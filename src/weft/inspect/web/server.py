@@ -19,7 +19,7 @@ from weft.errors import ServeError
 if TYPE_CHECKING:
     import uvicorn
 
-    from weft.persist import Backend
+    from weft.inspect.reader import Reader
 
 GRACE: Final = 1
 """Seconds uvicorn waits for open feeds on shutdown before closing them."""
@@ -81,9 +81,9 @@ def binding(host: str = "127.0.0.1", port: int = 8765, token: str | None = None)
 
 
 def server(
-    backend: Backend, where: Binding, *, allow_writes: bool = False, poll: float | None = None
+    reader: Reader, where: Binding, *, allow_writes: bool = False, poll: float | None = None
 ) -> uvicorn.Server:
-    """A uvicorn server of the inspector over ``backend`` (not started)."""
+    """A uvicorn server of the inspector over ``reader`` (not started)."""
     try:
         import uvicorn
 
@@ -96,7 +96,7 @@ def server(
 
     stopping = threading.Event()
     app = create_app(
-        backend,
+        reader,
         allow_writes=allow_writes,
         token=where.token,
         loopback=where.loopback,
@@ -125,16 +125,13 @@ def serve(
 ) -> None:
     """Serve the inspector of ``db`` (a SQLite file, default ``./.weft/weft.db``, or a
     ``postgresql://`` DSN) until interrupted; ``say`` gets the URL to open."""
-    from weft.mcp.thread import open_backend
+    from weft.inspect.reader import Reader
 
     where = binding(host, port, token)
     if where.port == 0:
         where = Binding(host=where.host, port=free_port(where.host), token=where.token)
-    backend = open_backend(db)
-    try:
-        instance = server(backend, where, allow_writes=allow_writes)
+    with Reader.open(db) as reader:
+        instance = server(reader, where, allow_writes=allow_writes)
         mode = "answering and forking allowed" if allow_writes else "read-only"
-        say(f"weft inspector of {backend.location} ({mode}): {where.url()}")
+        say(f"weft inspector of {reader.location} ({mode}): {where.url()}")
         instance.run()
-    finally:
-        backend.close()

@@ -203,16 +203,16 @@ async function renderRuns() {
       el("span", { class: "muted" },
         `${run.kind} · started ${when(run.started_at)}`,
         run.duration_ms !== null ? ` · ${ms(run.duration_ms)}` : "",
-        run.first_step !== null ? ` · steps ${run.first_step}–${run.last_step}` : "")),
+        run.step !== null ? ` · recorded at step ${run.step}` : "")),
     el("div", { class: "graph" }, run.nodes.flatMap((node, i) => [
       i ? el("span", { class: "arrow" }, node.depth ? "↳" : "→") : null,
       el("div", {
-        class: `node ${node.status.split(" ")[0]}`,
+        class: `node ${node.status}`,
         dataset: { unit: node.unit, status: node.status },
         title: node.result ? `result: ${node.result}` : node.status,
       },
         el("div", { class: "name" }, node.label),
-        el("div", { class: "meta" }, node.status,
+        el("div", { class: "meta" }, node.status === "waiting" ? "waiting for an answer" : node.status,
           node.duration_ms !== null ? ` · ${ms(node.duration_ms)}` : "",
           node.started_at ? ` · ${when(node.started_at)}` : ""),
       ),
@@ -313,14 +313,14 @@ async function renderMemory() {
       el("thead", {}, el("tr", {}, ["key", "title", "description", "source", "size", "updated", "value"]
         .map((h) => el("th", {}, h)))),
       el("tbody", {}, entries.map((e) => {
-        seen.set(e.key, e.step);
-        const fresh = before.size && before.get(e.key) !== e.step;
+        seen.set(e.key, e.updated_at);
+        const fresh = before.size && before.get(e.key) !== e.updated_at;
         return el("tr", { class: fresh ? "fresh" : "", dataset: { key: e.key } },
           el("td", { class: "mono" }, e.key),
           el("td", { class: "title" }, e.title || ""),
           el("td", { class: "description" }, e.description || ""),
           el("td", { class: "source" }, e.source || ""),
-          el("td", { class: "size" }, bytes(e.size)),
+          el("td", { class: "size" }, bytes(e.value_bytes)),
           el("td", {}, when(e.updated_at)),
           el("td", { class: "mono value" }, json(e.value)));
       }))) : el("p", { class: "note" }, "No entries."),
@@ -395,7 +395,6 @@ async function renderForks() {
   const children = threadRows.filter((r) => r.parent_thread === t.thread_id);
   const step = el("input", { type: "number", name: "step", min: String(t.first_step),
     max: String(t.last_step), value: String(view.at === null ? t.last_step : view.at) });
-  const values = el("textarea", { name: "values", placeholder: '{"state:plan": "B"}' });
   const status = el("span", { class: "note" });
   fill(panel, 
     t.parent_thread ? el("p", {}, "Forked from ",
@@ -411,16 +410,9 @@ async function renderForks() {
       id: "fork-form",
       onsubmit: async (event) => {
         event.preventDefault();
-        let parsed = null;
-        if (values.value.trim()) {
-          try { parsed = JSON.parse(values.value); } catch (error) {
-            status.textContent = `the values are not JSON: ${error.message}`;
-            return;
-          }
-        }
         try {
           const made = await post(`/api/threads/${enc(view.thread)}/fork`,
-            { step: Number(step.value), values: parsed });
+            { step: Number(step.value) });
           status.textContent = `forked: ${made.thread_id}`;
           await loadThreads();
         } catch (error) {
@@ -429,7 +421,6 @@ async function renderForks() {
       },
     },
       el("div", { class: "row" }, el("label", {}, "Step ", step)),
-      el("label", {}, "Values written over it (JSON object of kind:path to value)", values),
       el("div", { class: "row" }, el("button", { type: "submit", disabled: !writes }, "Fork"), status)));
 }
 
