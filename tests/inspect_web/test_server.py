@@ -72,6 +72,7 @@ def test_a_bind_beyond_loopback_gets_a_token_and_asks_for_it(db: Path) -> None:
         ("", 80, None, "host=''"),
         ("127.0.0.1", 70000, None, "port=70000"),
         ("0.0.0.0", 8765, "short", "at least 8"),
+        ("no-such-host.invalid", 0, None, "cannot listen there"),
     ],
 )
 def test_a_bad_address_or_token_is_a_serve_error(

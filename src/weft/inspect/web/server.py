@@ -50,10 +50,16 @@ def free_port(host: str = "127.0.0.1") -> int:
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port: int = probe.getsockname()[1]
+            return port
+    except OSError as exc:
+        raise ServeError(
+            f"host={host!r}: cannot listen there ({exc}); give an address of this machine "
+            "such as 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)"
+        ) from None
 
 
 def is_loopback(host: str) -> bool:
@@ -66,7 +72,8 @@ def is_loopback(host: str) -> bool:
 
 
 def binding(host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> Binding:
-    """Check the address; a non-loopback host gets ``token`` or a fresh one."""
+    """Check the address (port 0: a free one, picked now so the URL can say it); a
+    non-loopback host gets ``token`` or a fresh one."""
     if not isinstance(host, str) or not host:
         raise ServeError(f"host={host!r}: expected an address such as 127.0.0.1 or 0.0.0.0")
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
@@ -77,7 +84,7 @@ def binding(host: str = "127.0.0.1", port: int = 8765, token: str | None = None)
         )
     if token is None and not is_loopback(host):
         token = secrets.token_urlsafe(24)
-    return Binding(host=host, port=port, token=token)
+    return Binding(host=host, port=port or free_port(host), token=token)
 
 
 def server(
@@ -128,8 +135,6 @@ def serve(
     from weft.inspect.reader import Reader
 
     where = binding(host, port, token)
-    if where.port == 0:
-        where = Binding(host=where.host, port=free_port(where.host), token=where.token)
     with Reader.open(db) as reader:
         instance = server(reader, where, allow_writes=allow_writes)
         mode = "answering and forking allowed" if allow_writes else "read-only"

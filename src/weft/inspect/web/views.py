@@ -60,7 +60,8 @@ def threads(reader: Reader) -> list[dict[str, Any]]:
             forks.setdefault(info.parent_thread, []).append(
                 {"thread_id": info.thread_id, "step": info.parent_step}
             )
-    rows = [
+    infos = sorted(infos, key=lambda info: info.updated_at, reverse=True)
+    rows: list[dict[str, Any]] = [
         {
             "thread_id": info.thread_id,
             "first_step": info.first_step,
@@ -73,7 +74,6 @@ def threads(reader: Reader) -> list[dict[str, Any]]:
         }
         for info in infos
     ]
-    rows.sort(key=lambda row: row["updated_at"], reverse=True)
     return rows
 
 
