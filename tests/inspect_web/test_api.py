@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
+from web_runs import HOSTILE, ODD
 
 from weft.inspect import Reader
 from weft.inspect.web.app import create_app
@@ -38,7 +40,7 @@ def writer(backend: SQLiteBackend) -> Iterator[TestClient]:
 
 def test_threads_lists_every_thread_with_its_forks(client: TestClient) -> None:
     rows = {t["thread_id"]: t for t in client.get("/api/threads").json()["threads"]}
-    assert set(rows) == {"research", "research-fork", "review"}
+    assert set(rows) == {"research", "research-fork", "review", ODD}
     assert rows["research"]["forks"] == [{"thread_id": "research-fork", "step": 7}]
     assert rows["research-fork"]["parent_thread"] == "research"
     assert rows["research-fork"]["parent_step"] == 7
@@ -138,7 +140,7 @@ def test_read_only_refuses_answers_and_forks_and_writes_nothing(
     assert (answer.status_code, fork.status_code) == (403, 403)
     assert "--allow-writes" in answer.json()["error"]
     assert backend.last_step("review") == before
-    assert len(backend.threads()) == 3
+    assert len(backend.threads()) == 4
 
 
 def test_an_answer_is_recorded_on_the_pause_and_the_run(
@@ -225,3 +227,11 @@ def test_the_page_and_its_assets_are_served_from_the_package(client: TestClient)
         response = client.get(f"/static/{asset}")
         assert response.status_code == 200
         assert "https://" not in response.text
+
+
+def test_a_thread_id_with_a_slash_and_a_hash_is_one_path_parameter(client: TestClient) -> None:
+    where = f"/api/threads/{quote(ODD, safe='')}"
+    (entry,) = client.get(f"{where}/memory").json()["kinds"]["shared"]
+    assert (entry["key"], entry["title"]) == ("shared:odd", HOSTILE)
+    state = client.get(f"{where}/state", params={"prefix": "state:"}).json()
+    assert [e["key"] for e in state["entries"]] == ["state:note"]

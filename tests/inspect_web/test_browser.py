@@ -7,10 +7,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from web_harness import read_line, serving, start_scene, stop, wait_for
+from web_runs import HOSTILE, ODD
 
 from weft.persist import SQLiteBackend
 from weft.store.records import RunRecord
@@ -42,7 +44,7 @@ def test_the_page_shows_threads_runs_timeline_state_diff_and_memory(
 ) -> None:
     with serving(db) as where:
         open_page(browser, where.url(), "research", "runs")
-        assert set(threads_shown(browser)) == {"research", "research-fork", "review"}
+        assert set(threads_shown(browser)) == {"research", "research-fork", "review", ODD}
         nodes = wait_for(
             "the run's nodes",
             lambda: browser.find_elements(By.CSS_SELECTOR, "[data-run='research-1'] .node"),
@@ -96,6 +98,27 @@ def test_the_page_shows_threads_runs_timeline_state_diff_and_memory(
         fork = wait_for("the forks", lambda: browser.find_element(By.CSS_SELECTOR, "#fork-list li"))
         assert fork.get_attribute("data-thread") == "research-fork"
         assert "at step 7" in fork.text
+
+
+def test_what_a_model_wrote_is_shown_as_text_never_run(
+    db: Path, browser: Any, screenshot: Screenshot
+) -> None:
+    with serving(db) as where:
+        browser.get(where.url())
+        wait_for("the threads", lambda: threads_shown(browser))
+        browser.find_element(By.CSS_SELECTOR, f'#threads li[data-thread="{ODD}"]').click()
+        browser.find_element(By.CSS_SELECTOR, "#tabs [data-tab='memory']").click()
+        title = wait_for(
+            "the hostile title",
+            lambda: browser.find_element(
+                By.CSS_SELECTOR, "#panel-memory tr[data-key='shared:odd'] .title"
+            ),
+        )
+        assert title.text == HOSTILE
+        assert browser.find_elements(By.CSS_SELECTOR, "#panel-memory img") == []
+        assert browser.title == "weft inspector"
+        assert f"thread={quote(ODD, safe='')}" in browser.current_url.replace("+", "%20")
+        screenshot("hostile")
 
 
 def test_the_memory_panel_updates_live_while_another_process_writes(
@@ -156,6 +179,18 @@ def test_an_answer_in_the_page_resumes_the_paused_run(
                 lambda: browser.find_elements(By.CSS_SELECTOR, ".pause.answered .answer"),
             )
             screenshot("answered")
+            # the run's own process finished it: the page follows, through the live feed
+            browser.find_element(By.CSS_SELECTOR, "#tabs [data-tab='runs']").click()
+            done = wait_for(
+                "the run shown completed",
+                lambda: browser.find_elements(
+                    By.CSS_SELECTOR, "[data-run='approve-1'][data-status='completed'] .node"
+                ),
+            )
+            assert [n.get_attribute("data-status") for n in done] == ["finished"] * 3
+            sidebar = browser.find_element(By.CSS_SELECTOR, "#threads li[data-thread='approval']")
+            assert sidebar.get_attribute("data-step") == str(store_steps(db, "approval"))
+            screenshot("completed")
         with SQLiteBackend(db) as backend:
             store = backend.load("approval").to_store()
         run = store.value("step", "approve-1")
@@ -166,6 +201,11 @@ def test_an_answer_in_the_page_resumes_the_paused_run(
         )
     finally:
         stop(waiter)
+
+
+def store_steps(db: Path, thread: str) -> int:
+    with SQLiteBackend(db) as backend:
+        return backend.last_step(thread)
 
 
 def test_read_only_mode_refuses_the_form(db: Path, browser: Any, screenshot: Screenshot) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from web_harness import read_line, serving, start_scene, stop
+from web_runs import ODD
 
 from weft.errors import ServeError
 from weft.inspect.web import binding
@@ -25,7 +26,7 @@ def test_the_feed_says_when_a_run_in_another_process_writes(db: Path) -> None:
         with client.stream("GET", url) as stream:
             lines = stream.iter_lines()
             first = _next_threads_event(lines)
-            assert first == {"research": 8, "research-fork": 8, "review": 3}
+            assert first == {"research": 8, "research-fork": 8, "review": 3, ODD: 2}
             writer = start_scene("writer", str(db), "live", "2", "0.2")
             try:
                 read_line(writer, timeout=20)  # "wrote 0": committed
@@ -110,7 +111,7 @@ def test_weft_inspect_serves_the_database_it_is_given(db: Path) -> None:
         assert page.status_code == 200
         assert "weft inspector" in page.text
         threads = httpx.get(url + "api/threads", timeout=5).json()["threads"]
-        assert {t["thread_id"] for t in threads} == {"research", "research-fork", "review"}
+        assert {t["thread_id"] for t in threads} == {"research", "research-fork", "review", ODD}
     finally:
         stop(process)
 

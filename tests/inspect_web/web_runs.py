@@ -3,7 +3,8 @@ of its own (``python web_runs.py <scene> <db> ...``), as a user's program would.
 
 Scenes:
 - ``seed DB``: a graph run that completed (memory written with titles), a run that paused
-  for a person, and a fork of the completed thread.
+  for a person, a fork of the completed thread, and a thread whose id has a slash, spaces
+  and a ``#`` and whose memory holds HTML a hostile model might write (``ODD``).
 - ``writer DB THREAD N PERIOD``: writes N memory entries to THREAD, one every PERIOD seconds.
 - ``waiter DB THREAD RUN TIMEOUT``: runs a graph that pauses, prints ``paused <id>``, waits
   (reading the thread again) until someone answers, runs it again and prints ``done <output>``.
@@ -20,6 +21,11 @@ from weft.graph import Paused, ResultPassDownMode, WorkGraph, WorkGraphNode, int
 from weft.memory import AgentMemory
 from weft.persist import DurableRun, SQLiteBackend
 from weft.store import RunLog
+
+HOSTILE = "<img src=x onerror=\"document.title='pwned'\">"
+"""A title a hostile model might write: the page must show it as text, never run it."""
+ODD = "team/ünï code #1"
+"""A thread id that a URL must escape."""
 
 
 def research(topic: str) -> dict[str, Any]:
@@ -67,6 +73,9 @@ def seed(db: str) -> None:
     run.store.write("state", "plan", "A", source="planner")
     run.store.write("state", "plan", "B", source="planner")
     run.fork(run.step - 1, values={"state:plan": "C"}, thread_id="research-fork")
+    odd = DurableRun.open(backend, ODD, run_id="odd-1")
+    odd.store.write("state", "note", "a thread id with a slash, spaces and a #")
+    AgentMemory(odd.store).set("shared:odd", "<b>not bold</b>", source="model", title=HOSTILE)
     paused = DurableRun.open(backend, "review", run_id="review-1")
     result = paused.run_graph(review_graph(), {"notes": "beavers build dams"})
     assert isinstance(result, Paused), result

@@ -122,33 +122,33 @@ def create_app(
     async def threads() -> Any:
         return {"threads": await call(views.threads)}
 
-    @app.get("/api/threads/{thread_id}/runs")
+    @app.get("/api/threads/{thread_id:path}/runs")
     async def runs(thread_id: str) -> Any:
         return await call(views.runs, thread_id)
 
-    @app.get("/api/threads/{thread_id}/timeline")
+    @app.get("/api/threads/{thread_id:path}/timeline")
     async def timeline(
         thread_id: str, since: int = Query(0, ge=0), limit: int = Query(500, ge=1, le=5000)
     ) -> Any:
         return await call(views.timeline, thread_id, since=since, limit=limit)
 
-    @app.get("/api/threads/{thread_id}/state")
+    @app.get("/api/threads/{thread_id:path}/state")
     async def state(thread_id: str, at: int | None = Query(None, ge=0), prefix: str = "") -> Any:
         return await call(views.state, thread_id, at=at, prefix=prefix)
 
-    @app.get("/api/threads/{thread_id}/diff")
+    @app.get("/api/threads/{thread_id:path}/diff")
     async def diff(thread_id: str, at: int = Query(..., ge=1)) -> Any:
         return await call(views.diff, thread_id, at=at)
 
-    @app.get("/api/threads/{thread_id}/memory")
+    @app.get("/api/threads/{thread_id:path}/memory")
     async def memory(thread_id: str) -> Any:
         return await call(views.memory, thread_id)
 
-    @app.get("/api/threads/{thread_id}/pauses")
+    @app.get("/api/threads/{thread_id:path}/pauses")
     async def pauses(thread_id: str) -> Any:
         return await call(views.pauses, thread_id)
 
-    @app.post("/api/threads/{thread_id}/answer")
+    @app.post("/api/threads/{thread_id:path}/answer")
     async def answer(thread_id: str, body: Annotated[Any, Body()]) -> Any:
         if (
             not isinstance(body, dict)
@@ -161,7 +161,7 @@ def create_app(
             )
         return await call(views.answer, thread_id, body["id"], body["answer"])
 
-    @app.post("/api/threads/{thread_id}/fork")
+    @app.post("/api/threads/{thread_id:path}/fork")
     async def fork(thread_id: str, body: Annotated[Any, Body()]) -> Any:
         if not isinstance(body, dict) or "step" not in body:
             raise PersistError('expected a JSON object {"step": <the step to fork at>}')

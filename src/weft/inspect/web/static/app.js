@@ -204,21 +204,36 @@ async function renderRuns() {
         `${run.kind} · started ${when(run.started_at)}`,
         run.duration_ms !== null ? ` · ${ms(run.duration_ms)}` : "",
         run.step !== null ? ` · recorded at step ${run.step}` : "")),
-    el("div", { class: "graph" }, run.nodes.flatMap((node, i) => [
-      i ? el("span", { class: "arrow" }, node.depth ? "↳" : "→") : null,
-      el("div", {
-        class: `node ${node.status}`,
-        dataset: { unit: node.unit, status: node.status },
-        title: node.result ? `result: ${node.result}` : node.status,
-      },
-        el("div", { class: "name" }, node.label),
-        el("div", { class: "meta" }, node.status === "waiting" ? "waiting for an answer" : node.status,
-          node.duration_ms !== null ? ` · ${ms(node.duration_ms)}` : "",
-          node.started_at ? ` · ${when(node.started_at)}` : ""),
-      ),
-    ])),
+    el("div", { class: "graph" }, run.nodes.map((node) => el("div", {
+      class: `node ${node.status}`,
+      dataset: { unit: node.unit, status: node.status },
+      title: node.result ? `result: ${node.result}` : node.status,
+      style: `--depth: ${node.depth}`,
+    },
+      el("div", { class: "name" }, node.label),
+      el("div", { class: "meta" }, node.status === "waiting" ? "waiting for an answer" : node.status,
+        node.duration_ms !== null ? ` · ${ms(node.duration_ms)}` : ""),
+      el("div", { class: "track" }, bar(run, node)),
+    ))),
     run.output ? el("div", { class: "note" }, "output: ", el("span", { class: "mono" }, run.output)) : null,
   )));
+}
+
+// Where a unit ran within its run, as a bar over the run's span of time: units that ran
+// side by side overlap; a unit not reached yet has none.
+function bar(run, node) {
+  if (!node.started_at) return null;
+  const starts = run.nodes.filter((n) => n.started_at).map((n) => n.started_at);
+  const ends = run.nodes.filter((n) => n.started_at)
+    .map((n) => n.started_at + (n.duration_ms || 0) / 1000);
+  const t0 = Math.min(...starts, run.started_at || Infinity);
+  const t1 = Math.max(...ends, t0 + 1e-6);
+  const left = ((node.started_at - t0) / (t1 - t0)) * 100;
+  const width = Math.max((((node.duration_ms || 0) / 1000) / (t1 - t0)) * 100, 0.8);
+  return el("div", {
+    class: "bar", style: `left: ${Math.min(left, 99.2).toFixed(2)}%; width: ${Math.min(width, 100 - Math.min(left, 99.2)).toFixed(2)}%`,
+    title: `started ${when(node.started_at)}, ${ms(node.duration_ms)}`,
+  });
 }
 
 // -------------------------------------------------------------------- timeline
