@@ -160,3 +160,23 @@ def make_all(backend: Backend) -> None:
     make_plan(backend)
     make_chat(backend)
     make_paused_turn(backend)
+
+
+def main(argv: list[str]) -> None:
+    """``python inspect_data.py DB [SCHEMA]``: make every thread in the SQLite file DB, or
+    in the PostgreSQL DSN DB (tables in SCHEMA), from a process of its own."""
+    from weft.persist import PostgresBackend, SQLiteBackend
+
+    db = argv[0]
+    if db.startswith("postgresql://"):
+        backend: Backend = PostgresBackend(db, schema=argv[1])
+    else:
+        backend = SQLiteBackend(db)
+    with backend:
+        make_all(backend)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

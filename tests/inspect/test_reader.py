@@ -11,7 +11,14 @@ import pytest
 from inspect_data import make_paused_turn, make_pipeline, make_refund, refund_graph
 from inspect_db import Opener
 
-from weft.errors import ConflictError, PauseError, PersistError, StepError, StorageError
+from weft.errors import (
+    ConflictError,
+    PauseError,
+    PersistError,
+    StepError,
+    StorageError,
+    WeftError,
+)
 from weft.inspect import Reader, to_json
 from weft.persist import DurableRun, SQLiteBackend
 from weft.store import Pause, RunRecord, StepRecord
@@ -340,3 +347,30 @@ def test_a_reader_needs_a_backend(tmp_path: Path) -> None:
         Reader(str(tmp_path))  # type: ignore[arg-type]
     with SQLiteBackend(tmp_path / "x.db") as backend:
         assert Reader(backend).threads() == []
+
+
+def test_a_thread_that_cannot_be_replayed_hides_no_other(open_backend: Opener) -> None:
+    def mine(total: object, more: int) -> int:
+        return (total if isinstance(total, int) else 0) + more
+
+    make_pipeline(open_backend())
+    run = DurableRun.open(open_backend(), "custom", reducers={"state:n": mine})
+    run.store.write("state", "n", 1)
+    run.store.write("state", "n", 2)
+    run.close()
+    found = {t.thread_id: t for t in Reader(open_backend()).threads()}
+    assert found["pipeline"].error is None and found["pipeline"].runs
+    custom = found["custom"]
+    assert custom.error is not None and "pass reducers={'state:n': mine}" in custom.error
+    assert (custom.last_step, custom.entries, custom.runs) == (2, 0, ())
+    with pytest.raises(WeftError, match="not a built-in"):
+        Reader(open_backend()).state("custom")
+    given = Reader(open_backend(), reducers={"state:n": mine})
+    assert given.state("custom").entries[0].value == 3
+
+
+def test_threads_name_the_processes_that_wrote_them(open_backend: Opener) -> None:
+    make_pipeline(open_backend())
+    (thread,) = Reader(open_backend()).threads()
+    (writer,) = thread.writers
+    assert (writer.run_id, writer.first_step, writer.last_step) == ("pipe-1", 1, thread.last_step)

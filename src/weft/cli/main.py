@@ -1,4 +1,6 @@
-"""The ``weft`` command: ``weft demo`` and ``weft --version``."""
+"""The ``weft`` command: ``weft demo``, ``weft mcp``, the commands that inspect stored runs
+(``weft threads``, ``weft show`` ...), the web inspector (``weft inspect``) and
+``weft --version``."""
 
 from __future__ import annotations
 
@@ -7,11 +9,13 @@ from typing import Annotated
 import typer
 
 from weft import __version__
-from weft.cli import mcp_cmd
+from weft.cli import inspect_cmds, mcp_cmd
+from weft.cli.flags import FlagsGroup
 from weft.inspect.web.command import inspect
 
 app = typer.Typer(
     name="weft",
+    cls=FlagsGroup,
     no_args_is_help=True,
     add_completion=False,
 )
@@ -45,4 +49,5 @@ def demo() -> None:
 
 
 app.command()(mcp_cmd.mcp)
+inspect_cmds.register(app)
 app.command()(inspect)

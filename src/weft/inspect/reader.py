@@ -49,6 +49,7 @@ from weft.memory import AgentMemory
 from weft.persist import Backend, DurableRun, ThreadInfo, fork_thread
 from weft.persist.runs import new_id
 from weft.persist.snapshot import build_store
+from weft.persist.sqlite import DEFAULT_PATH
 from weft.store import (
     CallIntent,
     Entry,
@@ -125,6 +126,13 @@ class Reader:
         ``PersistError`` or ``StorageError`` saying what is wrong when it cannot be opened."""
         from weft.mcp.thread import open_backend  # the one way weft opens a database by name
 
+        text = "" if db is None else str(db)
+        path = DEFAULT_PATH if db is None else Path(text)
+        if "://" not in text and not path.exists():  # never created by reading it
+            raise PersistError(
+                f"database {path}: no such SQLite file. Give the file your runs write (weft's "
+                f"default is {DEFAULT_PATH}, in the folder they ran in) or a postgresql:// DSN"
+            )
         backend = open_backend(db, create=False, schema=schema)
         return cls(backend, reducers=reducers, owns_backend=True)
 
@@ -150,11 +158,15 @@ class Reader:
     # ------------------------------------------------------------------ threads
 
     def threads(self, *, progress: Progress | None = None) -> list[ThreadSummary]:
-        """Every thread, by id, with its runs (each thread is replayed to its last step)."""
+        """Every thread, by id, with its runs (each thread is replayed to its last step; one
+        that cannot be says why in its ``error``)."""
         infos = self.backend.threads()
         out = []
         for done, info in enumerate(infos, 1):
-            out.append(self._summary(info, self._replay(info, None)))
+            try:
+                out.append(self._summary(info, self._replay(info, None)))
+            except WeftError as error:  # one thread that cannot be replayed hides no other
+                out.append(self._summary(info, None, error=" ".join(str(error).split())))
             if progress is not None:
                 progress(done, len(infos))
         return out
@@ -205,18 +217,20 @@ class Reader:
         stop: Callable[[], bool] | None = None,
     ) -> Iterator[ThreadEvent]:
         """The thread's events after ``since``, then each new one as another process
-        appends it, polling every ``interval`` seconds; ends when ``stop()`` is true (checked
-        between polls), else runs until the caller stops iterating (Ctrl-C)."""
+        appends it, polling every ``interval`` seconds; ends once ``stop()`` is true, after
+        reading what was appended before it was (else runs until the caller stops iterating,
+        or Ctrl-C)."""
         self._info(thread_id)
         _check_whole(since, "since", minimum=0)
         if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
             raise PersistError(f"interval={interval!r}: expected seconds > 0, e.g. 0.25")
         last = since
         while True:
+            stopping = stop is not None and stop()  # asked first: what came before it is read
             for logged in self.backend.history(thread_id, after=last):
                 last = logged.event.seq
                 yield _event(logged.run_id, logged.event)
-            if stop is not None and stop():
+            if stopping:
                 return
             time.sleep(interval)
 
@@ -394,13 +408,15 @@ class Reader:
             checkpoint.snapshot, ticking, reducers=self._reducers, types=self.backend.types
         )
 
-    def _summary(self, info: ThreadInfo, store: Store) -> ThreadSummary:
+    def _summary(
+        self, info: ThreadInfo, store: Store | None, *, error: str | None = None
+    ) -> ThreadSummary:
         runs: dict[str, RunRecord] = {}
         steps: dict[str, int] = {}
         units: dict[str, int] = {}
         waiting: dict[str, int] = {}
         entries = size = 0
-        for entry in store.entries():
+        for entry in store.entries() if store is not None else ():
             entries += 1
             value = entry.value
             size += _size(value)
@@ -442,6 +458,8 @@ class Reader:
             parent_thread=info.parent_thread,
             parent_step=info.parent_step,
             runs=tuple(summaries),
+            writers=tuple(self.backend.runs(info.thread_id)),
+            error=error,
         )
 
 

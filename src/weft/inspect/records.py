@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from weft.persist import RunInfo
 from weft.store import CallIntent, Pause, RunRecord, StepRecord, to_jsonable
-from weft.store.records import RunStatus
+from weft.store.records import RECORDS, RunStatus
 
 UnitRecord = RunRecord | StepRecord | Pause | CallIntent
 """A run's bookkeeping record as the timeline shows it."""
@@ -46,7 +47,9 @@ class ThreadSummary:
     """One stored thread: its steps (``first_step`` to ``last_step``; a pruned or forked
     thread starts later), how many entries its state holds and their JSON size
     (``size_bytes``), when it was last written (``updated_at``, epoch seconds), where it was
-    forked from, and its runs."""
+    forked from, its runs (the ``RunRecord`` s in it) and its ``writers``: the processes'
+    run ids that appended to it, with the steps each appended (``RunInfo``; a run recorded
+    by a ``DurableRun`` has the run's id by default)."""
 
     thread_id: str
     first_step: int
@@ -58,6 +61,10 @@ class ThreadSummary:
     parent_thread: str | None
     parent_step: int | None
     runs: tuple[RunSummary, ...]
+    writers: tuple[RunInfo, ...] = ()
+    error: str | None = None
+    """Why the thread could not be replayed (a reducer of your own not given, say): its
+    entries, size and runs are then unknown (0 and empty)."""
 
     @property
     def steps(self) -> int:
@@ -204,18 +211,19 @@ class Fork:
 
 
 def to_json(value: Any) -> Any:
-    """The JSON-ready form of any inspector record (or tuple/list of them): dataclass
-    fields by name, stored values as the store's codec writes them (weft's records tagged
-    with ``__weft__``), and each record's properties (``steps``, ``paused``, ``path``,
-    ``id``) beside its fields."""
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+    """The JSON-ready form of any inspector record (or a list, tuple or dict of them):
+    dataclass fields by name, every field even at its default, with each record's
+    properties (``steps``, ``paused``, ``path``, ``key``, a question's ``id``) beside them;
+    weft's run records (``RunRecord``, ``StepRecord``, ``Pause``, ``CallIntent``) say which
+    they are in ``"type"``; any other stored value as the store's codec writes it."""
+    if type(value) in (list, tuple):
         return [to_json(item) for item in value]
+    if type(value) is dict:
+        return {str(key): to_json(item) for key, item in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        if isinstance(value, Pause):
-            return {**to_jsonable(value), "id": value.id}
-        if isinstance(value, (RunRecord, StepRecord, CallIntent)):
-            return to_jsonable(value)
         out = {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, RECORDS):
+            out = {"type": type(value).__name__, **out}
         for name in _PROPERTIES.get(type(value), ()):
             out[name] = getattr(value, name)
         return out
@@ -226,4 +234,5 @@ _PROPERTIES: dict[type, tuple[str, ...]] = {
     ThreadSummary: ("steps", "paused"),
     TimelineItem: ("path",),
     ThreadEvent: ("key",),
+    Pause: ("id",),
 }
