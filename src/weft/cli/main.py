@@ -50,4 +50,4 @@ def demo() -> None:
 
 app.command()(mcp_cmd.mcp)
 inspect_cmds.register(app)
-app.command()(inspect)
+app.command(rich_help_panel=inspect_cmds.PANEL)(inspect)

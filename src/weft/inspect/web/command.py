@@ -13,7 +13,7 @@ def inspect(
     db: Annotated[
         str | None,
         typer.Argument(
-            metavar="[DB]", help="A SQLite file (default .weft/weft.db) or a postgresql:// DSN."
+            metavar="DB", help="A SQLite file (default .weft/weft.db) or a postgresql:// DSN."
         ),
     ] = None,
     host: Annotated[
