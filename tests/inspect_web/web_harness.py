@@ -118,3 +118,31 @@ def wait_for(
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what}: not within {timeout}s (last error: {last!r})")
         time.sleep(every)
+
+
+PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
+
+
+@contextmanager
+def postgres_schema() -> Iterator[str]:
+    """A schema of its own on the real PostgreSQL server (dropped afterwards); a server that
+    cannot be reached fails the test with how to start it."""
+    import uuid
+
+    import psycopg
+
+    schema = f"web_{uuid.uuid4().hex[:12]}"
+    try:
+        psycopg.connect(PG, connect_timeout=5).close()
+    except psycopg.OperationalError as exc:
+        raise AssertionError(
+            "the inspector's PostgreSQL test needs a server on 127.0.0.1:5432 with a database "
+            "weft_test (trust auth, user postgres); .ci/run starts one. Locally: "
+            "`pg_ctlcluster 15 main start && createdb -h 127.0.0.1 -U postgres weft_test`. "
+            f"The error: {exc}"
+        ) from None
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(PG, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
