@@ -72,6 +72,8 @@ def test_timeline_lists_the_stored_events_after_a_step(client: TestClient) -> No
     assert whole["events"][0]["key"] == "input:topic"
     assert whole["events"][0]["source"] == "user"
     assert whole["events"][1]["record"] == "StepRecord"
+    window = client.get("/api/threads/research/timeline", params={"since": 2, "limit": 3})
+    assert [e["step"] for e in window.json()["events"]] == [3, 4, 5]
     tail = client.get("/api/threads/research/timeline", params={"since": 6}).json()
     assert [(e["step"], e["key"], e["preview"]) for e in tail["events"]] == [
         (7, "state:plan", '"A"'),
@@ -235,3 +237,10 @@ def test_a_thread_id_with_a_slash_and_a_hash_is_one_path_parameter(client: TestC
     assert (entry["key"], entry["title"]) == ("shared:odd", HOSTILE)
     state = client.get(f"{where}/state", params={"prefix": "state:"}).json()
     assert [e["key"] for e in state["entries"]] == ["state:note"]
+
+
+def test_a_malformed_request_is_400_saying_what_was_wrong(client: TestClient) -> None:
+    response = client.get("/api/threads/research/timeline", params={"since": -1})
+    assert response.status_code == 400
+    assert "since" in response.json()["error"]
+    assert "greater than or equal to 0" in response.json()["error"]

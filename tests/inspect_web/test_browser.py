@@ -32,6 +32,17 @@ def threads_shown(browser: Any) -> list[str]:
     ]
 
 
+def attributes(browser: Any, selector: str, name: str) -> list[str]:
+    """The ``data-<name>`` of every element ``selector`` finds, read in one step (the page
+    may redraw between two calls of the driver)."""
+    found: list[str] = browser.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map((e) => e.dataset[arguments[1]])",
+        selector,
+        name,
+    )
+    return found
+
+
 def cells(browser: Any, selector: str) -> list[list[str]]:
     return [
         [td.text for td in row.find_elements(By.TAG_NAME, "td")]
@@ -152,6 +163,14 @@ def test_the_memory_panel_updates_live_while_another_process_writes(
                 assert row[0].find_element(By.CLASS_NAME, "source").text == "live-writer"
             screenshot("live-memory")
             assert max(lags) < 2.0, f"the panel lagged the writer by {lags} seconds"
+            browser.find_element(By.CSS_SELECTOR, "#tabs [data-tab='timeline']").click()
+            newest = store_steps(db, "live")
+            wait_for(
+                "the timeline up to the last write",
+                lambda: browser.find_elements(
+                    By.CSS_SELECTOR, f"#timeline-table tr[data-step='{newest}']"
+                ),
+            )
     finally:
         stop(writer)
 
@@ -181,15 +200,23 @@ def test_an_answer_in_the_page_resumes_the_paused_run(
             screenshot("answered")
             # the run's own process finished it: the page follows, through the live feed
             browser.find_element(By.CSS_SELECTOR, "#tabs [data-tab='runs']").click()
-            done = wait_for(
-                "the run shown completed",
-                lambda: browser.find_elements(
-                    By.CSS_SELECTOR, "[data-run='approve-1'][data-status='completed'] .node"
+            steps = store_steps(db, "approval")
+            wait_for(
+                "the run shown completed, every unit finished",
+                lambda: (
+                    attributes(
+                        browser, "[data-run='approve-1'][data-status='completed'] .node", "status"
+                    )
+                    == ["finished"] * 3
                 ),
             )
-            assert [n.get_attribute("data-status") for n in done] == ["finished"] * 3
-            sidebar = browser.find_element(By.CSS_SELECTOR, "#threads li[data-thread='approval']")
-            assert sidebar.get_attribute("data-step") == str(store_steps(db, "approval"))
+            wait_for(
+                "the thread's last step in the list",
+                lambda: (
+                    attributes(browser, "#threads li[data-thread='approval']", "step")
+                    == [str(steps)]
+                ),
+            )
             screenshot("completed")
         with SQLiteBackend(db) as backend:
             store = backend.load("approval").to_store()

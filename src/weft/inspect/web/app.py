@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 import uvicorn
 from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.responses import Response
@@ -101,6 +102,14 @@ def create_app(
         response.headers.setdefault("Cache-Control", "no-store")
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         return response
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_request: Request, error: RequestValidationError) -> Any:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in problem['loc'])}: {problem['msg']}"
+            for problem in error.errors()
+        )
+        return JSONResponse({"error": f"a request the inspector cannot take: {problems}"}, 400)
 
     @app.exception_handler(WeftError)
     async def weft_error(_request: Request, error: WeftError) -> Any:

@@ -20,18 +20,10 @@ from weft.inspect.reader import Reader
 from weft.inspect.records import TimelineItem, to_json
 from weft.persist.base import ThreadInfo
 from weft.store import RunRecord
-from weft.store.records import PAUSES
+from weft.store.records import PAUSES, RECORDS
 
 PREVIEW: Final = 160
 """Characters of a value's JSON a timeline row or a node shows."""
-_PAUSE_DEFAULTS: Final = {
-    "label": None,
-    "index": 0,
-    "question": None,
-    "answered": False,
-    "answer": None,
-    "answered_at": None,
-}
 TIMELINE_LIMIT: Final = 500
 """The most events one timeline request returns by default (the page asks for more)."""
 
@@ -168,9 +160,8 @@ def timeline(
 
 def _event(event: Any) -> dict[str, Any]:
     row: dict[str, Any] = to_json(event)
-    value = row.pop("value")
-    tag = value.get("__weft__") if isinstance(value, dict) else None
-    row["record"] = tag.removeprefix("weft.") if isinstance(tag, str) else None
+    del row["value"]  # a preview is enough for a list; the state tab shows values whole
+    row["record"] = type(event.value).__name__ if isinstance(event.value, RECORDS) else None
     row["preview"] = preview(event.value)
     return row
 
@@ -222,9 +213,6 @@ def pauses(reader: Reader, thread_id: str) -> dict[str, Any]:
     """The questions the thread's runs asked a person, those waiting first."""
     require_thread(reader, thread_id)
     rows = to_json(reader.pauses(thread_id))
-    for row in rows:  # the codec leaves out the fields at their defaults
-        for name, default in _PAUSE_DEFAULTS.items():
-            row.setdefault(name, default)
     rows.sort(key=lambda row: row["answered"])
     return {"thread_id": thread_id, "pauses": rows}
 

@@ -209,6 +209,7 @@ async function renderRuns() {
       dataset: { unit: node.unit, status: node.status },
       title: node.result ? `result: ${node.result}` : node.status,
       style: `--depth: ${node.depth}`,
+      onclick: node.status === "waiting" ? () => setTab("pauses") : null,
     },
       el("div", { class: "name" }, node.label),
       el("div", { class: "meta" }, node.status === "waiting" ? "waiting for an answer" : node.status,
@@ -238,10 +239,31 @@ function bar(run, node) {
 
 // -------------------------------------------------------------------- timeline
 
+// The events shown, per thread: the newest WINDOW at first, then each new one as the feed
+// says the thread moved (only those are fetched), and older ones on request.
+const WINDOW = 1000;
+const loaded = { thread: null, events: [], last: 0 };
+
+async function fetchEvents(since, limit) {
+  const q = `since=${since}&limit=${Math.max(limit, 1)}`;
+  return (await api(`/api/threads/${enc(view.thread)}/timeline?${q}`)).events;
+}
+
 async function renderTimeline() {
-  const data = await api(`/api/threads/${enc(view.thread)}/timeline?since=0&limit=5000`);
+  const t = currentThread();
+  const first = t ? t.first_step : 0;
+  const last = t ? t.last_step : 0;
+  if (loaded.thread !== view.thread || last < loaded.last) {
+    const since = Math.max(first, last - WINDOW);
+    loaded.thread = view.thread;
+    loaded.events = await fetchEvents(since, last - since);
+  } else if (last > loaded.last) {
+    loaded.events = loaded.events.concat(await fetchEvents(loaded.last, last - loaded.last));
+  }
+  loaded.last = last;
+  const oldest = loaded.events.length ? loaded.events[0].step : last + 1;
   const panel = document.getElementById("panel-timeline");
-  const rows = data.events.slice().reverse().map((e) => el("tr", {
+  const rows = loaded.events.slice().reverse().map((e) => el("tr", {
     class: "clickable", dataset: { step: String(e.step) },
     title: "show the state at this step",
     onclick: () => { view.at = e.step; setTab("state"); },
@@ -254,10 +276,18 @@ async function renderTimeline() {
     el("td", {}, e.source || ""),
     el("td", { class: "mono value" }, e.record ? `${e.record} ` : "", e.preview),
   ));
+  const older = oldest - 1 > first ? el("button", {
+    id: "timeline-older", type: "button",
+    onclick: async () => {
+      const since = Math.max(first, oldest - 1 - WINDOW);
+      loaded.events = (await fetchEvents(since, oldest - 1 - since)).concat(loaded.events);
+      refresh();
+    },
+  }, `Load steps ${Math.max(first, oldest - 1 - WINDOW) + 1}–${oldest - 1}`) : null;
   fill(panel, el("table", { id: "timeline-table" },
     el("thead", {}, el("tr", {}, ["step", "time", "run", "op", "key", "source", "value"].map(
       (h) => el("th", {}, h)))),
-    el("tbody", {}, rows)));
+    el("tbody", {}, rows)), older);
 }
 
 // ----------------------------------------------------------------------- state
