@@ -132,7 +132,7 @@ def test_show_prints_the_timeline(db: str) -> None:
     lines = [line for line in shown.splitlines() if "│" in line]
     units = [line.split("│")[1].strip() for line in lines]
     assert units == ["job-1", "iter/0 agent", "reply", "0 Search", "iter/1 agent", "reply"]
-    assert "ms" in lines[0]  # how long the run took
+    assert re.search(r"│ \d+(\.\d+)? (µs|ms|s) │", lines[0])  # how long the run took
     found = weft_json("show", "pipeline", "--db", db)
     assert found["thread"]["thread_id"] == "pipeline"
     assert [i["kind"] for i in found["timeline"]] == ["graph", "node", "node", "node", "call"]
@@ -398,3 +398,43 @@ def test_replaying_a_long_thread_shows_progress_on_a_terminal(tmp_path: Path) ->
         env={k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")},
     )
     assert quiet.returncode == 0 and quiet.stderr == ""  # a pipe gets no bar
+
+
+def test_answer_asks_which_question_when_several_wait(tmp_path: Path) -> None:
+    from weft.graph import WorkGraph, WorkGraphNode, interrupt
+
+    def ask_a() -> str:
+        return str(interrupt("a?"))
+
+    def ask_b() -> str:
+        return str(interrupt("b?"))
+
+    def graph() -> WorkGraph:
+        return WorkGraph(start_nodes=[WorkGraphNode(ask_a, id="a"), WorkGraphNode(ask_b, id="b")])
+
+    db = str(tmp_path / "weft.db")
+    with SQLiteBackend(db) as backend:
+        run = DurableRun.open(backend, "two")
+        paused = run.run_graph(graph(), run_id="both")
+        run.close()
+    assert isinstance(paused, Paused) and len(paused.questions) == 2
+    said = refused("answer", "two", "yes", "--db", db)
+    assert "2 questions wait in thread 'two' (" in said
+    assert "both/a#0/pauses/0" in said and "both/b#1/pauses/0" in said
+    assert "say which with --id" in said
+    weft("answer", "two", "yes", "--id", "both/a#0/pauses/0", "--db", db)
+    weft("answer", "two", "no", "--db", db)  # one left: no --id needed
+    with SQLiteBackend(db) as backend:
+        run = DurableRun.open(backend, "two")
+        assert run.run_graph(graph(), run_id="both") == ["yes", "no"]
+        run.close()
+    found = weft_json("diff", "two", str(run.step), "1", "--db", db)
+    assert all(c["change"] == "removed" for c in found["changes"])  # back in time
+
+
+def test_hostile_ids_and_prefixes_are_one_line(db: str) -> None:
+    assert "thread_id='': expected a non-empty string" in refused("show", "", "--db", db)
+    assert "no NUL" in refused("state", "a\x00b", "--db", db)
+    empty = weft_json("state", "pipeline", "--prefix", "\x00nothing", "--db", db)
+    assert empty["entries"] == []
+    assert "thread '../../etc' does not exist" in refused("pauses", "../../etc", "--db", db)

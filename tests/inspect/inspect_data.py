@@ -8,9 +8,10 @@ from typing import Annotated, Any, TypedDict
 from weft.agent import PromptBasedActionAgent
 from weft.calls import Plan, Tool
 from weft.graph import Paused, ResultPassDownMode, WorkGraph, WorkGraphNode, interrupt
-from weft.llm import ScriptedReasoner
+from weft.llm import ScriptedChatModel, ScriptedReasoner
 from weft.memory import AgentMemory
 from weft.persist import Backend, DurableRun
+from weft.plan import ParallelTaskExecutor, Step, Task, TaskPlan
 from weft.runtime import Input, Reducer, TurnRuntime, TurnScoped, node
 from weft.store import reducers
 
@@ -151,6 +152,39 @@ def make_paused_turn(backend: Backend, thread: str = "confirm") -> Any:
     """A turn whose node asks a person: the turn runtime's pause."""
     with TurnRuntime(ChatState, [confirm], backend) as runtime:
         return runtime.run_turn({"message": "delete it", "session_id": thread})
+
+
+def send(to: str) -> dict[str, Any]:
+    return {"sent": interrupt({"send to": to})}
+
+
+def mail_script(messages: Any, tools: Any) -> Any:
+    """A model that calls the tool ``send``, then finishes the step with its result."""
+    results = [m for m in messages if m.role == "tool"]
+    if not results:
+        return ScriptedChatModel.tool_call("send", {"to": "bob"})
+    return ScriptedChatModel.tool_call("finish_step", {"result": results[-1].content})
+
+
+def mail_executor(run: DurableRun) -> ParallelTaskExecutor:
+    """A plan of one task whose step's tool asks a person: the task's run nests in the
+    plan's (run ids ``job`` and ``job.mail``)."""
+    plan = TaskPlan(tasks=[Task(id="mail", steps=[Step(id="send", instructions="Send it.")])])
+    return ParallelTaskExecutor(
+        plan,
+        model=ScriptedChatModel(mail_script),
+        memory=AgentMemory(run.store),
+        tools=[Tool(name="send", fn=send, parameters={"type": "object"})],
+    )
+
+
+def make_paused_task(backend: Backend, thread: str = "mail") -> Paused:
+    """An executor's run paused inside a nested run."""
+    run = DurableRun.open(backend, thread, run_id="executor")
+    paused = mail_executor(run).execute(run_id="job")
+    run.close()
+    assert isinstance(paused, Paused)
+    return paused
 
 
 def make_all(backend: Backend) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import subprocess
 import sys
 
@@ -37,3 +38,8 @@ def test_reading_threads_needs_neither_rich_nor_typer_nor_a_server_driver() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_docstring_examples_run() -> None:
+    result = doctest.testmod(reader)
+    assert result.attempted > 0 and result.failed == 0

@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
+from contextlib import closing
 from pathlib import Path
 
 import pytest
-from inspect_data import make_paused_turn, make_pipeline, make_refund, refund_graph
-from inspect_db import Opener
+from inspect_data import (
+    mail_executor,
+    make_paused_task,
+    make_paused_turn,
+    make_pipeline,
+    make_refund,
+    refund_graph,
+)
+from inspect_db import PG, Opener
 
 from weft.errors import (
     ConflictError,
@@ -19,8 +28,9 @@ from weft.errors import (
     StorageError,
     WeftError,
 )
+from weft.graph import Paused
 from weft.inspect import Reader, to_json
-from weft.persist import DurableRun, SQLiteBackend
+from weft.persist import DurableRun, PostgresBackend, SQLiteBackend
 from weft.store import Pause, RunRecord, StepRecord
 
 
@@ -87,8 +97,10 @@ def test_the_timeline_of_a_plan_turns_and_a_pause(made: Opener) -> None:
     reader = Reader(made())
     plan = [(i.unit, i.kind) for i in reader.timeline("plan")]
     assert plan == [("", "graph"), ("0.fetchUserProfile#0", "node"), ("1.greet#1", "node")]
-    chat = {i.unit: i for i in reader.timeline("chat")}
-    assert chat["turn"].kind == "turn" and chat["turn"].duration_ms is not None
+    turns = [i for i in reader.timeline("chat") if i.kind == "turn"]
+    assert [(i.unit, i.record.result) for i in turns] == [("turn", 1), ("turn", 2)]  # each turn
+    assert all(i.duration_ms is not None and i.source == "turn" for i in turns)
+    assert turns[0].step < turns[1].step
     refund = reader.timeline("refund")
     assert [(i.unit, i.kind, i.status, i.label) for i in refund] == [
         ("", "graph", "paused", None),
@@ -374,3 +386,92 @@ def test_threads_name_the_processes_that_wrote_them(open_backend: Opener) -> Non
     (thread,) = Reader(open_backend()).threads()
     (writer,) = thread.writers
     assert (writer.run_id, writer.first_step, writer.last_step) == ("pipe-1", 1, thread.last_step)
+
+
+def test_open_refuses_a_database_without_weft_tables_and_adds_none(tmp_path: Path) -> None:
+    import sqlite3
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    other = tmp_path / "other.db"
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE notes (text)")
+        conn.commit()
+    for path in (empty, other):
+        with pytest.raises(PersistError, match="holds no weft event log"):
+            Reader.open(path)
+    assert empty.stat().st_size == 0
+    with closing(sqlite3.connect(other)) as conn:
+        tables = conn.execute("SELECT name FROM sqlite_master").fetchall()
+    assert tables == [("notes",)]
+
+
+def test_open_refuses_a_schema_without_weft_tables_and_creates_none() -> None:
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with pytest.raises(PersistError, match=f"schema '{schema}': it holds no weft event log"):
+        Reader.open(PG, schema=schema)
+    with psycopg.connect(PG) as conn:
+        found = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        assert found.fetchone() is None
+
+
+def test_open_reads_a_schema_runs_wrote(open_backend: Opener) -> None:
+    make_pipeline(open_backend())
+    db = open_backend()
+    target = PG if isinstance(db, PostgresBackend) else str(db.location)
+    schema = db.schema if isinstance(db, PostgresBackend) else "weft"
+    with Reader.open(target, schema=schema) as reader:
+        assert [t.thread_id for t in reader.threads()] == ["pipeline"]
+
+
+async def test_afollow_tails_a_writer_without_blocking_the_loop(open_backend: Opener) -> None:
+    import asyncio
+
+    writer = DurableRun.open(open_backend(), "live")
+    writer.store.write("state", "n", 0)
+    reader = Reader(open_backend())
+    done = threading.Event()
+    ticks = 0
+
+    async def write() -> None:
+        nonlocal ticks
+        for n in range(1, 4):
+            await asyncio.sleep(0.05)
+            writer.store.write("state", "n", n)
+            ticks += 1
+        done.set()
+
+    task = asyncio.create_task(write())
+    seen = [e.value async for e in reader.afollow("live", interval=0.02, stop=done.is_set)]
+    await task
+    writer.close()
+    assert seen == [0, 1, 2, 3] and ticks == 3
+    with pytest.raises(PersistError, match="interval=0"):
+        async for _ in reader.afollow("live", interval=0):
+            pass
+
+
+def test_a_question_of_a_nested_run_is_answered_and_the_outer_run_resumes(
+    open_backend: Opener,
+) -> None:
+    paused = make_paused_task(open_backend())
+    reader = Reader(open_backend())
+    (question,) = reader.pauses("mail", waiting=True)
+    assert (question.run_id, question.unit, paused.run_id) == ("job.mail", "send", "job")
+    lines = [(i.run_id, i.unit, i.kind, i.status) for i in reader.timeline("mail")]
+    assert lines[:2] == [
+        ("job", "", "job graph", "paused"),
+        ("job.mail", "", "job graph", "paused"),
+    ]
+    assert ("job.mail", "send/pauses/0", "pause", "waiting") in lines
+    assert reader.thread("mail").paused
+    reader.answer("mail", paused.answer("yes"))
+    assert not reader.thread("mail").paused  # nothing waits for a person: for the owner
+    owner = DurableRun.open(open_backend(), "mail", run_id="executor")
+    done = mail_executor(owner).execute(run_id="job")
+    owner.close()
+    assert not isinstance(done, Paused) and done.ok
+    assert done.final_result == '{"ok": true, "result": {"sent": "yes"}}'
+    assert [r.status for r in reader.thread("mail").runs] == ["completed", "completed"]

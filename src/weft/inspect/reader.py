@@ -3,12 +3,12 @@
 A ``Reader`` opens a SQLite file or a PostgreSQL DSN (or wraps a backend you already
 have) and answers what a person inspecting stored runs asks: which threads and runs
 there are (``threads``), what ran in one and how long it took (``timeline``), its raw
-events (``events``, ``follow`` to tail them as another process writes), its state at any
-step (``state``, ``diff``), its memory as ``memory_list`` shows it (``memory``), and the
-questions its runs wait on (``pauses``). It also steers: ``answer`` records answers to a
-paused run (its owner resumes it with the same run id and no ``answers=``), ``fork``
-starts a new thread from a step, ``prune`` drops old steps. ``weft threads``, ``weft
-show`` and the other inspection commands are this class, rendered.
+events (``events``; ``follow`` and ``afollow`` tail them as another process writes), its
+state at any step (``state``, ``diff``), its memory as ``memory_list`` shows it
+(``memory``), and the questions its runs wait on (``pauses``). It also steers:
+``answer`` records answers to a paused run (its owner resumes it with the same run id and
+no ``answers=``), ``fork`` starts a new thread from a step, ``prune`` drops old steps.
+``weft threads``, ``weft show`` and the other inspection commands are this class, rendered.
 
 >>> import tempfile, pathlib
 >>> from weft.persist import DurableRun, SQLiteBackend
@@ -24,13 +24,20 @@ show`` and the other inspection commands are this class, rendered.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import replace
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Self
 
-from weft.errors import ConflictError, PauseError, PersistError, StepError, WeftError
+from weft.errors import (
+    ConflictError,
+    PauseError,
+    PersistError,
+    StepError,
+    WeftError,
+)
+from weft.inspect import _build, _open
 from weft.inspect.records import (
     EntryChange,
     Fork,
@@ -42,7 +49,6 @@ from weft.inspect.records import (
     ThreadState,
     ThreadSummary,
     TimelineItem,
-    TimelineStatus,
     to_json,
 )
 from weft.memory import AgentMemory
@@ -51,20 +57,16 @@ from weft.persist.runs import new_id
 from weft.persist.snapshot import build_store
 from weft.persist.sqlite import DEFAULT_PATH
 from weft.store import (
-    CallIntent,
-    Entry,
     Event,
     Pause,
-    RunLog,
     RunRecord,
     StepRecord,
     Store,
-    value_bytes,
 )
 from weft.store import (
     reducers as _reducers,
 )
-from weft.store.records import CALLS, KIND, RECORDS
+from weft.store.records import KIND
 
 __all__ = [
     "EntryChange",
@@ -127,13 +129,13 @@ class Reader:
         from weft.mcp.thread import open_backend  # the one way weft opens a database by name
 
         text = "" if db is None else str(db)
-        path = DEFAULT_PATH if db is None else Path(text)
-        if "://" not in text and not path.exists():  # never created by reading it
-            raise PersistError(
-                f"database {path}: no such SQLite file. Give the file your runs write (weft's "
-                f"default is {DEFAULT_PATH}, in the folder they ran in) or a postgresql:// DSN"
-            )
-        backend = open_backend(db, create=False, schema=schema)
+        if text.startswith(("postgresql://", "postgres://")):
+            _open.check_schema(text, schema)
+            backend = open_backend(text, create=False, schema=schema)
+        else:
+            path = DEFAULT_PATH if db is None else Path(text)
+            _open.check_file(path)
+            backend = open_backend(path, create=False)
         return cls(backend, reducers=reducers, owns_backend=True)
 
     @property
@@ -181,16 +183,14 @@ class Reader:
         self, thread_id: str, *, at: int | None = None, progress: Progress | None = None
     ) -> list[TimelineItem]:
         """What ran in the thread (as of step ``at``, default its last): each run, then its
-        units of work, keyed calls and questions, in the order they started."""
-        store = self._replay(self._info(thread_id), at, progress)
-        groups: dict[str, list[TimelineItem]] = {}
-        for entry in store.entries(kind=KIND):
-            item = _item(entry, store)
-            if item is not None:
-                groups.setdefault(item.run_id, []).append(item)
-        ordered = [_tree_order(group) for group in groups.values()]
-        ordered.sort(key=_group_start)
-        return [item for group in ordered for item in group]
+        units of work, keyed calls and questions, in the order they started; a unit
+        recorded again at one path (each turn of a turn runtime) once per time, as far back
+        as the thread's log goes."""
+        info = self._info(thread_id)
+        store = self._replay(info, at, progress)
+        log = self.backend.history(thread_id, after=info.first_step, upto=at)
+        earlier = _build.replaced(store, (logged.event for logged in log))
+        return _build.timeline(store, earlier)
 
     # ------------------------------------------------------------------- events
 
@@ -204,7 +204,7 @@ class Reader:
         if until is not None:
             _check_whole(until, "until", minimum=since)
         return [
-            _event(logged.run_id, logged.event)
+            _build.thread_event(logged.run_id, logged.event)
             for logged in self.backend.history(thread_id, after=since, upto=until)
         ]
 
@@ -220,19 +220,48 @@ class Reader:
         appends it, polling every ``interval`` seconds; ends once ``stop()`` is true, after
         reading what was appended before it was (else runs until the caller stops iterating,
         or Ctrl-C)."""
+        last = self._start_following(thread_id, since, interval)
+        while True:
+            stopping = stop is not None and stop()  # asked first: what came before it is read
+            for event in self._poll(thread_id, last):
+                last = event.step
+                yield event
+            if stopping:
+                return
+            time.sleep(interval)
+
+    async def afollow(
+        self,
+        thread_id: str,
+        *,
+        since: int = 0,
+        interval: float = 0.25,
+        stop: Callable[[], bool] | None = None,
+    ) -> AsyncIterator[ThreadEvent]:
+        """``follow`` for an event loop (a web page's live feed): each poll runs in a worker
+        thread, so the loop is never blocked by the database."""
+        last = await asyncio.to_thread(self._start_following, thread_id, since, interval)
+        while True:
+            stopping = stop is not None and stop()
+            for event in await asyncio.to_thread(self._poll, thread_id, last):
+                last = event.step
+                yield event
+            if stopping:
+                return
+            await asyncio.sleep(interval)
+
+    def _start_following(self, thread_id: str, since: int, interval: float) -> int:
         self._info(thread_id)
         _check_whole(since, "since", minimum=0)
         if not isinstance(interval, (int, float)) or isinstance(interval, bool) or interval <= 0:
             raise PersistError(f"interval={interval!r}: expected seconds > 0, e.g. 0.25")
-        last = since
-        while True:
-            stopping = stop is not None and stop()  # asked first: what came before it is read
-            for logged in self.backend.history(thread_id, after=last):
-                last = logged.event.seq
-                yield _event(logged.run_id, logged.event)
-            if stopping:
-                return
-            time.sleep(interval)
+        return since
+
+    def _poll(self, thread_id: str, after: int) -> list[ThreadEvent]:
+        return [
+            _build.thread_event(logged.run_id, logged.event)
+            for logged in self.backend.history(thread_id, after=after)
+        ]
 
     # -------------------------------------------------------------------- state
 
@@ -251,9 +280,9 @@ class Reader:
             raise PersistError(f"prefix={prefix!r}: expected the start of a key, e.g. 'state:'")
         store = self._replay(info, at, progress)
         entries = tuple(
-            _state_entry(entry)
+            _build.state_entry(entry)
             for entry in store.entries(key_prefix=prefix or "")
-            if not _a_record(entry)
+            if not _build.a_record(entry)
         )
         step = info.last_step if at is None else at
         return ThreadState(thread_id=thread_id, step=step, prefix=prefix, entries=entries)
@@ -264,9 +293,9 @@ class Reader:
         """How the thread's state changed from step ``a`` to step ``b``, key by key (run
         records left out)."""
         info = self._info(thread_id)
-        before = _values(self._replay(info, a, _half(progress, 0)))
+        before = _build.values(self._replay(info, a, _half(progress, 0)))
         after_store = self._replay(info, b, _half(progress, 1))
-        after = _values(after_store)
+        after = _build.values(after_store)
         changes: list[EntryChange] = []
         for key in sorted(before.keys() | after.keys()):
             old, new = before.get(key), after.get(key)
@@ -303,7 +332,7 @@ class Reader:
                 title=entry.title,
                 description=entry.description,
                 source=entry.source,
-                value_bytes=_size(entry.value),
+                value_bytes=_build.size_of(entry.value),
                 created_at=entry.created_at.timestamp(),
                 updated_at=entry.updated_at.timestamp(),
                 value=entry.value,
@@ -348,7 +377,7 @@ class Reader:
                 name="weft.answer",
             )
             try:
-                return _record_answers(run.store, thread_id, answers)
+                return _build.record_answers(run.store, thread_id, answers)
             except ConflictError:  # the run's owner wrote meanwhile: read again, answer again
                 if attempt == _ANSWER_ATTEMPTS:
                     raise
@@ -419,7 +448,7 @@ class Reader:
         for entry in store.entries() if store is not None else ():
             entries += 1
             value = entry.value
-            size += _size(value)
+            size += _build.size_of(value)
             if entry.kind != KIND:
                 continue
             run_id = entry.path.split("/", 1)[0]
@@ -461,154 +490,6 @@ class Reader:
             writers=tuple(self.backend.runs(info.thread_id)),
             error=error,
         )
-
-
-# ----------------------------------------------------------------- the records
-
-
-def _item(entry: Entry, store: Store) -> TimelineItem | None:
-    """The timeline line of a record entry of kind ``step`` (None for any other value)."""
-    value = entry.value
-    if not isinstance(value, RECORDS):
-        return None
-    path = entry.path
-    run_id, _, unit = path.partition("/")
-    if run_id == CALLS and not isinstance(store.value(KIND, CALLS, None), RunRecord):
-        run_id, unit = "", path  # a keyed call of a durable run as a whole
-    status: TimelineStatus
-    started: float | None
-    duration: float | None
-    label: str | None
-    if isinstance(value, RunRecord):
-        kind, label, status = value.kind, None, value.status
-        started, duration = value.started_at, value.duration_ms
-    elif isinstance(value, StepRecord):
-        kind, label, status = value.kind, value.label, "finished"
-        started, duration = value.started_at, value.duration_ms
-    elif isinstance(value, Pause):
-        kind, label = "pause", value.label
-        status = "answered" if value.answered else "waiting"
-        started = value.asked_at
-        answered = value.answered_at
-        duration = None if answered is None else round((answered - started) * 1000, 3)
-    else:
-        assert isinstance(value, CallIntent)
-        kind, label = "call", value.label
-        status = "failed" if value.failed is not None else "pending"
-        started, duration = value.started_at, None
-    return TimelineItem(
-        run_id=run_id,
-        unit=unit,
-        depth=0,  # set by _tree_order
-        kind=kind,
-        label=label,
-        status=status,
-        started_at=started or None,
-        duration_ms=duration,
-        source=entry.source,
-        step=entry.seq,
-        record=value,
-    )
-
-
-def _tree_order(items: list[TimelineItem]) -> list[TimelineItem]:
-    """A run's lines as a tree: the run first, then each unit before the units recorded
-    inside it (``depth``: how many of them enclose it, plus one), siblings in the order
-    they began. A unit is recorded when it finishes, after what ran inside it, so it begins
-    at the first step recorded in its subtree."""
-    units = {item.unit for item in items if item.unit}
-    first: dict[str, int] = {}
-    for item in items:
-        parts = item.unit.split("/") if item.unit else []
-        for end in range(len(parts) + 1):
-            prefix = "/".join(parts[:end])
-            known = first.get(prefix)
-            if known is None or item.step < known:
-                first[prefix] = item.step
-    placed = []
-    for item in items:
-        parts = item.unit.split("/") if item.unit else []
-        enclosing = sum("/".join(parts[:end]) in units for end in range(1, len(parts)))
-        placed.append(replace(item, depth=enclosing + 1 if item.unit else 0))
-    return sorted(placed, key=lambda i: (0 if not i.unit else 1, first[i.unit], i.depth, i.step))
-
-
-def _group_start(items: list[TimelineItem]) -> tuple[float, int]:
-    starts = [i.started_at for i in items if i.started_at is not None]
-    return (min(starts) if starts else float("inf"), min(i.step for i in items))
-
-
-def _record_answers(store: Store, thread_id: str, answers: Mapping[str, Any]) -> list[Pause]:
-    by_run: dict[str, dict[str, Any]] = {}
-    for key, value in answers.items():
-        found = store.value(KIND, key, None) if isinstance(key, str) else None
-        if not isinstance(found, Pause) or found.answered:
-            waiting = [
-                p.id
-                for e in store.entries(kind=KIND)
-                if isinstance(p := e.value, Pause) and not p.answered
-            ]
-            listed = ", ".join(repr(w) for w in waiting) or "none"
-            what = "was answered already" if isinstance(found, Pause) else "is no question"
-            raise PauseError(
-                f"{key!r} {what} in thread {thread_id!r}; the questions waiting for an answer "
-                f"are: {listed}"
-            )
-        run = store.value(KIND, found.run_id, None)
-        if isinstance(run, RunRecord) and run.kind == "turn":
-            raise PauseError(
-                f"{key!r} was asked by a turn ({found.run_id!r}): a paused turn runs again whole "
-                "with its answer, so answer it where the thread runs: "
-                f"runtime.run_turn(thread_id={thread_id!r}, answers={{{key!r}: ...}})"
-            )
-        by_run.setdefault(found.run_id, {})[key] = value
-    for run_id, given in by_run.items():
-        RunLog(store, run_id).answer(given, error=PauseError)
-    return [store.value(KIND, key) for key in answers]
-
-
-def _event(run_id: str, event: Event) -> ThreadEvent:
-    return ThreadEvent(
-        step=event.seq,
-        run_id=run_id,
-        op=event.op,
-        kind=event.kind,
-        path=event.path,
-        value=event.value,
-        source=event.source,
-        reducer=event.reducer,
-        time=event.time,
-    )
-
-
-def _state_entry(entry: Entry) -> StateEntry:
-    value = entry.value
-    return StateEntry(
-        key=entry.key,
-        kind=entry.kind,
-        path=entry.path,
-        value=value,
-        source=entry.source,
-        created_at=entry.created_at,
-        updated_at=entry.updated_at,
-        step=entry.seq,
-        size_bytes=_size(value),
-    )
-
-
-def _values(store: Store) -> dict[str, Any]:
-    return {entry.key: entry.value for entry in store.entries() if not _a_record(entry)}
-
-
-def _a_record(entry: Entry) -> bool:
-    return entry.kind == KIND and isinstance(entry.value, RECORDS)
-
-
-def _size(value: Any) -> int:
-    try:
-        return value_bytes(value)
-    except WeftError:  # a type registered in another process's registry only
-        return len(repr(value).encode("utf-8"))
 
 
 def _check_step(info: ThreadInfo, step: object) -> None:

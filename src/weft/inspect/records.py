@@ -73,8 +73,9 @@ class ThreadSummary:
 
     @property
     def paused(self) -> bool:
-        """Whether some run of the thread waits for a person's answer."""
-        return any(run.status == "paused" or run.waiting for run in self.runs)
+        """Whether some question of the thread's runs waits for a person's answer (a run
+        answered but not resumed yet waits for its owner, not for a person)."""
+        return any(run.waiting for run in self.runs)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

@@ -295,7 +295,8 @@ def _outcome(record: RunRecord | StepRecord | Pause | CallIntent) -> str:
     if isinstance(record, StepRecord):
         return short(record.result, 40)
     if isinstance(record, Pause):
-        return short(record.question, 40)
+        asked = short(record.question, 40)
+        return f"{asked} -> {short(record.answer, 20)}" if record.answered else asked
     if isinstance(record, CallIntent) and record.failed:
         return short(record.failed, 40)
     if isinstance(record, RunRecord) and record.output is not None:
