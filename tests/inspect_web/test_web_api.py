@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -12,7 +13,7 @@ from fastapi.testclient import TestClient
 from web_runs import HOSTILE, ODD
 
 from weft.inspect import Reader
-from weft.inspect.web.app import create_app
+from weft.inspect.web.app import _feed, create_app
 from weft.persist import SQLiteBackend
 from weft.store.records import Pause, RunRecord
 
@@ -244,3 +245,22 @@ def test_a_malformed_request_is_400_saying_what_was_wrong(client: TestClient) ->
     assert response.status_code == 400
     assert "since" in response.json()["error"]
     assert "greater than or equal to 0" in response.json()["error"]
+
+
+async def test_the_feed_says_when_the_database_cannot_be_read_and_goes_on(db: Path) -> None:
+    class Open:  # a client that stays connected
+        async def is_disconnected(self) -> bool:
+            return False
+
+    backend = SQLiteBackend(db)
+    stopping = threading.Event()
+    feed = _feed(Open(), backend, 0.01, stopping)  # type: ignore[arg-type]
+    assert await anext(feed) == "retry: 1000\n\n"
+    assert (await anext(feed)).startswith("event: threads\n")
+    backend.close()
+    problem = await anext(feed)
+    assert problem.startswith("event: problem\n")
+    assert "closed" in json.loads(problem.split("data: ", 1)[1])["error"]
+    stopping.set()
+    with pytest.raises(StopAsyncIteration):
+        await anext(feed)

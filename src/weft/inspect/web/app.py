@@ -205,12 +205,23 @@ async def _feed(
     request: Request, backend: Backend, poll: float, stopping: threading.Event
 ) -> AsyncIterator[str]:
     """Server-sent events: ``threads`` with every thread's last step, at once and then
-    whenever any thread moves (a run in another process included)."""
+    whenever any thread moves (a run in another process included); ``problem`` with the
+    error when the database cannot be read (the feed goes on, and says ``threads`` again
+    once it can)."""
     seen: dict[str, int] | None = None
+    failed: str | None = None
     quiet = 0.0
     yield "retry: 1000\n\n"
     while not stopping.is_set() and not await request.is_disconnected():
-        infos = await asyncio.to_thread(backend.threads)
+        try:
+            infos = await asyncio.to_thread(backend.threads)
+        except WeftError as error:
+            if str(error) != failed:
+                failed, seen = str(error), None
+                yield f"event: problem\ndata: {json.dumps({'error': failed})}\n\n"
+            await asyncio.sleep(poll)
+            continue
+        failed = None
         now = {info.thread_id: info.last_step for info in infos}
         if now != seen:
             seen, quiet = now, 0.0

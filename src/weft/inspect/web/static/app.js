@@ -476,7 +476,14 @@ function follow() {
   const source = new EventSource("/api/feed");
   source.addEventListener("open", () => { live.textContent = "live"; live.className = "badge on"; });
   source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "badge off"; });
+  source.addEventListener("problem", (event) => {
+    live.textContent = "database unreadable";
+    live.className = "badge off";
+    showError(JSON.parse(event.data).error);
+  });
   source.addEventListener("threads", async (event) => {
+    live.textContent = "live";
+    live.className = "badge on";
     const steps = JSON.parse(event.data);
     const known = Object.keys(view.steps);
     const moved = Object.keys(steps).length !== known.length ||
