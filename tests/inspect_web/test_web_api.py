@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 from fastapi.testclient import TestClient
-from web_runs import HOSTILE, ODD
+from web_runs import HOSTILE, ODD, THREADS
 
 from weft.inspect import Reader
 from weft.inspect.web.app import _feed, create_app
@@ -41,7 +41,7 @@ def writer(backend: SQLiteBackend) -> Iterator[TestClient]:
 
 def test_threads_lists_every_thread_with_its_forks(client: TestClient) -> None:
     rows = {t["thread_id"]: t for t in client.get("/api/threads").json()["threads"]}
-    assert set(rows) == {"research", "research-fork", "review", ODD}
+    assert set(rows) == THREADS
     assert rows["research"]["forks"] == [{"thread_id": "research-fork", "step": 7}]
     assert rows["research-fork"]["parent_thread"] == "research"
     assert rows["research-fork"]["parent_step"] == 7
@@ -65,6 +65,21 @@ def test_runs_show_each_node_with_status_and_timing(client: TestClient) -> None:
         ("review#1", "waiting"),
         ("publish#2", "pending"),
     ]
+
+
+def test_an_agents_run_shows_its_iterations_and_the_units_inside_them(
+    client: TestClient,
+) -> None:
+    (run,) = client.get("/api/threads/agent/runs").json()["runs"]
+    assert (run["run_id"], run["kind"], run["status"]) == ("job-1", "agent", "completed")
+    assert [(n["unit"], n["label"], n["depth"]) for n in run["nodes"]] == [
+        ("iter/0", "agent", 0),
+        ("iter/0/reply", "reply", 1),
+        ("iter/0/action/0", "Search", 1),
+        ("iter/1", "agent", 0),
+        ("iter/1/reply", "reply", 1),
+    ]
+    assert {n["status"] for n in run["nodes"]} == {"finished"}
 
 
 def test_timeline_lists_the_stored_events_after_a_step(client: TestClient) -> None:
@@ -143,7 +158,7 @@ def test_read_only_refuses_answers_and_forks_and_writes_nothing(
     assert (answer.status_code, fork.status_code) == (403, 403)
     assert "--allow-writes" in answer.json()["error"]
     assert backend.last_step("review") == before
-    assert len(backend.threads()) == 4
+    assert len(backend.threads()) == 5
 
 
 def test_an_answer_is_recorded_on_the_pause_and_the_run(

@@ -13,10 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 from web_harness import read_line, serving, start_scene, stop
-from web_runs import ODD
+from web_runs import ODD, THREADS
 
 from weft.errors import ServeError
 from weft.inspect.web import binding
+from weft.persist import SQLiteBackend
 
 
 def test_the_feed_says_when_a_run_in_another_process_writes(db: Path) -> None:
@@ -26,7 +27,10 @@ def test_the_feed_says_when_a_run_in_another_process_writes(db: Path) -> None:
         with client.stream("GET", url) as stream:
             lines = stream.iter_lines()
             first = _next_threads_event(lines)
-            assert first == {"research": 8, "research-fork": 8, "review": 3, ODD: 2}
+            with SQLiteBackend(db) as backend:
+                stored = {t.thread_id: t.last_step for t in backend.threads()}
+            assert first == stored
+            assert set(first) == THREADS
             writer = start_scene("writer", str(db), "live", "2", "0.2")
             try:
                 read_line(writer, timeout=20)  # "wrote 0": committed
@@ -111,7 +115,13 @@ def test_weft_inspect_serves_the_database_it_is_given(db: Path) -> None:
         assert page.status_code == 200
         assert "weft inspector" in page.text
         threads = httpx.get(url + "api/threads", timeout=5).json()["threads"]
-        assert {t["thread_id"] for t in threads} == {"research", "research-fork", "review", ODD}
+        assert {t["thread_id"] for t in threads} == {
+            "research",
+            "research-fork",
+            "review",
+            ODD,
+            "agent",
+        }
     finally:
         stop(process)
 

@@ -102,7 +102,7 @@ def serving(
 
 
 def wait_for(
-    what: str, check: Callable[[], Any], timeout: float = 10.0, every: float = 0.05
+    what: str, check: Callable[[], Any], timeout: float = 15.0, every: float = 0.05
 ) -> Any:
     """``check()``'s first truthy value within ``timeout`` seconds, else a failure saying
     what was awaited (an exception of ``check`` counts as not yet)."""

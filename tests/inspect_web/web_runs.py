@@ -4,7 +4,8 @@ of its own (``python web_runs.py <scene> <db> ...``), as a user's program would.
 Scenes:
 - ``seed DB``: a graph run that completed (memory written with titles), a run that paused
   for a person, a fork of the completed thread, and a thread whose id has a slash, spaces
-  and a ``#`` and whose memory holds HTML a hostile model might write (``ODD``).
+  and a ``#`` and whose memory holds HTML a hostile model might write (``ODD``), and an
+  agent's run of two iterations (``agent``).
 - ``writer DB THREAD N PERIOD``: writes N memory entries to THREAD, one every PERIOD seconds.
 - ``waiter DB THREAD RUN TIMEOUT``: runs a graph that pauses, prints ``paused <id>``, waits
   (reading the thread again) until someone answers, runs it again and prints ``done <output>``.
@@ -17,7 +18,9 @@ import sys
 import time
 from typing import Any
 
+from weft.agent import PromptBasedActionAgent
 from weft.graph import Paused, ResultPassDownMode, WorkGraph, WorkGraphNode, interrupt
+from weft.llm import ScriptedReasoner
 from weft.memory import AgentMemory
 from weft.persist import DurableRun, SQLiteBackend
 from weft.store import RunLog
@@ -26,6 +29,8 @@ HOSTILE = "<img src=x onerror=\"document.title='pwned'\">"
 """A title a hostile model might write: the page must show it as text, never run it."""
 ODD = "team/ünï code #1"
 """A thread id that a URL must escape."""
+THREADS = frozenset({"research", "research-fork", "review", ODD, "agent"})
+"""The threads ``seed`` makes."""
 
 
 def research(topic: str) -> dict[str, Any]:
@@ -76,10 +81,29 @@ def seed(db: str) -> None:
     odd = DurableRun.open(backend, ODD, run_id="odd-1")
     odd.store.write("state", "note", "a thread id with a slash, spaces and a #")
     AgentMemory(odd.store).set("shared:odd", "<b>not bold</b>", source="model", title=HOSTILE)
+    agent_run(backend)
     paused = DurableRun.open(backend, "review", run_id="review-1")
     result = paused.run_graph(review_graph(), {"notes": "beavers build dams"})
     assert isinstance(result, Paused), result
     backend.close()
+
+
+def agent_run(backend: SQLiteBackend) -> None:
+    """An agent of two iterations, the first calling a tool (nested units of a run)."""
+    reasoner = ScriptedReasoner(
+        [
+            '{"next_actions": [[{"type": "Search", "target": "otter facts"}]]}',
+            '{"instant_response": "otters hold hands", "task_status": "Completed"}',
+        ]
+    )
+
+    def search(target: str) -> dict[str, Any]:
+        return {"hits": [f"{target}: they hold hands"]}
+
+    run = DurableRun.open(backend, "agent", run_id="agent-run")
+    agent = PromptBasedActionAgent(reasoner, actor={"Search": search}, store=run.store)
+    agent.run("Find an otter fact", run_id="job-1")
+    run.close()
 
 
 def writer(db: str, thread: str, count: int, period: float) -> None:

@@ -106,14 +106,17 @@ def _run(run_id: str, items: list[TimelineItem]) -> dict[str, Any]:
             step=item.step,
             result=preview(getattr(item.record, "result", None)),
         )
-    ordered = list(record.units) if isinstance(record, RunRecord) else []
+    # a graph's units are its node keys, known up front: those not reached yet are pending
+    graph = isinstance(record, RunRecord) and record.kind == "graph"
+    ordered = list(record.units) if graph and isinstance(record, RunRecord) else []
     for unit in ordered:
         nodes.setdefault(unit, _node(unit, None, depth=0))
     names = ordered + [unit for unit in nodes if unit not in ordered]
+    whole = not run_id  # keyed calls of a durable run as a whole, outside any run
     return {
-        "run_id": run_id,
-        "kind": head.kind if head is not None else None,
-        "status": head.status if head is not None else "running",
+        "run_id": run_id or "(the thread's own keyed calls)",
+        "kind": head.kind if head is not None else "calls" if whole else None,
+        "status": head.status if head is not None else "recorded" if whole else "running",
         "started_at": head.started_at if head is not None else None,
         "duration_ms": head.duration_ms if head is not None else None,
         "step": head.step if head is not None else None,

@@ -139,6 +139,11 @@ function currentThread() {
 // ------------------------------------------------------------------------ the tabs
 
 function setTab(tab) {
+  showTab(tab);
+  refresh();
+}
+
+function showTab(tab) {
   view.tab = tab;
   for (const button of document.querySelectorAll("#tabs button")) {
     button.classList.toggle("active", button.dataset.tab === tab);
@@ -147,7 +152,6 @@ function setTab(tab) {
     panel.classList.toggle("active", panel.id === `panel-${tab}`);
   }
   writeHash();
-  refresh();
 }
 
 let refreshing = null;
@@ -211,7 +215,9 @@ async function renderRuns() {
       style: `--depth: ${node.depth}`,
       onclick: node.status === "waiting" ? () => setTab("pauses") : null,
     },
-      el("div", { class: "name" }, node.label),
+      el("div", { class: "name", title: node.unit }, node.label,
+        node.unit.split("/").pop().replace(/#\d+$/, "") !== node.label
+          ? el("span", { class: "unit" }, ` ${node.unit}`) : null),
       el("div", { class: "meta" }, node.status === "waiting" ? "waiting for an answer" : node.status,
         node.duration_ms !== null ? ` · ${ms(node.duration_ms)}` : ""),
       el("div", { class: "track" }, bar(run, node)),
@@ -525,9 +531,10 @@ async function start() {
   const mode = document.getElementById("mode");
   mode.textContent = view.info.allow_writes ? "writes allowed" : "read-only";
   mode.id = "mode";
-  setTab(view.tab);
+  showTab(view.tab);
+  const chosen = view.thread;  // from the URL; else loadThreads picks the newest thread
   await loadThreads().catch((error) => showError(error.message));
-  refresh();
+  if (chosen) refresh();
   follow();
 }
 
