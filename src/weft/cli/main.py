@@ -1,5 +1,6 @@
 """The ``weft`` command: ``weft demo``, ``weft mcp``, the commands that inspect stored runs
-(``weft threads``, ``weft show`` ...) and ``weft --version``."""
+(``weft threads``, ``weft show`` ...), the web inspector (``weft inspect``) and
+``weft --version``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import typer
 from weft import __version__
 from weft.cli import inspect_cmds, mcp_cmd
 from weft.cli.flags import FlagsGroup
+from weft.inspect.web.command import inspect
 
 app = typer.Typer(
     name="weft",
@@ -48,3 +50,4 @@ def demo() -> None:
 
 app.command()(mcp_cmd.mcp)
 inspect_cmds.register(app)
+app.command(rich_help_panel=inspect_cmds.PANEL)(inspect)
