@@ -22,10 +22,9 @@ from typing import Any, TypeAlias
 
 from weft._sync import run_sync
 from weft.calls import Tool
-from weft.errors import IntegrationError
+from weft.errors import IntegrationError, ToolArgumentsError
 from weft.memory import AgentMemory, MemoryTool, MemoryTools, memory_tools
 from weft.memory.agent_memory import to_plain_json
-from weft.refs.schemas import schema_problems
 
 ToolSource: TypeAlias = (
     "AgentMemory | MemoryTools | MemoryTool | Tool | Iterable[AgentMemory | MemoryTool | Tool]"
@@ -161,35 +160,16 @@ def _weft_tool(tool: Tool) -> PortableTool:
         )
     schema = tool.arguments_schema
     in_thread = tool.blocking and not inspect.iscoroutinefunction(fn)
-    try:
-        signature: inspect.Signature | None = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin without one: the schema is the only check
-        signature = None
 
     async def run(arguments: dict[str, Any], _source: str | None) -> Outcome:
-        try:
-            problems = schema_problems(schema, arguments)
-        except RecursionError:
-            problems = ["the arguments are nested too deeply to check; send a flatter object"]
-        if problems:
-            return Outcome(
-                ok=False,
-                error=f"{tool.name}: the arguments do not fit its schema: "
-                f"{'; '.join(problems)}; call it again with arguments that do",
-            )
-        if signature is not None:
-            try:
-                signature.bind(**arguments)
-            except TypeError as exc:
-                return Outcome(
-                    ok=False,
-                    error=f"{tool.name}: the function cannot take these arguments ({exc}); "
-                    f"it takes {_parameter_names(signature)}",
-                )
+        try:  # the one argument check of a weft tool: its schema, then its types
+            kwargs = tool.check_arguments(arguments)
+        except ToolArgumentsError as exc:
+            return Outcome(ok=False, error=f"{exc}; call it again with arguments that do")
         if in_thread:
-            result = await asyncio.to_thread(fn, **arguments)
+            result = await asyncio.to_thread(fn, **kwargs)
         else:
-            result = fn(**arguments)
+            result = fn(**kwargs)
         if inspect.isawaitable(result):
             result = await result
         return Outcome(ok=True, result=to_plain_json(result))
@@ -201,15 +181,6 @@ def _weft_tool(tool: Tool) -> PortableTool:
         parameters=parameters,
         run=run,
     )
-
-
-def _parameter_names(signature: inspect.Signature) -> str:
-    names = [
-        p.name
-        for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    ]
-    return ", ".join(names) or "no arguments"
 
 
 def _arguments(name: str, arguments: Any) -> dict[str, Any] | str:
