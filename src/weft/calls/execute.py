@@ -17,6 +17,7 @@ from weft.calls.dataflow import CompiledPlan, Node
 from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
 from weft.errors import PlanRunError, WeftError
+from weft.graph.offload import NodeExecutor, RemoteCall
 from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
@@ -182,6 +183,20 @@ class Runtime:
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
             if inspect.isawaitable(result):
                 result = await result
+            return self.finish(node, result, store, scope)
+        except Exception as exc:
+            raise failure(node, exc) from exc
+
+    async def call_remote(
+        self, position: int, store: Store, executor: NodeExecutor
+    ) -> dict[str, Any]:
+        """Run node ``position``'s tool on ``executor`` (``weft.graph.offload``): its
+        arguments are resolved, and its result written, here on ``store``."""
+        node = self.nodes[position]
+        try:
+            scope = self.scope(node, store)
+            kwargs = self.prepare(node, scope)
+            result = await executor.call(RemoteCall(node.id, node.tool.fn, (), kwargs))  # type: ignore[arg-type]
             return self.finish(node, result, store, scope)
         except Exception as exc:
             raise failure(node, exc) from exc

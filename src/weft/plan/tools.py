@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from weft.calls import Tool
 from weft.errors import ExecutorError
+from weft.graph import RemoteCall, current_executor
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
 from weft.memory.agent_memory import to_plain_json
@@ -114,9 +115,13 @@ async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
     if tool.fn is None:
         return error(f"{tool.name} has no function to run; it cannot be called")
     try:
-        result = tool.fn(**arguments)
-        if inspect.isawaitable(result):
-            result = await result
+        executor = current_executor()
+        if executor is not None:  # ``offload_to``: the call runs there
+            result = await executor.call(RemoteCall(call.name, tool.fn, (), arguments))
+        else:
+            result = tool.fn(**arguments)
+            if inspect.isawaitable(result):
+                result = await result
     except Exception as exc:
         logger.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
         return error(f"{tool.name} failed: {type(exc).__name__}: {exc}")
