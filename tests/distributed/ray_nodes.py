@@ -125,3 +125,9 @@ def dies_once(log: str, k: int, x: int) -> int:
         os._exit(1)  # the worker dies mid-task, as a killed process would
     effect(log, f"done {k}")
     return x + k
+
+
+def always_dies(log: str, x: int) -> int:
+    """A node whose worker dies on every attempt."""
+    effect(log, "dying")
+    os._exit(1)
