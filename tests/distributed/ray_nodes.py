@@ -5,6 +5,7 @@ on their PYTHONPATH)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -131,3 +132,26 @@ def always_dies(log: str, x: int) -> int:
     """A node whose worker dies on every attempt."""
     effect(log, "dying")
     os._exit(1)
+
+
+def slow_step(log: str, k: int, x: int) -> int:
+    """Step ``k`` of a chain: a little work, then its effect, then the next number."""
+    import time
+
+    time.sleep(0.4)
+    effect(log, f"done {k}")
+    return x + 1
+
+
+def chain_graph(log: str, length: int = 6) -> WorkGraph:
+    from weft.graph import ResultPassDownMode
+
+    nodes = [
+        WorkGraphNode(
+            functools.partial(slow_step, log, k), ResultPassDownMode.ResultAsFirstArg, id=f"s{k}"
+        )
+        for k in range(length)
+    ]
+    for a, b in itertools.pairwise(nodes):
+        a.add_next(b)
+    return WorkGraph(start_nodes=[nodes[0]])
