@@ -3,10 +3,12 @@ that finished runs twice, then or when the run is resumed from PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -14,9 +16,10 @@ from pathlib import Path
 
 import pytest
 import ray_nodes
+from pg_proxy import Proxy
 
 from weft.distributed import RayExecutor
-from weft.errors import NodeError, RemoteError
+from weft.errors import NodeError, RemoteError, StorageError, WeftError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.persist import DurableRun, PostgresBackend
 from weft.store import RunLog
@@ -122,3 +125,50 @@ def test_a_killed_driver_is_followed_by_a_new_one_that_resumes_from_postgresql(
         assert len(RunLog(resumed.store, "d1").recorded()) == 6
     finally:
         backend.close()
+
+
+def test_postgresql_out_of_reach_mid_run_stops_it_with_a_storage_error_then_it_resumes(
+    pg_schema: str, ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    log = tmp_path / "effects.log"
+    proxy = Proxy().start()
+    dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/weft_test"
+    backend = PostgresBackend(dsn, schema=pg_schema, timeout=3)
+    durable = DurableRun.open(backend, "outage", run_id="o1")
+
+    def cut() -> None:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "done 1" in log.read_text()):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+        proxy.stop()
+
+    cutter = threading.Thread(target=cut)
+    cutter.start()
+    started = time.monotonic()
+    with pytest.raises(WeftError) as caught:
+        durable.run_graph(ray_nodes.chain_graph(str(log)), 0, executor=ray_executor)
+    cutter.join()
+    assert time.monotonic() - started < 30  # it failed, it did not hang
+    failure = caught.value
+    error = failure if isinstance(failure, StorageError) else failure.__cause__
+    assert isinstance(error, StorageError), failure
+    assert "PostgreSQL" in str(error)
+
+    proxy.start()  # the server is back
+    fresh = PostgresBackend(dsn, schema=pg_schema, timeout=3)
+    try:
+        resumed = DurableRun.open(fresh, "outage", run_id="o1")
+        kept = set(RunLog(resumed.store, "o1").recorded())
+        assert "s0#0" in kept  # committed before the outage, not lost
+        assert resumed.run_graph(ray_nodes.chain_graph(str(log)), 0, executor=ray_executor) == 6
+        seen = lines(log)
+        for key in kept:
+            assert seen[f"done {key[1]}"] == 1
+        assert len(RunLog(resumed.store, "o1").recorded()) == 6
+    finally:
+        fresh.close()
+        with contextlib.suppress(WeftError):
+            backend.close()
+        proxy.stop()
