@@ -21,7 +21,7 @@ def ray_executor() -> Iterator[RayExecutor]:
     # the workers import the test helpers (ray_nodes) by name, from this folder
     paths = [str(HERE), str(HERE.parent), os.environ.get("PYTHONPATH", "")]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    executor = RayExecutor(num_cpus=2, max_retries=3).start()
+    executor = RayExecutor(address="local", num_cpus=2, max_retries=3).start()
     yield executor
     executor.shutdown()
 

@@ -155,3 +155,11 @@ def chain_graph(log: str, length: int = 6) -> WorkGraph:
     for a, b in itertools.pairwise(nodes):
         a.add_next(b)
     return WorkGraph(start_nodes=[nodes[0]])
+
+
+def returns_a_set(x: int) -> set[int]:
+    return {x}
+
+
+def reads_shared(view: Any) -> dict[str, Any]:
+    return {"seen": view.read("shared", "notes")}

@@ -124,10 +124,10 @@ class RayExecutor:
 
     async def call(self, call: RemoteCall) -> Any:
         """Run ``call`` as one Ray task and return its value (``NodeExecutor``)."""
+        payload = encode_call(call)  # a value that cannot cross fails before anything is sent
         if self._task is None or self._pid != os.getpid():
             self.start()
         ray = _ray()
-        payload = encode_call(call)
         ref = self._task.remote(self._shipped(call.fn), call.label, payload)
         self.submitted += 1
         try:
