@@ -163,3 +163,27 @@ def returns_a_set(x: int) -> set[int]:
 
 def reads_shared(view: Any) -> dict[str, Any]:
     return {"seen": view.read("shared", "notes")}
+
+
+@tool
+def flaky(q: str, log: str) -> dict[str, Any]:
+    "Look a topic up; the first attempt's worker dies."
+    tries = Path(log).read_text().count("attempt\n") if Path(log).exists() else 0
+    effect(log, "attempt")
+    if tries == 0:
+        os._exit(1)
+    effect(log, f"done {q}")
+    return {"q": q}
+
+
+def flaky_model(log: str) -> ScriptedChatModel:
+    """Calls ``flaky`` once, then finishes the step with what it returned."""
+
+    def reply(messages: Sequence[ChatMessage], tools: Any) -> Any:
+        last = messages[-1]
+        if last.role == "tool":
+            found = json.loads(last.content or "{}")
+            return ScriptedChatModel.tool_call("finish_step", {"result": found}, id="finish")
+        return ScriptedChatModel.tool_call("flaky", {"q": "otters", "log": log}, id="look")
+
+    return ScriptedChatModel(reply)

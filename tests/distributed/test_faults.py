@@ -13,16 +13,19 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray_nodes
 from pg_proxy import Proxy
 
-from weft.distributed import RayExecutor
+from weft.distributed import RayExecutor, offload_to
 from weft.errors import NodeError, RemoteError, StorageError, WeftError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+from weft.memory import AgentMemory
 from weft.persist import DurableRun, PostgresBackend
-from weft.store import RunLog
+from weft.plan import ParallelTaskExecutor, Step, Task, TaskPlan
+from weft.store import CallIntent, RunLog
 
 
 @pytest.fixture
@@ -172,3 +175,38 @@ def test_postgresql_out_of_reach_mid_run_stops_it_with_a_storage_error_then_it_r
         with contextlib.suppress(WeftError):
             backend.close()
         proxy.stop()
+
+
+def test_a_keyed_tool_call_whose_worker_dies_has_its_key_recorded_first_and_runs_once_more(
+    backend: PostgresBackend, ray_executor: RayExecutor, tmp_path: Path
+) -> None:
+    log = tmp_path / "effects.log"
+
+    def execute() -> Any:
+        durable = DurableRun.open(backend, "keyed", run_id="k1")
+        executor = ParallelTaskExecutor(
+            TaskPlan(tasks=[Task(id="A", steps=[Step(id="look", instructions="Look.")])]),
+            model=ray_nodes.flaky_model(str(log)),
+            memory=AgentMemory(durable.store),
+            tools=[ray_nodes.flaky],
+        )
+        with offload_to(ray_executor):
+            report = executor.execute(run_id="k1")
+        return report, durable
+
+    report, durable = execute()
+    assert report.completed == ("A",)
+    seen = lines(log)
+    assert seen["attempt"] == 2 and seen["done otters"] == 1  # the dead attempt, then one
+    events = [e for _, e in durable.history() if e.path.endswith("/calls/tool/1.0")]
+    # the keyed call's intent, with its key, was committed before the call was sent
+    assert isinstance(events[0].value, CallIntent) and events[0].value.key
+    assert events[-1].value.result == {"ok": True, "result": {"q": "otters"}}
+    # resumed: the recorded call is not made again
+    report, again = execute()
+    assert not report.failed
+    assert AgentMemory(again.store).get_value("step:look") == {
+        "ok": True,
+        "result": {"q": "otters"},
+    }
+    assert lines(log) == seen
