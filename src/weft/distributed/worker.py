@@ -12,8 +12,8 @@ from typing import Any
 
 from weft._sync import run_sync
 from weft.errors import CodecError, RemoteError, ValueTypeError
-from weft.graph import StateSnapshot, WorkGraphStopFlags
-from weft.graph.offload import RemoteCall
+from weft.graph import WorkGraphStopFlags
+from weft.graph.offload import RemoteCall, StateSnapshot
 from weft.store.codec import dumps, loads
 
 

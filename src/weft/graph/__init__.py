@@ -7,26 +7,20 @@ from weft.graph.context import RunContext
 from weft.graph.graph import WorkGraph
 from weft.graph.modes import PassDown, ResultPassDownMode, WorkGraphStopFlags
 from weft.graph.node import RetryPolicy, WorkGraphNode
-from weft.graph.offload import NodeExecutor, RemoteCall, StateSnapshot, current_executor, offload_to
 from weft.graph.pause import Interrupt, Paused, interrupt
 from weft.graph.state import StateView
 
 __all__ = [
     "Interrupt",
-    "NodeExecutor",
     "PassDown",
     "Paused",
-    "RemoteCall",
     "ResultPassDownMode",
     "RetryPolicy",
     "RunContext",
-    "StateSnapshot",
     "StateView",
     "WorkGraph",
     "WorkGraphNode",
     "WorkGraphStopFlags",
     "build_nodes_from_paths",
-    "current_executor",
     "interrupt",
-    "offload_to",
 ]

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from weft.calls import Tool
 from weft.errors import ExecutorError
-from weft.graph import RemoteCall, current_executor
+from weft.graph.offload import RemoteCall, current_executor
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
 from weft.memory.agent_memory import to_plain_json
