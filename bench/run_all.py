@@ -40,6 +40,7 @@ SCRIPTS = (
     ("bench_tool_loop.py", "The tool-calling loop", True),
     ("bench_width.py", "Width and length: 1,000 to 100,000 nodes", True),
     ("bench_recall.py", "Long-term recall at scale", True),
+    ("bench_distributed.py", "Scale-out on Ray", True),
 )
 BLOCK = re.compile(r"^<!-- bench:([\w-]+) -->\n(.*?)\n<!-- /bench:\1 -->$", re.DOTALL | re.M)
 

@@ -23,7 +23,8 @@ WeftError
 │   ├── GraphBuildError        wired wrong: found before anything runs
 │   ├── NodeError              a node raised while the graph ran
 │   ├── NodeTimeoutError       a node ran past its timeout
-│   └── PauseError             a pause outside a recorded run, or an answer to no question
+│   ├── PauseError             a pause outside a recorded run, or an answer to no question
+│   └── RemoteError            a call sent to Ray could not run there (dead worker, no value)
 ├── AgentError                 the agent layer
 │   ├── AgentBuildError        an agent configured wrong (template, actor): found when built
 │   ├── ResponseProblem        a reply that cannot be used: the reasoner gets one corrective retry
@@ -215,6 +216,12 @@ class NodeTimeoutError(NodeError, TimeoutError):
 class PauseError(GraphError):
     """``interrupt()`` outside a unit of a recorded run, a question that cannot be stored,
     or answers that match no question waiting."""
+
+
+class RemoteError(GraphError):
+    """A call sent to another executor (``weft.distributed``) could not run there: its
+    worker died more often than its retries allow, the cluster is out of reach, or a value
+    cannot cross to or from the worker through weft's codec."""
 
 
 class AgentError(WeftError):

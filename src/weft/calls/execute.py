@@ -18,6 +18,7 @@ from weft.calls.imports import clean_room
 from weft.calls.result import PlanResult
 from weft.calls.watch import acall_tool, call_tool
 from weft.errors import PlanRunError, ToolArgumentsError, WeftError
+from weft.graph.offload import NodeExecutor, RemoteCall
 from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
@@ -187,6 +188,25 @@ class Runtime:
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
             if inspect.isawaitable(result):
                 result = await result
+            return self.finish(node, result, store, scope)
+        except Exception as exc:
+            raise failure(node, exc) from exc
+
+    async def call_remote(
+        self, position: int, store: Store, executor: NodeExecutor
+    ) -> dict[str, Any]:
+        """Run node ``position``'s tool on ``executor`` (``weft.graph.offload``): its
+        arguments are resolved, and its result written, here on ``store``."""
+        node = self.nodes[position]
+        return await acall_tool(node.tool.name, node.id, self._call_remote, node, store, executor)  # type: ignore[no-any-return]
+
+    async def _call_remote(
+        self, node: Node, store: Store, executor: NodeExecutor
+    ) -> dict[str, Any]:
+        try:
+            scope = self.scope(node, store)
+            kwargs = self.prepare(node, scope)
+            result = await executor.call(RemoteCall(node.id, node.tool.fn, (), kwargs))  # type: ignore[arg-type]
             return self.finish(node, result, store, scope)
         except Exception as exc:
             raise failure(node, exc) from exc

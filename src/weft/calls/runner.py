@@ -18,6 +18,7 @@ from weft.calls.result import PlanResult
 from weft.calls.tools import Tool
 from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import Paused, RunContext, WorkGraph, WorkGraphNode
+from weft.graph.offload import NodeExecutor, current_executor
 from weft.persist import DurableRun
 from weft.persist._gc import paused
 from weft.store import RunLog, Store
@@ -53,7 +54,7 @@ async def arun_compiled(
     options are ``Plan.arun``'s."""
     with paused():  # building thousands of nodes: no cycles to find, only time to lose
         runtime = Runtime(compiled, store)
-        graph, keys = _graph(compiled, runtime, max_concurrency)
+        graph, keys = _graph(compiled, runtime, max_concurrency, current_executor())
     run_id = run_id if run_id is not None or durable is None else durable.run_id
     log = RunLog(store, run_id) if run_id is not None else None
     completed_before = (
@@ -78,7 +79,10 @@ async def arun_compiled(
 
 
 def _graph(
-    compiled: CompiledPlan, runtime: Runtime, max_concurrency: int | None
+    compiled: CompiledPlan,
+    runtime: Runtime,
+    max_concurrency: int | None,
+    executor: NodeExecutor | None = None,
 ) -> tuple[WorkGraph | None, list[str]]:
     """The WorkGraph of the plan's calls, and each node's engine key (by position)."""
     if not compiled.nodes:
@@ -86,7 +90,10 @@ def _graph(
     graph_nodes = []
     kinds = {name: _kind(tool) for name, tool in compiled.tools.items()}
     for node in compiled.nodes:
-        value = _caller(runtime, node.position, kinds[node.tool.name])
+        if executor is not None and not node.tool.isolated:  # its call runs there
+            value = _remote_caller(runtime, node.position, executor)
+        else:
+            value = _caller(runtime, node.position, kinds[node.tool.name])
         graph_nodes.append(WorkGraphNode(value, id=node.id))
     for position in compiled.order:
         for dep in compiled.nodes[position].deps:
@@ -125,6 +132,15 @@ def _caller(runtime: Runtime, position: int, kind: str) -> Callable[..., Any]:
         return runtime.call_sync(position, ctx.store)
 
     return run_sync
+
+
+def _remote_caller(runtime: Runtime, position: int, executor: NodeExecutor) -> Callable[..., Any]:
+    """The node value of one call whose tool runs on ``executor`` (``offload_to``)."""
+
+    async def run_remote(ctx: RunContext[None]) -> Any:
+        return await runtime.call_remote(position, ctx.store, executor)
+
+    return run_remote
 
 
 def _records(log: RunLog, keys: list[str]) -> dict[int, Mapping[str, Any]]:

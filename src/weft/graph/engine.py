@@ -57,6 +57,7 @@ from weft.graph.modes import (
     pass_one,
 )
 from weft.graph.observe import Observer
+from weft.graph.offload import NodeExecutor, offloaded
 from weft.graph.outcome import (
     ABORTED,
     DONE,
@@ -98,7 +99,10 @@ class Run(Dispatching):
         context: Any,
         limit: int | None,
         answers: Any = None,
+        executor: NodeExecutor | None = None,
     ) -> None:
+        if executor is not None:  # its nodes' calls go there (``weft.graph.offload``)
+            schedule = offloaded(schedule, executor)
         n = schedule.size
         self.schedule = schedule
         self.base: Args = (args, kwargs)

@@ -14,6 +14,7 @@ from weft.errors import GraphBuildError, GraphError
 from weft.graph.build import Schedule, build_nodes_from_paths, compile_schedule, to_mermaid
 from weft.graph.engine import Run
 from weft.graph.node import WorkGraphNode
+from weft.graph.offload import NodeExecutor
 from weft.store import Store
 
 
@@ -34,8 +35,8 @@ class WorkGraph:
     together; ``None`` leaves async nodes unbounded and gives sync nodes up to 32 threads.
 
     ``run(*args, run_id=None, store=None, events=True, context=None, answers=None,
-    **kwargs)`` passes the arguments to every start node (the named ones are the engine's
-    own keywords).
+    executor=None, **kwargs)`` passes the arguments to every start node (the named ones are
+    the engine's own keywords).
     With a ``store``, state nodes read and write it and, when someone subscribes to it
     before the run starts, node-lifecycle events go to its log and subscribers
     (``events=False`` leaves them out even then: two ``Store.note`` calls per node, ~4 us
@@ -43,6 +44,9 @@ class WorkGraph:
     ``run_id`` as well, each finished node is recorded so that running again with that id
     resumes, and a node may pause the run to ask a person (``interrupt``): ``run`` then
     returns ``Paused``, and running again with ``answers=`` goes on (``weft.graph.pause``).
+    With an ``executor`` (``weft.distributed.RayExecutor``), the nodes that take no ``ctx``
+    are called there, and the run is scheduled, merged and recorded here
+    (``weft.graph.offload``).
     """
 
     __slots__ = ("_runnable", "_schedule", "max_concurrency", "start_nodes")
@@ -96,16 +100,26 @@ class WorkGraph:
         events: bool = True,
         context: Any = None,
         answers: Mapping[str, Any] | None = None,
+        executor: NodeExecutor | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run the graph to the end and return the sink's result (a list for several sinks),
         or ``Paused`` when a node waits for a person (``weft.graph.pause``)."""
         schedule = self._ready_schedule()
         run = Run(
-            schedule, args, kwargs, store, run_id, events, context, self.max_concurrency, answers
+            schedule,
+            args,
+            kwargs,
+            store,
+            run_id,
+            events,
+            context,
+            self.max_concurrency,
+            answers,
+            executor,
         )
         body = run.execute() if run.observer is None else run.observer.around(run.execute())
-        return drive(body) if schedule.loopless else run_sync(body)
+        return drive(body) if run.schedule.loopless else run_sync(body)
 
     __call__ = run
 
@@ -117,12 +131,22 @@ class WorkGraph:
         events: bool = True,
         context: Any = None,
         answers: Mapping[str, Any] | None = None,
+        executor: NodeExecutor | None = None,
         **kwargs: Any,
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
         schedule = self._ready_schedule()
         run = Run(
-            schedule, args, kwargs, store, run_id, events, context, self.max_concurrency, answers
+            schedule,
+            args,
+            kwargs,
+            store,
+            run_id,
+            events,
+            context,
+            self.max_concurrency,
+            answers,
+            executor,
         )
         if run.observer is not None:
             return await run.observer.around(run.execute(driven=False))

@@ -10,12 +10,14 @@ import inspect
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from weft.calls import Tool
 from weft.calls.schema import check_arguments
 from weft.calls.watch import acall_tool
 from weft.errors import ExecutorError, ToolArgumentsError
+from weft.graph.offload import RemoteCall, current_executor
 from weft.llm import ToolCall
 from weft.memory import AgentMemory, memory_tools
 from weft.memory.agent_memory import to_plain_json
@@ -111,10 +113,19 @@ class ToolBox:
 
 
 async def _call_tool(tool: Tool, call: ToolCall) -> dict[str, Any]:
-    try:
-        result = await acall_tool(tool.name, call.id, tool.acall, call.arguments)
+    try:  # the one argument check of a tool: its schema, then its types
+        arguments = tool.check_arguments(call.arguments)
     except ToolArgumentsError as exc:  # refused before the function ran
         return error(str(exc))
+    if tool.fn is None:
+        return error(f"{tool.name} has no function to run; it cannot be called")
+    try:
+        executor = current_executor()
+        if executor is not None:  # ``offload_to``: the call runs there
+            remote = RemoteCall(call.name, tool.fn, (), arguments)
+            result = await acall_tool(tool.name, call.id, executor.call, remote)
+        else:
+            result = await acall_tool(tool.name, call.id, partial(tool.fn, **arguments))
     except Exception as exc:
         logger.info("tool %s raised %s: %s", tool.name, type(exc).__name__, exc)
         return error(f"{tool.name} failed: {type(exc).__name__}: {exc}")
