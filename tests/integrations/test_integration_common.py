@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from typing import Any
@@ -132,4 +133,7 @@ async def test_arguments_nested_too_deeply_are_refused_not_crashed_on() -> None:
 
     answer = json.loads(await deep_tool.on_invoke_tool(context, text))
 
-    assert answer["ok"] is False and "nested too deeply" in answer["error"]
+    # refused while parsing (3.11, 3.12: the parser's recursion limit) or by the argument
+    # check's depth limit (3.13 parses it); either way the model is told, nothing crashes
+    assert answer["ok"] is False
+    assert re.search(r"nested too deeply|nest deeper than \d+ levels", answer["error"])
