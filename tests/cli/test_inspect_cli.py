@@ -438,3 +438,46 @@ def test_hostile_ids_and_prefixes_are_one_line(db: str) -> None:
     empty = weft_json("state", "pipeline", "--prefix", "\x00nothing", "--db", db)
     assert empty["entries"] == []
     assert "thread '../../etc' does not exist" in refused("pauses", "../../etc", "--db", db)
+
+
+TOOL_AGENT_RUN = """
+import sys
+from weft.agent import ToolAgent
+from weft.llm import ScriptedChatModel
+from weft.persist import DurableRun, SQLiteBackend
+
+def population(city: str) -> int:
+    return {"Paris": 2_102_650, "Lyon": 522_250}[city]
+
+model = ScriptedChatModel([
+    ScriptedChatModel.tool_call("population", {"city": "Paris"}),
+    ScriptedChatModel.tool_call("memory_write", {"key": "ratio", "value": 4.0}),
+    "done",
+])
+with SQLiteBackend(sys.argv[1]) as backend, DurableRun.open(backend, "cities") as run:
+    ToolAgent(model, tools=[population], store=run.store).run("go", run_id="c-1")
+"""
+
+
+def test_a_thread_of_chat_messages_reads_in_a_process_that_never_imported_a_model(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "weft.db")
+    subprocess.run([sys.executable, "-c", TOOL_AGENT_RUN, db], check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "weft.cli", "threads", "--db", db, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    (thread,) = json.loads(done.stdout)
+    assert thread["thread_id"] == "cities" and thread["error"] is None
+    shown = subprocess.run(
+        [sys.executable, "-m", "weft.cli", "memory", "cities", "--db", db, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "shared:ratio" in shown.stdout

@@ -30,6 +30,11 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Self
 
+# the types weft itself stores (chat messages of a ToolAgent's run, an executor's job
+# outcomes) register as their modules load: a thread written by a run loads here too, in a
+# process that never ran one
+import weft.llm.messages
+import weft.plan.jobs  # noqa: F401
 from weft.errors import (
     ConflictError,
     PauseError,

@@ -15,6 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+# the types weft itself stores (chat messages of a ToolAgent's run, an executor's job
+# outcomes) register as their modules load: a thread written by a run loads here too, in a
+# process that never ran one
+import weft.llm.messages
+import weft.plan.jobs  # noqa: F401
 from weft.errors import ConflictError, PersistError, StorageError
 from weft.memory import AgentMemory, MemoryEntry, MemoryTools, memory_tools
 from weft.memory.agent_memory import MemoryKind
