@@ -219,9 +219,10 @@ def test_answer_takes_json_or_text_and_a_question_id(fresh_db: str) -> None:
     assert "'refund-1/nope' is no question in thread 'refund'" in said
 
 
-def test_a_paused_turn_is_not_answered_from_outside(db: str) -> None:
-    said = refused("answer", "confirm", "yes", "--db", db)
-    assert "asked by a turn" in said and "run_turn(thread_id='confirm'" in said
+def test_a_paused_turn_is_answered_from_outside(fresh_db: str) -> None:
+    (answered,) = weft_json("answer", "confirm", "yes", "--text", "--db", fresh_db)
+    assert answered["answer"] == "yes"
+    assert weft_json("pauses", "confirm", "--db", fresh_db)[0]["answered"] is True
 
 
 def test_fork_and_prune(fresh_db: str) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from inspect_data import (
+    ChatState,
+    confirm,
     mail_executor,
     make_paused_task,
     make_paused_turn,
@@ -26,11 +28,13 @@ from weft.errors import (
     PersistError,
     StepError,
     StorageError,
+    TurnError,
     WeftError,
 )
 from weft.graph import Paused
 from weft.inspect import Reader, to_json
 from weft.persist import DurableRun, PostgresBackend, SQLiteBackend
+from weft.runtime import TurnRuntime
 from weft.store import Pause, RunRecord, StepRecord
 
 
@@ -216,10 +220,23 @@ def test_answers_to_no_question_are_refused_and_nothing_is_written(
     assert reader.thread("refund").last_step == before
 
 
-def test_a_paused_turn_is_answered_where_the_thread_runs(open_backend: Opener) -> None:
+def test_a_paused_turn_answered_from_outside_runs_again_with_its_answer(
+    open_backend: Opener,
+) -> None:
     paused = make_paused_turn(open_backend())
-    with pytest.raises(PauseError, match=r"asked by a turn.*run_turn\(thread_id='confirm'"):
-        Reader(open_backend()).answer("confirm", paused.answer("yes"))
+    (answered,) = Reader(open_backend()).answer("confirm", paused.answer("yes"))
+    assert answered.answer == "yes"
+    with TurnRuntime(ChatState, [confirm], open_backend()) as runtime:
+        with pytest.raises(TurnError, match=r"was answered and waits to run again"):
+            runtime.run_turn({"message": "something else", "session_id": "confirm"})
+        output = runtime.run_turn(thread_id="confirm")  # no input: the answered turn runs
+        assert output["response_text"] == "yes"
+        assert runtime.thread_state("confirm")["history"][0] == "delete it: yes"
+        assert runtime.turns("confirm") == 1
+        with pytest.raises(TurnError, match="no paused turn to answer"):
+            runtime.run_turn(thread_id="confirm", answers=paused.answer("again"))
+        nxt = runtime.run_turn({"message": "next", "session_id": "confirm"})
+        assert isinstance(nxt, Paused)  # the next turn asks again, as its node always does
 
 
 def test_an_answer_that_races_the_owner_is_made_again_on_the_new_thread(

@@ -144,13 +144,6 @@ def record_answers(store: Store, thread_id: str, answers: Mapping[str, Any]) -> 
                 f"{key!r} {what} in thread {thread_id!r}; the questions waiting for an answer "
                 f"are: {listed}"
             )
-        run = store.value(KIND, found.run_id, None)
-        if isinstance(run, RunRecord) and run.kind == "turn":
-            raise PauseError(
-                f"{key!r} was asked by a turn ({found.run_id!r}): a paused turn runs again whole "
-                "with its answer, so answer it where the thread runs: "
-                f"runtime.run_turn(thread_id={thread_id!r}, answers={{{key!r}: ...}})"
-            )
         by_run.setdefault(found.run_id, {})[key] = value
     for run_id, given in by_run.items():
         RunLog(store, run_id).answer(given, error=PauseError)

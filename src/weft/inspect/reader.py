@@ -365,8 +365,8 @@ class Reader:
         """Record ``answers`` (``{question id: answer}``) to questions waiting in the thread,
         one commit per run, and mark those runs running again; returns the answered
         questions. The run's owner then resumes it with its run id (no ``answers=``: they
-        are recorded) and the paused unit gets its answer. A paused turn is answered by
-        ``TurnRuntime.run_turn(thread_id=..., answers=...)`` instead (a ``PauseError``)."""
+        are recorded) and the paused unit gets its answer; a paused turn runs again when its
+        runtime is called with the thread id and no input."""
         self._info(thread_id)
         if not isinstance(answers, Mapping) or not answers:
             raise PauseError(

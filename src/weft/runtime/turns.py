@@ -196,12 +196,16 @@ class TurnRuntime:
                 "answers= resume the paused turn of a thread: pass thread_id=... and no input "
                 "(the turn runs again with the input it paused with)"
             )
+        # no input and a thread id: a paused turn resumes, or the thread's next turn takes
+        # every input's default (decided once the thread is loaded)
         initial = (
-            InitialState(inputs={}, loaded={})
-            if answers is not None
+            None
+            if given is None and thread_id is not None
             else self.contract.build_initial_state(given)
         )
-        tid = initial.inputs.get(self._thread_field) if thread_id is None else thread_id
+        tid: Any = thread_id
+        if initial is not None and thread_id is None:
+            tid = initial.inputs.get(self._thread_field)
         if not isinstance(tid, str) or not tid:
             raise TurnError(
                 f"a turn needs a thread id: pass thread_id=... or give the input a non-empty "
@@ -213,7 +217,7 @@ class TurnRuntime:
                 run, record = self._threads.open(tid)
             turn = (record.turns if record is not None else 0) + 1
             log = RunLog(run.store, f"turn-{turn}")
-            initial = self._paused_input(log, initial, answers, tid)
+            initial, resumed = self._turn_input(log, given, initial, answers, tid)
             user = initial.inputs.get(self._user_field)
             owner = Owner(user_id=user if isinstance(user, str) and user else None, session_id=tid)
             context = replace(self.context, thread_id=tid, turn=turn, owner=owner)
@@ -225,7 +229,7 @@ class TurnRuntime:
                         watch.start(tx)
                     with pausing(Asking(RunLog(tx, log.run_id), "turn", "turn")):
                         output = await self._inside(tx, initial, context, stages)
-                    if answers is not None:  # the paused turn, done
+                    if resumed:  # the paused turn, done
                         log.complete(None, into=tx)
                     if watch is not None:
                         watch.end(tx)
@@ -257,23 +261,45 @@ class TurnRuntime:
                 raise
         return TurnResult(output=output, thread_id=tid, turn=turn, elapsed_ms=stages.elapsed_ms())
 
-    def _paused_input(
-        self, log: RunLog, initial: InitialState, answers: Mapping[str, Any] | None, tid: str
-    ) -> InitialState:
-        """The input of the turn to run: the one given, or a paused turn's, once answered."""
+    def _turn_input(
+        self,
+        log: RunLog,
+        given: Any,
+        initial: InitialState | None,
+        answers: Mapping[str, Any] | None,
+        tid: str,
+    ) -> tuple[InitialState, bool]:
+        """The input of the turn to run, and whether it is a paused turn running again: the
+        one given, or a paused turn's once answered, here (``answers=``) or from outside
+        (``weft answer``, the inspector, ``Reader.answer``: the answers are recorded and the
+        turn's run marked running, and a call with the thread id and no input resumes it)."""
         known = log.run()
-        waiting = known is not None and known.status == "paused"
-        if answers is None:
-            if waiting:
-                asked = "; ".join(f"{p.id}: {p.question!r}" for p in log.pending())
+        status = None if known is None else known.status
+        if answers is not None:
+            if status != "paused":
                 raise TurnError(
-                    f"thread {tid!r} waits for an answer before its next turn ({asked}); call "
-                    "run_turn(thread_id=..., answers={id: answer})"
+                    f"thread {tid!r} has no paused turn to answer; run a turn with input"
                 )
-            return initial
-        if not waiting:
-            raise TurnError(f"thread {tid!r} has no paused turn to answer; run a turn with input")
-        log.answer(answers, error=TurnError)
+            log.answer(answers, error=TurnError)
+            return self._stored_input(log), True
+        if status == "paused":
+            asked = "; ".join(f"{p.id}: {p.question!r}" for p in log.pending())
+            raise TurnError(
+                f"thread {tid!r} waits for an answer before its next turn ({asked}); call "
+                "run_turn(thread_id=..., answers={id: answer})"
+            )
+        if status == "running" and log.get("input") is not None:  # answered from outside
+            if given is not None:
+                raise TurnError(
+                    f"thread {tid!r} has a paused turn that was answered and waits to run "
+                    f"again; call run_turn(thread_id={tid!r}) with no input first"
+                )
+            return self._stored_input(log), True
+        if initial is None:
+            initial = self.contract.build_initial_state(given)
+        return initial, False
+
+    def _stored_input(self, log: RunLog) -> InitialState:
         stored = log.get("input")
         assert stored is not None, "a paused turn keeps its input"
         return InitialState(
