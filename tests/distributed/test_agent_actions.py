@@ -13,6 +13,7 @@ import ray_nodes
 from weft.agent import AgentAction, PromptBasedActionAgent
 from weft.distributed import RayExecutor, offload_to
 from weft.llm import ScriptedReasoner
+from weft.store import CallIntent, RunLog, RunRecord, StepRecord, Store
 
 SPAWN = json.dumps(
     {
@@ -39,18 +40,21 @@ def reply(prompt: str) -> str:
     return SPAWN if prompt.startswith("User: go|") else DONE
 
 
-def run(actor: Any, executor: RayExecutor | None) -> PromptBasedActionAgent:
+def run(
+    actor: Any, executor: RayExecutor | None, run_id: str | None = None
+) -> PromptBasedActionAgent:
     agent = PromptBasedActionAgent(
         ScriptedReasoner(reply),
         template="{conversation}|{action_result}",
         actor=actor,
         branching_agent_start_as_new=False,
+        store=Store(),
     )
     if executor is None:
-        agent.run("go")
+        agent.run("go", run_id=run_id)
     else:
         with offload_to(executor):
-            agent.run("go")
+            agent.run("go", run_id=run_id)
     return agent
 
 
@@ -116,3 +120,35 @@ def test_an_actor_that_asks_a_person_on_a_worker_is_told_to_stay_in_process(
     assert asked.error is not None
     assert asked.error.startswith("PauseError: the actor for Ask called interrupt() on the")
     assert "give it an extra" in asked.error
+
+
+RECORDS = (StepRecord, RunRecord, CallIntent)
+
+
+def recorded(agent: PromptBasedActionAgent) -> dict[str, Any]:
+    """A recorded run's events (but for its records, which hold clock readings) and its
+    records (without them)."""
+    return {
+        "states": [s.to_dict() for s in agent.states],
+        "events": [
+            (e.op, e.kind, e.path, e.value, e.source)
+            for e in agent.store.events()
+            if not isinstance(e.value, RECORDS)
+        ],
+        "records": {
+            unit: (r.kind, r.label, r.result, r.flag)
+            for unit, r in RunLog(agent.store, "r1").recorded().items()
+        },
+    }
+
+
+def test_a_recorded_run_on_ray_records_what_it_records_in_one_process(
+    ray_executor: RayExecutor,
+) -> None:
+    local = run(ACTORS, None, "r1")
+    before = ray_executor.submitted
+    remote = run(ACTORS, ray_executor, "r1")
+    assert ray_executor.submitted - before == 4
+    assert recorded(remote) == recorded(local)
+    fetch = recorded(remote)["records"]["iter/0/branch/1.1"]  # the failed fetch's branch
+    assert fetch[2]["action"]["error"] == "LookupError: no page at https://example.org/x"
