@@ -187,3 +187,37 @@ def flaky_model(log: str) -> ScriptedChatModel:
         return ScriptedChatModel.tool_call("flaky", {"q": "otters", "log": log}, id="look")
 
     return ScriptedChatModel(reply)
+
+
+# ---------------------------------------------------------------- an agent's actors
+
+
+def square(n: int) -> dict[str, int]:
+    """A plain actor (no extras): it runs where the executor runs it."""
+    return {"square": n * n}
+
+
+def fetch_page(url: str) -> str:
+    raise LookupError(f"no page at {url}")
+
+
+def note(text: str, store: Any) -> str:
+    """An actor that takes the agent's store: it stays on the driver."""
+    store.write("state", "notes/last", text, source="note")
+    return f"noted {text}"
+
+
+def act(action: Any) -> dict[str, Any]:
+    """A single actor for every type: called with the action itself."""
+    return {
+        "type": action.type,
+        "args": dict(action.args),
+        "target": action.target,
+        "pid": os.getpid(),
+    }
+
+
+def ask(question: str) -> Any:
+    from weft.graph import interrupt
+
+    return interrupt(question)

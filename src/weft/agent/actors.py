@@ -12,19 +12,27 @@ name, never through ``**kwargs`` and never over an argument the reasoner gave::
 A crash after ``fn`` took effect but before its record was written calls it again: pass
 the key on to a service that accepts idempotency keys. In a run with a run id an actor may
 ask a person with ``weft.graph.interrupt(question)``: the agent's run returns ``Paused``.
+
+Inside ``weft.graph.offload_to(executor)`` an actor that takes no extras runs on the
+executor (a Ray worker, with ``weft.distributed``): its arguments (the action's, or the
+action itself as plain data) go and its result comes back through weft's codec, and the
+executed action is built and recorded on the caller's side as in-process. An actor that
+takes extras works on the agent's store or context: it stays in-process.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from weft.agent.types import AgentAction
 from weft.calls.watch import acall_tool, call_tool
-from weft.errors import AgentBuildError, ValueTypeError
+from weft.errors import AgentBuildError, PauseError, ValueTypeError
+from weft.graph.offload import NodeExecutor, RemoteCall, current_executor
 from weft.graph.pause import pausing
 
 logger: Final = logging.getLogger("weft.agent")
@@ -62,6 +70,19 @@ class BoundActor:
     extras: frozenset[str]
     takes_action: bool
     """Called as ``fn(action, ...)`` (a single actor) rather than ``fn(**args, ...)``."""
+    remote: Actor | None = field(init=False, repr=False, compare=False)
+    """What an executor calls: ``fn``, or for a single actor ``fn`` given the action
+    rebuilt from plain data (made once, so an executor ships it once); None for an
+    actor that takes extras (a single actor's ``action`` parameter is not one)."""
+
+    def __post_init__(self) -> None:
+        remote: Actor | None = None
+        if self.takes_action:
+            if self.extras <= {"action"}:
+                remote = functools.partial(_act_on, self.fn)
+        elif not self.extras:
+            remote = self.fn
+        object.__setattr__(self, "remote", remote)
 
     def call(self, action: AgentAction, offered: Mapping[str, Any]) -> Any:
         """Call the actor (returns the result, or an awaitable for an async actor)."""
@@ -75,6 +96,36 @@ class BoundActor:
             for name in action.args:
                 extras.pop(name, None)
         return self.fn(**action.args, **extras)
+
+
+def _act_on(fn: Actor, action: Mapping[str, Any]) -> Any:
+    """On an executor's worker: a single actor called with its action, rebuilt."""
+    return fn(AgentAction.from_dict(action))
+
+
+def offloaded(bound: BoundActor, action: AgentAction) -> tuple[NodeExecutor, RemoteCall] | None:
+    """The executor and call that run ``action`` elsewhere, inside ``offload_to``; None
+    in-process, or for an actor that takes extras (it works on the agent's side)."""
+    executor = current_executor()
+    if executor is None or bound.remote is None:
+        return None
+    if bound.takes_action:
+        call = RemoteCall(action.type, bound.remote, (action.to_dict(),), {})
+    else:
+        call = RemoteCall(action.type, bound.remote, (), dict(action.args))
+    return executor, call
+
+
+async def _run_offloaded(executor: NodeExecutor, call: RemoteCall, action: AgentAction) -> Any:
+    try:
+        return await acall_tool(action.type, action.id, executor.call, call)
+    except PauseError:  # interrupt() on the worker, where no pause can be recorded
+        raise PauseError(
+            f"the actor for {action.type} called interrupt() on the executor of offload_to, "
+            "where no pause can be recorded; an actor that asks a person runs in-process: "
+            "give it an extra (such as a `store` parameter), or run the agent outside "
+            "offload_to"
+        ) from None
 
 
 def bind_actor(fn: Any, *, what: str, takes_action: bool) -> BoundActor:
@@ -172,10 +223,14 @@ def failed(action: AgentAction, exc: Exception) -> AgentAction:
 def run_sync_actor(
     table: ActorTable, action: AgentAction, offered: Mapping[str, Any]
 ) -> AgentAction | Any:
-    """Run a sync actor: the executed action, or the awaitable it returned after all."""
+    """Run a sync actor: the executed action, or an awaitable of its value (one it
+    returned after all, or its call on the executor of ``offload_to``)."""
     bound = table.get(action.type)
     if bound is None:
         return no_actor(table, action)
+    remote = offloaded(bound, action)
+    if remote is not None:  # the caller awaits it, and finishes the action from its value
+        return _run_offloaded(*remote, action)
     point = offered.get(PAUSE)
     try:
         if point is None:  # no recorded run: nothing to pause, no context to set
@@ -197,9 +252,13 @@ async def run_actor(
     bound = table.get(action.type)
     if bound is None:
         return no_actor(table, action)
+    remote = offloaded(bound, action)
     try:
-        with pausing(offered.get(PAUSE)):
-            value = await acall_tool(action.type, action.id, bound.call, action, offered)
+        if remote is not None:
+            value = await _run_offloaded(*remote, action)
+        else:
+            with pausing(offered.get(PAUSE)):
+                value = await acall_tool(action.type, action.id, bound.call, action, offered)
     except Exception as exc:
         return failed(action, exc)
     return finish(action, value)

@@ -14,8 +14,9 @@ records, reducers and the deterministic merge order are the engine's own, unchan
   on the driver. Its tool calls may still move (below).
 
 ``with offload_to(X):`` sends the tool calls that plans of tool calls (``weft.calls``) and
-agents' tool loops (``weft.plan``) make inside it to ``X``; their arguments are resolved,
-and their results written and recorded, on the driver.
+agents' tool loops (``weft.plan``) make inside it to ``X``, and the actions of agents
+(``weft.agent``, branches included) whose actors take no extras; their arguments are
+resolved, and their results written and recorded, on the driver.
 """
 
 from __future__ import annotations
@@ -63,13 +64,14 @@ _CURRENT: contextvars.ContextVar[NodeExecutor | None] = contextvars.ContextVar(
 
 
 def current_executor() -> NodeExecutor | None:
-    """The executor ``offload_to`` set for tool calls here, or None (they run in-process)."""
+    """The executor ``offload_to`` set for calls here, or None (they run in-process)."""
     return _CURRENT.get()
 
 
 @contextlib.contextmanager
 def offload_to(executor: NodeExecutor) -> Iterator[NodeExecutor]:
-    """Send the tool calls of plans and agents run inside this block to ``executor``."""
+    """Send the tool calls of plans and agents, and agents' plain actions, run inside
+    this block to ``executor``."""
     check_executor(executor)
     token = _CURRENT.set(executor)
     try:
