@@ -105,19 +105,7 @@ class WorkGraph:
     ) -> Any:
         """Run the graph to the end and return the sink's result (a list for several sinks),
         or ``Paused`` when a node waits for a person (``weft.graph.pause``)."""
-        schedule = self._ready_schedule()
-        run = Run(
-            schedule,
-            args,
-            kwargs,
-            store,
-            run_id,
-            events,
-            context,
-            self.max_concurrency,
-            answers,
-            executor,
-        )
+        run = self._new_run(args, kwargs, store, run_id, events, context, answers, executor)
         body = run.execute() if run.observer is None else run.observer.around(run.execute())
         return drive(body) if run.schedule.loopless else run_sync(body)
 
@@ -135,8 +123,25 @@ class WorkGraph:
         **kwargs: Any,
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
+        run = self._new_run(args, kwargs, store, run_id, events, context, answers, executor)
+        if run.observer is not None:
+            return await run.observer.around(run.execute(driven=False))
+        return await run.execute(driven=False)
+
+    def _new_run(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        store: Store | None,
+        run_id: str | None,
+        events: bool,
+        context: Any,
+        answers: Mapping[str, Any] | None,
+        executor: NodeExecutor | None,
+    ) -> Run:
+        """The one run of ``run`` or ``arun``, on this graph's schedule."""
         schedule = self._ready_schedule()
-        run = Run(
+        return Run(
             schedule,
             args,
             kwargs,
@@ -148,9 +153,6 @@ class WorkGraph:
             answers,
             executor,
         )
-        if run.observer is not None:
-            return await run.observer.around(run.execute(driven=False))
-        return await run.execute(driven=False)
 
     def _ready_schedule(self) -> Schedule:
         schedule = self._ready_schedule_unchecked()
