@@ -486,6 +486,10 @@ def test_a_question_of_a_nested_run_is_answered_and_the_outer_run_resumes(
     assert reader.thread("mail").paused
     reader.answer("mail", paused.answer("yes"))
     assert not reader.thread("mail").paused  # nothing waits for a person: for the owner
+    assert [(r.run_id, r.status) for r in reader.thread("mail").runs] == [
+        ("job", "running"),  # the nested run's pause had paused it too
+        ("job.mail", "running"),
+    ]
     owner = DurableRun.open(open_backend(), "mail", run_id="executor")
     done = mail_executor(owner).execute(run_id="job")
     owner.close()

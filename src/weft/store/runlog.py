@@ -220,9 +220,14 @@ class RunLog:
         with self.store.transaction() as tx:
             for record in records:
                 tx.write(KIND, record.id, record, source="weft.answer")
-            known = self.run()
-            if known is not None and known.status == "paused":
-                tx.write(KIND, self.run_id, replace(known, status="running"), source="weft.answer")
+            # A nested run (``<outer>.<inner>``) passed its pause up to the runs around
+            # it: they all run again once the question is answered.
+            parts = self.run_id.split(".")
+            for end in range(len(parts), 0, -1):
+                run_id = ".".join(parts[:end])
+                known = self.store.value(KIND, run_id, None)
+                if isinstance(known, RunRecord) and known.status == "paused":
+                    tx.write(KIND, run_id, replace(known, status="running"), source="weft.answer")
 
     # -------------------------------------------------------------- keyed calls
 
