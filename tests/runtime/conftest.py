@@ -1,7 +1,7 @@
 """Fixtures of the runtime tests: runtimes on a real SQLite file and on PostgreSQL.
 
 The core turn tests run on both backends (``make``); the PostgreSQL backend is one per
-session on the schema ``weft_runtime_tests`` of ``weft_test``, and tests isolate by
+session on a schema of ``weft_test`` of its own (dropped at the end), and tests isolate by
 unique thread ids. A server that cannot be reached fails the tests; they never skip.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import ChatContext, ChatState, Make, postgres, reply, triage
+from runtime_helpers import ChatContext, ChatState, Make, drop_schema, postgres, reply, triage
 
 from weft.persist import Backend, PostgresBackend, SQLiteBackend
 from weft.runtime import TurnRuntime
@@ -24,6 +24,7 @@ def pg_backend() -> Iterator[PostgresBackend]:
     backend = postgres()
     yield backend
     backend.close()
+    drop_schema()
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ across test folders)."""
 from __future__ import annotations
 
 import operator
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
@@ -18,8 +19,15 @@ from weft.runtime import Input, Loaded, Reducer, TurnRuntime, TurnScoped, Workfl
 from weft.store import reducers
 
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
-PG_SCHEMA = "weft_runtime_tests"
+PG_SCHEMA = f"weft_runtime_{uuid.uuid4().hex[:10]}"  # one per test session, dropped after
 Make = Callable[..., TurnRuntime]
+
+
+def drop_schema() -> None:
+    import psycopg
+
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{PG_SCHEMA}" CASCADE')
 
 
 def postgres() -> PostgresBackend:
