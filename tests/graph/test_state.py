@@ -11,7 +11,8 @@ from graph_helpers import Mode
 
 from weft.errors import MergeConflictError, NodeError, ReducerError
 from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
-from weft.store import DELETE, Store, reducers
+from weft.graph.state import Writes
+from weft.store import DELETE, RunLog, Store, reducers
 
 
 def state_node(mode: Mode, fn: Any, *, id: str, sleep: float = 0.0) -> WorkGraphNode:
@@ -274,3 +275,72 @@ def test_a_join_sees_appends_of_its_ancestors_in_graph_order(mode: Mode) -> None
     assert seen["c0"] == ["a0", "a1", "a2", "b0", "b1"]
     assert seen["c1"] == ["a0", "a1", "a2", "b1", "b2"]
     assert store.value("state", "log") == ["a0", "a1", "a2", "b0", "b1", "b2", "c0", "c1", "c2"]
+
+
+def writer(mode: Mode, name: str, *, sleep: float = 0.0) -> WorkGraphNode:
+    """A state node that appends its name to state:items, counts in shared:n, and returns
+    what it saw of items."""
+
+    def write(view: StateView) -> Writes:
+        seen = list(view.get("items", []))
+        n = view.read("shared", "n", 0)
+        changes = (("state", "items", name, False), ("shared", "n", n + 1, False))
+        return Writes(changes, result={"saw": seen})
+
+    return state_node(mode, write, id=name, sleep=sleep)
+
+
+def test_writes_of_any_kind_are_committed_and_their_result_is_the_nodes(mode: Mode) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    a, b = writer(mode, "a"), writer(mode, "b")
+    a.add_next(b)
+    assert mode.run(WorkGraph(start_nodes=[a]), store=store) == {"saw": ["a"]}
+    assert store.value("state", "items") == ["a", "b"]
+    assert store.value("shared", "n") == 2
+    assert [e.source for e in store.events()] == ["a#0", "a#0", "b#1", "b#1"]
+
+
+def test_parallel_writes_commit_in_graph_order_not_finish_order(mode: Mode) -> None:
+    ends = []
+    for sleeps in ([0.0, 0.05, 0.1], [0.1, 0.05, 0.0]):
+        store = Store(reducers={"state:items": reducers.append, "shared:n": reducers.add})
+        first = state_node(mode, lambda view: None, id="start")
+        for i, sleep in enumerate(sleeps):
+            first.add_next(writer(mode, f"b{i}", sleep=sleep))
+        results = mode.run(WorkGraph(start_nodes=[first]), store=store)
+        assert results == [{"saw": []}] * 3  # siblings never see each other
+        ends.append((store.value("state", "items"), store.value("shared", "n")))
+    assert ends == [(["b0", "b1", "b2"], 3)] * 2
+
+
+def test_a_whole_write_replaces_a_reduced_field(mode: Mode) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    store.write("state", "items", "old")
+    node = state_node(mode, lambda view: Writes((("state", "items", ["new"], True),), "r"), id="w")
+    assert mode.run(WorkGraph(start_nodes=[node]), store=store) == "r"
+    assert store.value("state", "items") == ["new"]
+
+
+def test_a_recorded_run_keeps_the_result_of_writes_and_resumes_without_calling(
+    mode: Mode,
+) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    calls: list[str] = []
+
+    def fails_once(view: StateView) -> Writes:
+        calls.append("c")
+        if len(calls) == 1:
+            raise RuntimeError("down")
+        return Writes((("state", "items", "c", False),), result="c done")
+
+    a, b = writer(mode, "a"), writer(mode, "b")
+    a.add_next(b).add_next(state_node(mode, fails_once, id="c"))
+    graph = WorkGraph(start_nodes=[a])
+    with pytest.raises(NodeError):
+        mode.run(graph, store=store, run_id="r1")
+    assert mode.run(graph, store=store, run_id="r1") == "c done"
+    assert store.value("state", "items") == ["a", "b", "c"]
+    assert store.value("shared", "n") == 2
+    assert calls == ["c", "c"]
+    recorded = RunLog(store, "r1").recorded()
+    assert recorded["b#1"].result == {"saw": ["a"]}

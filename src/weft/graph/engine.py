@@ -71,7 +71,7 @@ from weft.graph.outcome import (
 )
 from weft.graph.pause import _ASKING, Asking, Interrupt, Paused, paused
 from weft.graph.pool import SyncQueue
-from weft.graph.state import StateView, checked_delta
+from weft.graph.state import StateView, Writes, checked_delta
 from weft.graph.stores import RunStores
 from weft.store import Pause, RunLog, StepRecord, Store
 from weft.store.notes import watched
@@ -388,7 +388,14 @@ class Run(Dispatching):
                 result = self._retry_inline(i, (view, *args), kwargs, exc, 0.0)
                 self._after_inline(i, result)
                 return -1
-            if result.__class__ is not dict or not result:
+            if result.__class__ is Writes:
+                try:
+                    result.write_to(store, keys[i])
+                except WeftError as exc:
+                    self._fail_commit(i, exc)
+                    return -1
+                delta = result.result  # what it hands down
+            elif result.__class__ is not dict or not result:
                 if result is not None:  # a flag, a coroutine, a mapping: the general path
                     inputs[i] = (args, kwargs)
                     self.views[i] = view
@@ -503,15 +510,18 @@ class Run(Dispatching):
             flag, result = result
         stores = self.stores
         if stores is not None:
-            delta = None
+            delta: dict[str, Any] | Writes | None = None
             if self.schedule.states[i]:
-                view = self.views[i]
-                store = view._store if isinstance(view, StateView) else stores.store
-                try:
-                    delta = result = checked_delta(result, self.schedule.keys[i], store)
-                except (TypeError, ValueTypeError) as exc:
-                    self._fail(i, exc, started)
-                    return
+                if result.__class__ is Writes:
+                    delta, result = result, result.result
+                else:
+                    view = self.views[i]
+                    store = view._store if isinstance(view, StateView) else stores.store
+                    try:
+                        delta = result = checked_delta(result, self.schedule.keys[i], store)
+                    except (TypeError, ValueTypeError) as exc:
+                        self._fail(i, exc, started)
+                        return
             try:
                 wall = time() - (perf_counter() - started) if started else 0.0  # when it began
                 stores.finish(i, flag, result, delta, wall)

@@ -5,13 +5,14 @@ A state node (``WorkGraphNode(fn, state=True)``) is called as ``fn(view, *args,
 the store as the run began plus the writes of the node's *ancestors*, never a sibling's.
 The node returns a delta ``{path: value}`` (or ``None``); the engine writes it to kind
 ``"state"`` through the store's declared reducers, and it reaches the run's store in graph
-order (``weft.graph.stores``). A node that returns ``AbortBranch`` contributes nothing, its
-delta included.
+order (``weft.graph.stores``). A node whose changes are more than that (other kinds, a
+whole value past a reducer) returns ``Writes``, which also carry its result. A node that
+returns ``AbortBranch`` contributes nothing, its delta included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from weft.store import MISSING, Store, freeze
@@ -37,6 +38,13 @@ class StateView:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._value = store.value
+
+    @property
+    def store(self) -> Store:
+        """The store this view reads, for code that reads it through ``Store``'s API (a
+        scope of references, say). A state node does not write to it: its changes are what
+        it returns."""
+        return self._store
 
     def __getitem__(self, path: str) -> Any:
         # the hot read of every state node: Store.value's lookup, inlined for the one kind
@@ -69,6 +77,44 @@ class StateView:
 
     def __repr__(self) -> str:
         return f"StateView({self.to_dict()!r})"
+
+
+class Writes:
+    """What a state node returns when its changes are more than a delta of ``state``:
+    ``writes`` are ``(kind, path, value, replace)`` writes of any kind, each through the
+    field's reducer (``replace=True``: the value replaces the field, past its reducer),
+    and ``result`` is the node's result (what it hands down and what a run records). The
+    engine commits them as it does a delta, in graph order, as one commit.
+
+    >>> store = Store()
+    >>> Writes((("state", "plan", "p", False), ("shared", "seen", 1, False))).write_to(store, "n")
+    >>> store.value("shared", "seen")
+    1
+    """
+
+    __slots__ = ("result", "writes")
+
+    def __init__(self, writes: Sequence[tuple[str, str, Any, bool]], result: Any = None) -> None:
+        self.writes = writes
+        self.result = result
+
+    def items(self, source: str) -> list[tuple[str, str, Any, str, bool]]:
+        """The writes as ``Store.delta`` takes them, written by ``source``."""
+        return [(kind, path, value, source, whole) for kind, path, value, whole in self.writes]
+
+    def write_to(self, store: Store, source: str) -> None:
+        """Make the writes in ``store``, all or none, as one commit."""
+        writes = self.writes
+        if len(writes) == 1:
+            kind, path, value, whole = writes[0]
+            if not whole or store.reducer_of(kind, path) == "replace":
+                store.write_many(kind, [(path, value, source)])
+                return
+        if writes:
+            store.merge([store.delta(self.items(source))])
+
+    def __repr__(self) -> str:
+        return f"Writes({self.writes!r}, result={self.result!r})"
 
 
 _PLAIN = (str, int, bool, type(None))

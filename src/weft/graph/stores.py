@@ -43,6 +43,7 @@ from typing import Any, Final
 from weft.errors import NodeError, ValueTypeError
 from weft.graph.build import Schedule
 from weft.graph.modes import NO, WorkGraphStopFlags
+from weft.graph.state import Writes
 from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
 from weft.store.records import KIND
 
@@ -304,34 +305,42 @@ class RunStores:
         i: int,
         flag: WorkGraphStopFlags,
         result: Any,
-        delta: dict[str, Any] | None,
+        delta: dict[str, Any] | Writes | None,
         started_at: float,
     ) -> None:
-        """Node ``i`` returned: keep its changes and its record, and move the frontier."""
+        """Node ``i`` returned: keep its changes and its record, and move the frontier.
+        ``delta``: a state node's delta, or its ``Writes`` (then ``result`` is theirs)."""
         schedule = self.schedule
         key = schedule.keys[i]
         view = self.viewing[i]
         fork = self.forks[i]
         change: Delta | Store | None = None
-        pending: dict[str, Any] | None = None
+        pending: dict[str, Any] | Writes | None = None
+        writes = delta.__class__ is Writes
+        if writes and not delta.writes:  # type: ignore[union-attr]
+            delta = None
         if flag is _ABORT:
             if fork is not None:  # its view again, without its writes
                 self.forks[i] = None
                 view = self.viewing[i] = self.store if schedule.full[i] else self._view(i)
         elif fork is not None:
             if delta:  # a state node that also takes ctx: its delta joins its fork's writes
-                fork.write_many("state", delta, source=key)
+                _write(fork, delta, key)
             change = fork
         elif delta:
             if self.inplace[i]:  # at the frontier, nobody to wait for: write it now
-                self.store.write_many("state", delta, source=key)
+                _write(self.store, delta, key)
             elif self.log is not None and i == self.frontier and not self.views.needed[i]:
                 pending = delta  # made one delta with its record (``_record``)
             else:
                 assert view is not None
-                change = view.delta(delta, source=key)
+                change = (
+                    view.delta(delta.items(key))
+                    if isinstance(delta, Writes)
+                    else view.delta(delta, source=key)
+                )
         if self.log is not None:
-            change = self._record(i, flag, result, change, pending, started_at)
+            change = self._record(i, flag, result, change, pending, started_at, writes)
         self.changes[i] = change
         self.finished[i] = True
         if i == self.frontier:
@@ -346,12 +355,14 @@ class RunStores:
         flag: WorkGraphStopFlags,
         result: Any,
         change: Delta | Store | None,
-        pending: dict[str, Any] | None,
+        pending: dict[str, Any] | Writes | None,
         started_at: float,
+        writes: bool = False,
     ) -> Delta | Store | None:
         """Record node ``i``: with its changes (one commit) when the frontier is here,
         else at once with the changes inside the record. ``pending``: a state node's delta
-        made into no ``Delta`` yet. Returns the change to commit."""
+        made into no ``Delta`` yet; ``writes``: the node returned ``Writes``, whose result
+        is not its delta. Returns the change to commit."""
         log, schedule = self.log, self.schedule
         assert log is not None
         key = schedule.keys[i]
@@ -365,13 +376,14 @@ class RunStores:
         try:
             kept = (
                 not schedule.states[i]
+                or writes
                 or schedule.codes[i] != NO
                 or not schedule.succs[i]
                 or flag is _TERMINATE
             )  # a state node's result is its delta, in the store already: kept if read
             record = StepRecord(
                 kind="node",
-                writes=len(pending) if pending else len(changes),
+                writes=_count(pending) if pending else len(changes),
                 result=result if kept else None,
                 flag=None if flag is _CONTINUE else flag.name,
                 tuple_result=result.__class__ is tuple,
@@ -531,9 +543,21 @@ def _within(ranges: list[tuple[int, int]], seq: int) -> bool:
     return at >= 0 and ranges[at][0] <= seq <= ranges[at][1]
 
 
+def _write(store: Store, delta: dict[str, Any] | Writes, key: str) -> None:
+    """A state node's changes written straight into ``store``, as one commit."""
+    if isinstance(delta, Writes):
+        delta.write_to(store, key)
+    else:
+        store.write_many("state", delta, source=key)
+
+
+def _count(pending: dict[str, Any] | Writes) -> int:
+    return len(pending.writes) if isinstance(pending, Writes) else len(pending)
+
+
 def _with_record(
     change: Delta | Store | None,
-    pending: dict[str, Any] | None,
+    pending: dict[str, Any] | Writes | None,
     view: Store | None,
     path: str,
     record: StepRecord,
@@ -544,10 +568,12 @@ def _with_record(
         change.write(KIND, path, record, source=key)
         return change
     assert view is not None
-    writes: list[tuple[str, str, Any, str | None]] = []
-    if pending:
-        writes.extend(("state", p, v, key) for p, v in pending.items())
+    writes: list[tuple[str, str, Any, str | None, bool]] = []
+    if isinstance(pending, Writes):
+        writes.extend(pending.items(key))
+    elif pending:
+        writes.extend(("state", p, v, key, False) for p, v in pending.items())
     elif change is not None:
-        writes.extend((k, p, v, s) for k, p, v, s, _whole in change.writes)
-    writes.append((KIND, path, record, key))
+        writes.extend(change.writes)
+    writes.append((KIND, path, record, key, False))
     return view.delta(writes)

@@ -435,7 +435,8 @@ class Store(Staging):
 
     def delta(
         self,
-        writes: Iterable[tuple[str, str, Any, str | None]] | Mapping[str, Any],
+        writes: Iterable[tuple[str, str, Any, str | None] | tuple[str, str, Any, str | None, bool]]
+        | Mapping[str, Any],
         *,
         kind: str = "state",
         source: str | None = None,
