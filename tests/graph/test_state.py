@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from graph_helpers import Mode
 
-from weft.errors import MergeConflictError, NodeError, ReducerError
+from weft.errors import GraphBuildError, MergeConflictError, NodeError, ReducerError
 from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import DELETE, RunLog, Store, reducers
@@ -344,3 +344,50 @@ def test_a_recorded_run_keeps_the_result_of_writes_and_resumes_without_calling(
     assert calls == ["c", "c"]
     recorded = RunLog(store, "r1").recorded()
     assert recorded["b#1"].result == {"saw": ["a"]}
+
+
+def test_writes_may_name_their_writer(mode: Mode) -> None:
+    store = Store()
+    node = state_node(
+        mode, lambda view: Writes((("state", "x", 1, False),), source="call-7"), id="w"
+    )
+    mode.run(WorkGraph(start_nodes=[node]), store=store)
+    assert store.get("state", "x").source == "call-7"  # type: ignore[union-attr]
+
+
+def test_shared_views_read_the_run_store_and_commit_as_each_node_finishes(mode: Mode) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    first = state_node(mode, lambda view: {"base": 1}, id="start")
+    for i, sleep in enumerate([0.0, 0.1]):  # b1 starts late on a thread, or after b0 inline
+        first.add_next(writer(mode, f"b{i}", sleep=sleep))
+    graph = WorkGraph(start_nodes=[first], isolated=False, max_concurrency=1)
+    assert mode.run(graph, store=store) == [{"saw": []}, {"saw": ["b0"]}]
+    assert store.value("state", "items") == ["b0", "b1"]
+    assert store.value("state", "base") == 1
+
+
+def test_a_recorded_run_with_shared_views_commits_each_node_with_its_record(mode: Mode) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    calls: list[str] = []
+
+    def fails_once(view: StateView) -> Writes:
+        calls.append("c")
+        if len(calls) == 1:
+            raise RuntimeError("down")
+        return Writes((("state", "items", "c", False),), result=list(view["items"]))
+
+    a, b = writer(mode, "a"), writer(mode, "b")
+    a.add_next(b).add_next(state_node(mode, fails_once, id="c"))
+    graph = WorkGraph(start_nodes=[a], isolated=False)
+    with pytest.raises(NodeError):
+        mode.run(graph, store=store, run_id="r1")
+    assert store.value("state", "items") == ["a", "b"]  # committed as they finished
+    assert mode.run(graph, store=store, run_id="r1") == ["a", "b"]
+    assert store.value("state", "items") == ["a", "b", "c"]
+    assert calls == ["c", "c"]
+    assert RunLog(store, "r1").recorded()["b#1"].result == {"saw": ["a"]}
+
+
+def test_isolated_must_be_a_bool() -> None:
+    with pytest.raises(GraphBuildError, match="isolated"):
+        WorkGraph(start_nodes=[WorkGraphNode(len)], isolated="no")  # type: ignore[arg-type]

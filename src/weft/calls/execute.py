@@ -1,5 +1,7 @@
-"""Running one call of a compiled plan: resolve, call, choose the output, write; the same
-steps for the WorkGraph runner (on each node's view of the store) and for ``simulate``.
+"""Running one call of a compiled plan: resolve, call, choose the output, decide the
+writes; the same steps for the WorkGraph runner (on each node's view of the store) and for
+``simulate``. A call writes nothing itself: it returns its ``Writes`` with its record, and
+the engine commits them in graph order (no store fork per call).
 
 An instance's state lives in the run's store beside the global state, at the paths
 ``@<instance>/<field>`` of ``state`` and ``shared``: an instance call reads its own field
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
 from typing import Any, Final
 
 from weft.calls.dataflow import CompiledPlan, Node
@@ -19,6 +20,7 @@ from weft.calls.result import PlanResult
 from weft.calls.watch import acall_tool, call_tool
 from weft.errors import PlanRunError, ToolArgumentsError, WeftError
 from weft.graph.offload import NodeExecutor, RemoteCall
+from weft.graph.state import Writes
 from weft.refs.outputs import split_choice
 from weft.refs.parse import Expression
 from weft.refs.resolve import read_expression
@@ -138,32 +140,41 @@ class Runtime:
             kwargs["store"] = room
         return kwargs
 
-    def finish(self, node: Node, result: Any, store: Store, scope: Scope) -> dict[str, Any]:
-        """Write ``result`` to ``node``'s output path in ``store``; the record of it."""
+    def finish(self, node: Node, result: Any, store: Store, scope: Scope) -> Writes:
+        """The writes of ``result`` to ``node``'s output path (decided on ``store``, the
+        call's view, and checked: all or none), with the call's record as their result."""
         value, chosen = split_choice(result)
         output = node.output
         self.results[node.id] = value
-        index = None
-        if output is not None:
-            index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
-            ops = plan_writes(output.alternatives[index], value, store, scope)
-            if node.instance is not None:  # an instance call writes its instance's fields
-                ops = [replace(op, field=instance_path(node.instance, op.field)) for op in ops]
-            apply_writes(ops, store, node.id)
+        if output is None:
+            record = self.records[node.position] = {"value": value, "alt": None}
+            return Writes((), record, source=node.id)
+        index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
+        ops = plan_writes(output.alternatives[index], value, store, scope)
+        instance = node.instance
+        writes = [
+            (
+                op.kind,
+                op.field if instance is None else instance_path(instance, op.field),
+                op.value,
+                op.replace,
+            )
+            for op in ops
+        ]  # an instance call writes its instance's fields
         record = self.records[node.position] = {"value": value, "alt": index}
-        return record
+        return Writes(writes, record, source=node.id)
 
-    def call_sync(self, position: int, store: Store) -> dict[str, Any]:
-        """Run node ``position`` with a sync tool, on its fork ``store``."""
+    def call_sync(self, position: int, store: Store) -> Writes:
+        """Run node ``position`` with a sync tool, on its view ``store``."""
         node = self.nodes[position]
         return call_tool(node.tool.name, node.id, self._call_sync, node, store)  # type: ignore[no-any-return]
 
-    async def call_async(self, position: int, store: Store) -> dict[str, Any]:
-        """Run node ``position`` with an async tool, on its fork ``store``."""
+    async def call_async(self, position: int, store: Store) -> Writes:
+        """Run node ``position`` with an async tool, on its view ``store``."""
         node = self.nodes[position]
         return await acall_tool(node.tool.name, node.id, self._call_async, node, store)  # type: ignore[no-any-return]
 
-    def _call_sync(self, node: Node, store: Store) -> dict[str, Any]:
+    def _call_sync(self, node: Node, store: Store) -> Writes:
         try:
             scope = self.scope(node, store)
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
@@ -182,7 +193,7 @@ class Runtime:
         except Exception as exc:
             raise failure(node, exc) from exc
 
-    async def _call_async(self, node: Node, store: Store) -> dict[str, Any]:
+    async def _call_async(self, node: Node, store: Store) -> Writes:
         try:
             scope = self.scope(node, store)
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
@@ -192,17 +203,13 @@ class Runtime:
         except Exception as exc:
             raise failure(node, exc) from exc
 
-    async def call_remote(
-        self, position: int, store: Store, executor: NodeExecutor
-    ) -> dict[str, Any]:
+    async def call_remote(self, position: int, store: Store, executor: NodeExecutor) -> Writes:
         """Run node ``position``'s tool on ``executor`` (``weft.graph.offload``): its
         arguments are resolved, and its result written, here on ``store``."""
         node = self.nodes[position]
         return await acall_tool(node.tool.name, node.id, self._call_remote, node, store, executor)  # type: ignore[no-any-return]
 
-    async def _call_remote(
-        self, node: Node, store: Store, executor: NodeExecutor
-    ) -> dict[str, Any]:
+    async def _call_remote(self, node: Node, store: Store, executor: NodeExecutor) -> Writes:
         try:
             scope = self.scope(node, store)
             kwargs = self.prepare(node, scope)

@@ -1,10 +1,12 @@
 """``Plan.run``: a validated plan of tool calls, executed on the WorkGraph engine.
 
-Each call (on each instance) is one ``WorkGraphNode`` with edges from the data flow; data
-moves through the store, never by pass-down, and the engine commits the calls' writes in
-graph order. With a ``run_id`` the engine records each finished call with its writes in
-one commit, so running again restores recorded calls instead of calling them (a call
-whose tool took effect but whose record was not stored runs again: at least once).
+Each call (on each instance) is one state node (``WorkGraphNode(state=True)``) with edges
+from the data flow; data moves through the store, never by pass-down. A call reads its
+view of the store and returns its ``Writes`` with its record, and the engine commits them
+in graph order (a chain's calls straight into the store). With a ``run_id`` the engine
+records each finished call with its writes in one commit, so running again restores
+recorded calls instead of calling them (a call whose tool took effect but whose record
+was not stored runs again: at least once).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from weft.calls.execute import Runtime, is_async_tool
 from weft.calls.result import PlanResult
 from weft.calls.tools import Tool
 from weft.errors import NodeError, PlanRunError, PlanValidationError
-from weft.graph import Paused, RunContext, WorkGraph, WorkGraphNode
+from weft.graph import Paused, StateView, WorkGraph, WorkGraphNode
 from weft.graph.offload import NodeExecutor, current_executor
 from weft.persist import DurableRun
 from weft.persist._gc import paused
@@ -94,7 +96,7 @@ def _graph(
             value = _remote_caller(runtime, node.position, executor)
         else:
             value = _caller(runtime, node.position, kinds[node.tool.name])
-        graph_nodes.append(WorkGraphNode(value, id=node.id))
+        graph_nodes.append(WorkGraphNode(value, id=node.id, state=True))
     for position in compiled.order:
         for dep in compiled.nodes[position].deps:
             graph_nodes[dep].add_next(graph_nodes[position])
@@ -111,25 +113,25 @@ def _kind(tool: Tool) -> str:
 
 
 def _caller(runtime: Runtime, position: int, kind: str) -> Callable[..., Any]:
-    """The node value of one call: a plain closure taking the run context (a partial would
+    """The node value of one call: a plain closure taking the node's view (a partial would
     cost the engine an ``inspect`` walk per node to find out whether it is async). A sync
     tool declared ``blocking=False`` is wrapped as async, so the engine runs it on its
     loop's thread."""
     if kind == "async":
 
-        async def run_async(ctx: RunContext[None]) -> Any:
-            return await runtime.call_async(position, ctx.store)
+        async def run_async(view: StateView) -> Any:
+            return await runtime.call_async(position, view.store)
 
         return run_async
     if kind == "inline":
 
-        async def run_inline(ctx: RunContext[None]) -> Any:
-            return runtime.call_sync(position, ctx.store)
+        async def run_inline(view: StateView) -> Any:
+            return runtime.call_sync(position, view.store)
 
         return run_inline
 
-    def run_sync(ctx: RunContext[None]) -> Any:
-        return runtime.call_sync(position, ctx.store)
+    def run_sync(view: StateView) -> Any:
+        return runtime.call_sync(position, view.store)
 
     return run_sync
 
@@ -137,8 +139,8 @@ def _caller(runtime: Runtime, position: int, kind: str) -> Callable[..., Any]:
 def _remote_caller(runtime: Runtime, position: int, executor: NodeExecutor) -> Callable[..., Any]:
     """The node value of one call whose tool runs on ``executor`` (``offload_to``)."""
 
-    async def run_remote(ctx: RunContext[None]) -> Any:
-        return await runtime.call_remote(position, ctx.store, executor)
+    async def run_remote(view: StateView) -> Any:
+        return await runtime.call_remote(position, view.store, executor)
 
     return run_remote
 

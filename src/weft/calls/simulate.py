@@ -35,7 +35,7 @@ def simulate(compiled: CompiledPlan, *, store: Store | None) -> PlanResult:
         try:
             scope = runtime.scope(node, base)
             runtime.prepare(node, scope)
-            runtime.finish(node, node.tool.output_examples[0], base, scope)
+            runtime.finish(node, node.tool.output_examples[0], base, scope).write_to(base, node.id)
         except Exception as exc:
             raise failure(node, exc) from exc
     return runtime.result(run_id=None, simulated=True)

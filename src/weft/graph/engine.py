@@ -100,6 +100,7 @@ class Run(Dispatching):
         limit: int | None,
         answers: Any = None,
         executor: NodeExecutor | None = None,
+        isolated: bool = True,
     ) -> None:
         if executor is not None:  # its nodes' calls go there (``weft.graph.offload``)
             schedule = offloaded(schedule, executor)
@@ -166,7 +167,7 @@ class Run(Dispatching):
         self.store = store
         # the forks and commits of a run whose nodes touch the store, or that is recorded
         self.stores = (
-            RunStores(schedule, store, log=self.log)
+            RunStores(schedule, store, log=self.log, isolated=isolated)
             if store is not None and (writes or run_id is not None)
             else None
         )

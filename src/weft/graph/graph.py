@@ -47,9 +47,16 @@ class WorkGraph:
     With an ``executor`` (``weft.distributed.RayExecutor``), the nodes that take no ``ctx``
     are called there, and the run is scheduled, merged and recorded here
     (``weft.graph.offload``).
+
+    ``isolated=False`` gives up the isolation of views for speed: every node reads the
+    run's store as it is, and each node's changes are committed as it finishes, not in
+    graph order, with no view built per node. Only for graphs where each node reads only
+    what its ancestors write and no two nodes without an order between them write one
+    field, so the store's content does not depend on which finished first (a plan of
+    tool calls, whose compiler checks both).
     """
 
-    __slots__ = ("_runnable", "_schedule", "max_concurrency", "start_nodes")
+    __slots__ = ("_runnable", "_schedule", "isolated", "max_concurrency", "start_nodes")
 
     def __init__(
         self,
@@ -58,6 +65,7 @@ class WorkGraph:
         start_nodes: Sequence[WorkGraphNode] | None = None,
         node_cls: Callable[..., WorkGraphNode] = WorkGraphNode,
         max_concurrency: int | None = None,
+        isolated: bool = True,
     ) -> None:
         if start_nodes is not None and paths is not None:
             raise GraphBuildError(
@@ -85,8 +93,11 @@ class WorkGraph:
                 f"max_concurrency={max_concurrency!r}; expected a positive int, or None for "
                 "no bound on async nodes"
             )
+        if not isinstance(isolated, bool):
+            raise GraphBuildError(f"isolated={isolated!r}: expected True or False")
         self.start_nodes: list[WorkGraphNode] = list(start_nodes)
         self.max_concurrency = max_concurrency
+        self.isolated = isolated
         self._schedule = compile_schedule(self.start_nodes)
         self._runnable = False
 
@@ -152,6 +163,7 @@ class WorkGraph:
             self.max_concurrency,
             answers,
             executor,
+            self.isolated,
         )
 
     def _ready_schedule(self) -> Schedule:

@@ -83,8 +83,9 @@ class Writes:
     """What a state node returns when its changes are more than a delta of ``state``:
     ``writes`` are ``(kind, path, value, replace)`` writes of any kind, each through the
     field's reducer (``replace=True``: the value replaces the field, past its reducer),
-    and ``result`` is the node's result (what it hands down and what a run records). The
-    engine commits them as it does a delta, in graph order, as one commit.
+    and ``result`` is the node's result (what it hands down and what a run records);
+    ``source`` names the writer in the log (the node's key if omitted). The engine
+    commits them as it does a delta, in graph order, as one commit.
 
     >>> store = Store()
     >>> Writes((("state", "plan", "p", False), ("shared", "seen", 1, False))).write_to(store, "n")
@@ -92,18 +93,28 @@ class Writes:
     1
     """
 
-    __slots__ = ("result", "writes")
+    __slots__ = ("result", "source", "writes")
 
-    def __init__(self, writes: Sequence[tuple[str, str, Any, bool]], result: Any = None) -> None:
+    def __init__(
+        self,
+        writes: Sequence[tuple[str, str, Any, bool]],
+        result: Any = None,
+        *,
+        source: str | None = None,
+    ) -> None:
         self.writes = writes
         self.result = result
+        self.source = source
 
     def items(self, source: str) -> list[tuple[str, str, Any, str, bool]]:
-        """The writes as ``Store.delta`` takes them, written by ``source``."""
+        """The writes as ``Store.delta`` takes them (by ``source`` if they name nobody)."""
+        source = self.source or source
         return [(kind, path, value, source, whole) for kind, path, value, whole in self.writes]
 
     def write_to(self, store: Store, source: str) -> None:
-        """Make the writes in ``store``, all or none, as one commit."""
+        """Make the writes in ``store`` (by ``source`` if they name nobody), all or none,
+        as one commit."""
+        source = self.source or source
         writes = self.writes
         if len(writes) == 1:
             kind, path, value, whole = writes[0]
