@@ -209,6 +209,23 @@ def test_unordered_pushes_land_in_plan_order_whoever_finishes_first() -> None:
     assert result.store.value("state", "log") == ["a", "b", "c"]
 
 
+def test_only_unordered_writers_of_one_field_make_a_plan_sequenced() -> None:
+    def plan(*outputs: str) -> Plan:
+        return Plan([{"_tool": "upper", "text": "x", "_outputPath": out} for out in outputs])
+
+    assert not plan("†state.a", "†state.b").validate([UPPER]).sequenced
+    assert plan("†state.log:push", "†state.log:push").validate([UPPER]).sequenced
+    ordered = Plan(  # each push reads the one before: ordered, not sequenced
+        [
+            {"_tool": "upper", "text": "a", "_outputPath": "†state.log:push && †state.f0"},
+            {"_tool": "upper", "text": "†state.f0", "_outputPath": "†state.log:push && †state.f1"},
+            {"_tool": "upper", "text": "†state.f1", "_outputPath": "†state.log:push"},
+        ]
+    )
+    assert not ordered.validate([UPPER]).sequenced
+    assert ordered.run([UPPER]).store.value("state", "log") == ["A", "A", "A"]
+
+
 def test_duplicate_ids_are_refused() -> None:
     plan = Plan(
         [{"_tool": "upper", "text": "a", "_id": "x"}, {"_tool": "upper", "text": "b", "_id": "x"}]

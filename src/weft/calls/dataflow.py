@@ -5,12 +5,15 @@ kind and field, one path a prefix of the other. An instance call reads its insta
 writers and the global ones, a global call the global ones; every alternative of an ``||``
 counts. The canonical order is Kahn's, lowest position first. Two calls with no order
 between them writing overlapping paths, one of them with ``set``, are a problem; calls that
-only reduce a field (``push``, ``concat``, ``merge``) are not.
+only reduce a field (``push``, ``concat``, ``merge``) are not, but they make the plan
+*sequenced*: their writes must land in canonical order, so its calls run on isolated views
+(``WorkGraph(isolated=True)``); any other plan's calls read and write the run's store.
 """
 
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -76,6 +79,9 @@ class CompiledPlan:
     order: tuple[int, ...]
     instances: dict[str, Mapping[str, Any]]
     inputs: Mapping[str, Any]
+    sequenced: bool = False
+    """Calls with no order between them reduce one field: their writes must be committed
+    in canonical order (see the module docstring)."""
 
 
 def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProblem]) -> None:
@@ -131,6 +137,41 @@ def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProb
         return
     compiled.order = order
     _conflicts(compiled, writers, problems)
+    compiled.sequenced = _sequenced(compiled, writers)
+
+
+def _sequenced(compiled: CompiledPlan, writers: dict[GroupKey, list[tuple[int, Target]]]) -> bool:
+    """Whether two calls with no order between them write one field (only reducers can:
+    ``_conflicts`` refuses the rest). A field's writers, taken in canonical order, are
+    ordered when each is an ancestor of the next; the search from the next one goes back
+    no further than the earlier one's rank, so a chain costs its length."""
+    nodes = compiled.nodes
+    rank: dict[int, int] | None = None
+    for found in writers.values():
+        if len(found) < 2:
+            continue
+        if rank is None:
+            rank = {position: r for r, position in enumerate(compiled.order)}
+        members = sorted({p for p, _ in found}, key=rank.__getitem__)
+        for a, b in itertools.pairwise(members):
+            if a not in nodes[b].deps and not _reaches(nodes, rank, b, a):
+                return True
+    return False
+
+
+def _reaches(nodes: list[Node], rank: dict[int, int], start: int, target: int) -> bool:
+    """Whether ``target`` is an ancestor of ``start`` (``target`` ranks before it)."""
+    floor = rank[target]
+    seen = {start}
+    work = [start]
+    while work:
+        for dep in nodes[work.pop()].deps:
+            if dep == target:
+                return True
+            if dep not in seen and rank[dep] > floor:
+                seen.add(dep)
+                work.append(dep)
+    return False
 
 
 def _writers_of(

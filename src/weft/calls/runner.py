@@ -1,9 +1,12 @@
 """``Plan.run``: a validated plan of tool calls, executed on the WorkGraph engine.
 
 Each call (on each instance) is one state node (``WorkGraphNode(state=True)``) with edges
-from the data flow; data moves through the store, never by pass-down. A call reads its
-view of the store and returns its ``Writes`` with its record, and the engine commits them
-in graph order (a chain's calls straight into the store). With a ``run_id`` the engine
+from the data flow; data moves through the store, never by pass-down. A call reads the
+store and returns its ``Writes`` with its record. A call reads only what the calls it
+depends on write, so the engine gives it no view of its own (``WorkGraph(isolated=
+False)``) and commits its writes as it finishes; only a *sequenced* plan (unordered calls
+reducing one field, ``weft.calls.dataflow``) runs on isolated views, committed in graph
+order, so the field's value never depends on which call finished first. With a ``run_id`` the engine
 records each finished call with its writes in one commit, so running again restores
 recorded calls instead of calling them (a call whose tool took effect but whose record
 was not stored runs again: at least once).
@@ -101,7 +104,9 @@ def _graph(
         for dep in compiled.nodes[position].deps:
             graph_nodes[dep].add_next(graph_nodes[position])
     starts = [graph_nodes[p] for p in compiled.order if not compiled.nodes[p].deps]
-    graph = WorkGraph(start_nodes=starts, max_concurrency=max_concurrency)
+    graph = WorkGraph(
+        start_nodes=starts, max_concurrency=max_concurrency, isolated=compiled.sequenced
+    )
     keys = dict(zip(map(id, graph.nodes), graph.keys, strict=True))
     return graph, [keys[id(node)] for node in graph_nodes]
 
