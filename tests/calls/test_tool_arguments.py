@@ -12,6 +12,8 @@ import json
 from typing import Any, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
@@ -249,3 +251,29 @@ def test_an_executor_model_sending_bad_arguments_reads_the_error_and_nothing_run
         "ok": True,
         "result": {"city": "Lyon", "unit": "celsius", "days": 2, "mode": "brief"},
     }
+
+
+def _scalars(n: int, text: str, ratio: float = 1.0, flag: bool = False) -> None:
+    """A tool of bare scalar arguments."""
+
+
+_SCALAR_VALUES = st.one_of(
+    st.integers(), st.booleans(), st.floats(allow_nan=False), st.text(), st.none()
+)
+
+
+@given(st.dictionaries(st.sampled_from(["n", "text", "ratio", "flag", "other"]), _SCALAR_VALUES))
+@settings(max_examples=300, deadline=None)
+def test_scalar_arguments_bind_as_the_model_binds_them(arguments: dict[str, Any]) -> None:
+    scalars = Tool(name="scalars", fn=_scalars)
+    binder = scalars._binder
+    assert binder is not None and binder.plain is not None
+    fast = binder.bind_plain(dict(arguments))
+    try:
+        slow: Any = binder.model.model_validate_json(json.dumps(arguments), strict=True)
+    except Exception:
+        assert fast is None  # refused by the model: the fast path never accepts it
+        return
+    if fast is not None:
+        assert fast == binder._kwargs(slow)
+        assert all(type(fast[k]) is type(v) for k, v in binder._kwargs(slow).items())

@@ -28,6 +28,9 @@ from weft.refs.scopes import MappingScope, Scope, StoreScope
 from weft.refs.writes import apply_writes, method_reducer, plan_writes
 from weft.store import MISSING, Store, freeze
 
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+"""Results that are neither awaitable nor a choice of output path."""
+
 INSTANCE_KINDS: Final = ("state", "shared")
 """The kinds an instance has fields of its own in."""
 
@@ -143,13 +146,16 @@ class Runtime:
     def finish(self, node: Node, result: Any, store: Store, scope: Scope) -> Writes:
         """The writes of ``result`` to ``node``'s output path (decided on ``store``, the
         call's view, and checked: all or none), with the call's record as their result."""
-        value, chosen = split_choice(result)
+        value, chosen = (result, None) if result.__class__ in _PLAIN else split_choice(result)
         output = node.output
         self.results[node.id] = value
         if output is None:
             record = self.records[node.position] = {"value": value, "alt": None}
             return Writes((), record, source=node.id)
-        index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
+        if chosen is None and self.state_schema is None and len(output.alternatives) == 1:
+            index = 0  # one place to go, and no schema to check it against
+        else:
+            index = output.choose(value, state_schema=self.state_schema, chosen=chosen)
         ops = plan_writes(output.alternatives[index], value, store, scope)
         instance = node.instance
         writes = [
@@ -178,7 +184,7 @@ class Runtime:
         try:
             scope = self.scope(node, store)
             result = node.tool.fn(**self.prepare(node, scope))  # type: ignore[misc]
-            if inspect.isawaitable(result):
+            if result.__class__ not in _PLAIN and inspect.isawaitable(result):
                 close = getattr(result, "close", None)
                 if callable(close):
                     close()

@@ -36,6 +36,8 @@ from weft.store import MAX_DEPTH
 TOOL_NAME: Final = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 """The tool names OpenAI and Anthropic both accept."""
 
+_SCALARS: Final = frozenset({int, str, bool, float})
+
 MAX_PROBLEMS: Final = 5
 """How many problems an arguments error lists (a hostile call may have thousands)."""
 
@@ -69,11 +71,35 @@ class Binder:
     """The pydantic model of a function's arguments: turns checked JSON arguments into
     the values the function takes (a model instance for a model, an Enum member ...)."""
 
-    __slots__ = ("aliases", "model")
+    __slots__ = ("aliases", "model", "plain", "required")
 
     def __init__(self, model: Any, aliases: dict[str, str]) -> None:
         self.model = model
         self.aliases = aliases  # field name -> argument name
+        self.plain: dict[str, type] | None = None
+        """Each argument's type when every one is a bare JSON scalar (int, str, bool,
+        float): then a value of exactly that type binds to itself (``bind_plain``)."""
+        self.required = frozenset(
+            aliases[name] for name, info in model.model_fields.items() if info.is_required()
+        )
+        fields = model.model_fields
+        if model.model_config.get("extra") != "allow" and all(
+            info.annotation in _SCALARS and not info.metadata for info in fields.values()
+        ):
+            self.plain = {aliases[name]: info.annotation for name, info in fields.items()}
+
+    def bind_plain(self, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """``arguments`` as they are when pydantic would take each as it is (every value
+        of exactly its argument's scalar type, ASCII text, the required ones given), else
+        None: the model decides (a plan's call of ``inc(x: int)`` skips a JSON round trip)."""
+        plain = self.plain
+        if plain is None or not self.required <= arguments.keys():
+            return None
+        for name, value in arguments.items():
+            cls = value.__class__
+            if plain.get(name) is not cls or (cls is str and not value.isascii()):
+                return None
+        return arguments
 
     def bind(self, tool: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The keyword arguments of the function from arguments the schema accepted; a
@@ -320,6 +346,10 @@ def check_arguments(
             ],
         )
     args = dict(arguments)
+    if binder is not None and binder.plain is not None:
+        plain = binder.bind_plain(args)  # flat scalars: nothing to convert, nothing nests
+        if plain is not None:
+            return plain
     if _too_deep(args, MAX_DEPTH):
         raise arguments_error(
             tool,

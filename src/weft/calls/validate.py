@@ -8,7 +8,6 @@ supplies is checked when the call runs.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -139,8 +138,8 @@ def _literal_problems(
     """What the tool's schema refuses in the literal part of a call's arguments (a
     reference's place is left to run time); calls of one shape are checked once."""
     literal, places = args.literal()
-    try:
-        key = (id(tool.arguments_schema), json.dumps(literal, sort_keys=True), repr(places))
+    try:  # repr tells JSON-like values apart (1, 1.0, True, "1"), and is quick
+        key = (id(tool.arguments_schema), repr(literal), repr(places))
     except (TypeError, ValueError, RecursionError):
         return schema_problems(tool.arguments_schema, literal, dynamic=places)
     found = checked.get(key)
