@@ -18,7 +18,7 @@ from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
 from weft.calls import Plan, Tool, tool
-from weft.errors import PlanRunError, ToolArgumentsError
+from weft.errors import PlanRunError, PlanValidationError, ToolArgumentsError
 from weft.store import MAX_DEPTH
 
 
@@ -277,3 +277,22 @@ def test_scalar_arguments_bind_as_the_model_binds_them(arguments: dict[str, Any]
     if fast is not None:
         assert fast == binder._kwargs(slow)
         assert all(type(fast[k]) is type(v) for k, v in binder._kwargs(slow).items())
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"n": "7", "text": "a"}, "at n"),
+        ({"n": True, "text": "a"}, "at n"),
+        ({"text": "a"}, "'n'"),
+        ({"n": 7, "text": "a", "other": 1}, "other"),
+    ],
+)
+def test_a_plans_literal_scalars_are_checked_when_it_is_built(
+    arguments: dict[str, Any], problem: str
+) -> None:
+    scalars = Tool(name="scalars", fn=_scalars)
+    with pytest.raises(PlanValidationError, match=problem):
+        Plan([{"_tool": "scalars", **arguments}]).validate([scalars])
+    fine = Plan([{"_tool": "scalars", "n": "†input.n", "text": "a", "ratio": 0.5}])
+    assert fine.validate([scalars], inputs={"n": 1}).nodes[0].check_arguments

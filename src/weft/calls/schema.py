@@ -88,16 +88,22 @@ class Binder:
         ):
             self.plain = {aliases[name]: info.annotation for name, info in fields.items()}
 
-    def bind_plain(self, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    def bind_plain(
+        self, arguments: dict[str, Any], later: Collection[str] = ()
+    ) -> dict[str, Any] | None:
         """``arguments`` as they are when pydantic would take each as it is (every value
         of exactly its argument's scalar type, ASCII text, the required ones given), else
-        None: the model decides (a plan's call of ``inc(x: int)`` skips a JSON round trip)."""
+        None: the model decides (a plan's call of ``inc(x: int)`` skips a JSON round trip).
+        ``later`` names arguments whose values come later (a plan's references): known
+        names, taken as given."""
         plain = self.plain
         if plain is None or not self.required <= arguments.keys():
             return None
         for name, value in arguments.items():
             cls = value.__class__
             if plain.get(name) is not cls or (cls is str and not value.isascii()):
+                if name in later and name in plain:
+                    continue
                 return None
         return arguments
 
