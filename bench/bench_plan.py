@@ -11,11 +11,15 @@ P3: a fan-out over 1,000 instances: one global call writes a setting, and one ca
 
 The weft column is the whole ``plan.run(...)``: validation (every reference and path
 checked), the WorkGraph built from the data flow, and the run. "validate" rows time
-``plan.validate`` alone. Rows marked ``blocking=False`` declare the tool a quick pure
+``plan.validate`` alone; "run_id" rows record the run (each call committed with its
+record, so it can resume). Rows marked ``blocking=False`` declare the tool a quick pure
 function that may run on the event loop's thread instead of a worker thread.
 
 Each cell is the median of several samples (``time.perf_counter``) after a warm-up; the
 columns of a row are sampled in turn, so a machine whose speed drifts slows them alike.
+"weft cpu" is the process's CPU time for the same samples (``time.process_time``, every
+thread): on a machine that other work keeps busy, the wall time of the rows that use
+worker threads depends on how the OS shares the cores out, the CPU time much less.
 Overhead is (weft - floor) per call (per instance for P3).
 
 Run: ``python bench/bench_plan.py [--quick]``
@@ -23,6 +27,7 @@ Run: ``python bench/bench_plan.py [--quick]``
 
 from __future__ import annotations
 
+import itertools
 import os
 import platform
 import statistics
@@ -32,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from weft.calls import Plan, Tool
+from weft.store import Store
 
 N = 1000
 LAYERS, WIDTH = 10, 100
@@ -117,20 +123,30 @@ def tools(*, blocking: bool) -> list[Tool]:
     ]
 
 
-def sample_ms(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
+def sample_ms(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one call of ``fn``."""
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
-    return (time.perf_counter() - start) * 1000
+    return (time.perf_counter() - start) * 1000, (time.process_time() - cpu) * 1000
 
 
-def interleaved(cells: dict[str, Callable[[], Any]], rounds: int) -> dict[str, float]:
+def interleaved(cells: dict[str, Callable[[], Any]], rounds: int) -> dict[str, tuple[float, float]]:
     for fn in cells.values():
         fn()  # warm-up
-    samples: dict[str, list[float]] = {name: [] for name in cells}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in cells}
     for _ in range(rounds):
         for name, fn in cells.items():
             samples[name].append(sample_ms(fn))
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return {
+        name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+        for name, values in samples.items()
+    }
+
+
+def recorded(plan: Plan, tools: list[Tool], **options: Any) -> Callable[[], Any]:
+    """A run of ``plan`` recorded under a new run id, on a new store each time."""
+    runs = itertools.count()
+    return lambda: plan.run(tools, store=Store(), run_id=f"bench-{next(runs)}", **options)
 
 
 def main() -> None:
@@ -149,8 +165,10 @@ def main() -> None:
         ("P1 chain, 1,000 calls", N, lambda: chain.run(threaded), chain_floor),
         ("P1 chain, blocking=False", N, lambda: chain.run(inline), chain_floor),
         ("P1 validate only", N, lambda: chain.validate(threaded), chain_floor),
+        ("P1 chain, run_id", N, recorded(chain, threaded), chain_floor),
         ("P2 layered 10x100", N, lambda: layered.run(threaded), layered_floor),
         ("P2 layered, blocking=False", N, lambda: layered.run(inline), layered_floor),
+        ("P2 layered, run_id", N, recorded(layered, threaded), layered_floor),
         (
             "P3 fan-out, 1,000 instances",
             N,
@@ -173,15 +191,21 @@ def main() -> None:
     cpu = platform.processor() or platform.machine()
     print(f"bench_plan: Python {platform.python_version()}, {cpu}, {os.cpu_count()} CPUs")
     print(f"medians of {rounds} samples each\n")
-    header = f"{'workload':30} {'weft ms':>9} {'plain ms':>9} {'ratio':>8} {'overhead/call':>14}"
+    header = (
+        f"{'workload':30} {'weft ms':>9} {'weft cpu':>9} {'plain ms':>9} {'ratio':>8} "
+        f"{'overhead/call':>14}"
+    )
     print(header)
     print("-" * len(header))
     for label, count, weft_fn, floor_fn in rows:
         result = interleaved({"weft": weft_fn, "plain": floor_fn}, rounds)
-        weft_ms, plain_ms = result["weft"], result["plain"]
+        (weft_ms, weft_cpu), (plain_ms, _) = result["weft"], result["plain"]
         ratio = weft_ms / plain_ms if plain_ms else float("inf")
         overhead_us = (weft_ms - plain_ms) * 1000 / count
-        print(f"{label:30} {weft_ms:9.2f} {plain_ms:9.3f} {ratio:7.0f}x {overhead_us:11.1f} us")
+        print(
+            f"{label:30} {weft_ms:9.2f} {weft_cpu:9.2f} {plain_ms:9.3f} {ratio:7.0f}x "
+            f"{overhead_us:11.1f} us"
+        )
 
 
 if __name__ == "__main__":
