@@ -342,6 +342,10 @@ def check_arguments(
     an inferred schema) converts the values to the function's types, validating them as
     it goes; ``schema_checked=True`` skips the JSON Schema check (done already).
     """
+    if binder is not None and binder.plain is not None and isinstance(arguments, dict):
+        plain = binder.bind_plain(dict(arguments))  # flat scalars: nothing to convert
+        if plain is not None:
+            return plain
     if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
         raise arguments_error(
             tool,
@@ -352,10 +356,6 @@ def check_arguments(
             ],
         )
     args = dict(arguments)
-    if binder is not None and binder.plain is not None:
-        plain = binder.bind_plain(args)  # flat scalars: nothing to convert, nothing nests
-        if plain is not None:
-            return plain
     if _too_deep(args, MAX_DEPTH):
         raise arguments_error(
             tool,
