@@ -357,15 +357,7 @@ class ToolAgent:
             for call, settled in zip(calls, outcomes, strict=True):
                 assert settled is not None
                 run.count(settled)
-                messages.append(
-                    ChatMessage(
-                        role="tool",
-                        content=settled.content,
-                        tool_call_id=call.id,
-                        name=call.name,
-                        is_error=settled.is_error,
-                    )
-                )
+                messages.append(settled.to_message(call))
                 if call.name == FINISH and not settled.is_error and run.answer is None:
                     run.answer = str(call.arguments["answer"])
             if stream:

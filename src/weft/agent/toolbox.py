@@ -34,7 +34,7 @@ from weft.errors import (
     WeftError,
 )
 from weft.graph.offload import RemoteCall, current_executor
-from weft.llm import ToolCall, ToolSpec, as_tool_spec
+from weft.llm import ChatMessage, ToolCall, ToolSpec, as_tool_spec
 from weft.memory import AgentMemory, MemoryTool, memory_tools
 from weft.memory.agent_memory import to_plain_json
 from weft.store import thaw
@@ -91,6 +91,16 @@ class Outcome:
     content: str
     is_error: bool = False
     problem: Problem | None = None
+
+    def to_message(self, call: ToolCall) -> ChatMessage:
+        """The tool message that answers ``call``."""
+        return ChatMessage(
+            role="tool",
+            content=self.content,
+            tool_call_id=call.id,
+            name=call.name,
+            is_error=self.is_error,
+        )
 
     def to_record(self) -> dict[str, Any]:
         """The outcome as JSON, to keep in a run's records (``from_record`` reads it)."""
