@@ -83,6 +83,13 @@ def test_caller_tools_are_attached_and_called() -> None:
     assert result.ok
 
 
+def test_a_refused_tool_call_reaches_the_model_as_an_error_tool_message() -> None:
+    _, model, _ = run(Step(id="s", instructions="Go."), [call("search", {}), finish(1)])
+    refusal = model.calls[1].messages[-1]
+    assert refusal.role == "tool" and refusal.is_error
+    assert "there is no tool named 'search'" in json.loads(refusal.content or "")["error"]
+
+
 def test_finish_step_writes_the_step_result() -> None:
     _result, _, memory = run(Step(id="s", instructions="Go."), [finish({"summary": "x"})])
     assert memory.get_value("step:s") == {"summary": "x"}
