@@ -31,6 +31,7 @@ and the same with 10 writes per commit (``store.transaction()``).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import time
@@ -41,7 +42,7 @@ from typing import Any
 
 from harness import machine
 
-CPU_LOOP = 400_000
+CPU_LOOP = 800_000  # about 20 ms of Python on the machine measured
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
 SIDES = ("in-process", "Ray, 1 worker", "Ray, 2 workers")
 
@@ -145,7 +146,7 @@ def graph_cells(rows: list[Case]) -> dict[tuple[int, str], Cell]:
     return cells
 
 
-def table(rows: list[Case], cells: dict[tuple[int, str], Cell]) -> str:
+def table(rows: list[Case], cells: dict[tuple[int, str], Cell], alone: dict[int, float]) -> str:
     head = "| a node does | nodes | " + " | ".join(
         f"{side}: wall | {side}: driver CPU per node" for side in SIDES
     )
@@ -156,8 +157,8 @@ def table(rows: list[Case], cells: dict[tuple[int, str], Cell]) -> str:
             cell = cells[(i, side)]
             values += [f"{cell.wall:,.2f} s", f"{cell.cpu / case.nodes * 1e3:,.3f} ms"]
         label = case.name
-        if case.fn not in (noop, io_bound):
-            label += f" ({one_call_ms(case.fn):.1f} ms alone)"
+        if i in alone:
+            label += f" ({alone[i]:.1f} ms alone)"
         lines.append(f"| {label} | {case.nodes:,} | " + " | ".join(values) + " |")
     return "\n".join(lines)
 
@@ -217,10 +218,14 @@ def appends(writers: int, per_writer: int, batch: int) -> float:
 def main() -> None:
     quick = "--quick" in sys.argv
     rows = cases((100, 1_000) if quick else (1_000, 10_000))
-    started = time.perf_counter()
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    alone = {i: one_call_ms(c.fn) for i, c in enumerate(rows) if c.fn not in (noop, io_bound)}
     cells = graph_cells(rows)
-    print(f"Machine: {machine().split(';')[0]}.\n")
-    print(table(rows, cells))
+    print(
+        f"Machine: {machine().split(';')[0]}; load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end of the fan-outs.\n"
+    )
+    print(table(rows, cells, alone))
     print()
     print(task_cost(rows, cells))
     per_writer = 200 if quick else 1_000
