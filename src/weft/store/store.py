@@ -141,7 +141,7 @@ class Store(Staging):
         self._own: list[EventRow] = []
         self._seq = 0
         self._parent: Store | None = None
-        self._root: Store = self
+        self._root: Store | None = None  # None: this store is the root (no self-cycle)
         self._base, self._base_settled = self._recent, self._settled
         self._fork_seq = 0
         self._merged = None
@@ -609,7 +609,8 @@ class Store(Staging):
         """
         if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= self._seq:
             raise StoreError(f"at({seq!r}): expected a step from 0 to {self._seq}")
-        if seq >= self._root._history_from:
+        root = self if self._root is None else self._root
+        if seq >= root._history_from:
             past = Store(types=self._types, name=self.name)
             past._declared.update(self._declared)
             with past._lock:
@@ -618,11 +619,11 @@ class Store(Staging):
                         break
                     past._replay(row)
         else:
-            journal = self._root._journal
+            journal = root._journal
             found = journal.state_at(seq) if journal is not None else None
             if found is None:
                 raise StoreError(
-                    f"this store's log starts at step {self._root._history_from} (it was "
+                    f"this store's log starts at step {root._history_from} (it was "
                     f"loaded from a snapshot), so it cannot show step {seq}; load that step "
                     "from its backend (DurableRun.state_at)"
                 )
@@ -727,7 +728,7 @@ class Store(Staging):
             child._own = []
             child._seq = child._fork_seq = self._seq
             child._parent = self
-            child._root = self._root
+            child._root = self if self._root is None else self._root
             child._merged = None
             child._history_from = 0
         return child
