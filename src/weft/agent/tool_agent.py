@@ -144,7 +144,7 @@ class ToolAgent:
             (memory if memory is not None else AgentMemory(self.store)) if memory_tools else None
         )
         self.tools = AgentTools(tools, memory=self.memory, source=name, builtins=[FINISH_TOOL])
-        self._offered = [spec for spec in self.tools.specs if spec.name != FINISH]
+        self.offered = tuple(spec for spec in self.tools.specs if spec.name != FINISH)
         """The tools offered while the budget lasts (``finish`` is offered at the end)."""
         self.system_prompt = tool_agent_system_prompt(
             preamble=system_prompt, memory=self.memory is not None
@@ -285,7 +285,7 @@ class ToolAgent:
                     messages.append(ChatMessage.user(CONCLUSION_NOTE))
                 if stream:
                     yield IterationStarted(n, concluding)
-                offered = [FINISH_SPEC] if concluding else list(self._offered)
+                offered = [FINISH_SPEC] if concluding else list(self.offered)
                 started = time.time()
                 reply: AssistantMessage | None = None
                 deadline = run.deadline(self.max_seconds)
