@@ -135,8 +135,9 @@ def as_agent_tool(item: object, where: str) -> Tool | MemoryTool:
 class AgentTools:
     """The memory tools (unless ``memory`` is None), the caller's ``tools`` (only those
     named in ``allowed``, when given) and the loop's own tools (``builtins``), as one model
-    sees them. A mistake in them is an ``error`` (``AgentBuildError`` unless told), which
-    begins with ``source``'s name when ``allowed`` is given."""
+    sees them. A mistake in them (a tool that cannot run, two of one name, a name of a
+    built-in tool, an allowed tool not given) raises ``error``: ``AgentBuildError`` unless
+    told (an executor's is ``ExecutorError``)."""
 
     __slots__ = ("_builtin", "_caller", "_memory", "_names", "source", "specs")
 

@@ -94,6 +94,19 @@ class TeamExecutor:
                 "board lives on its memory's store: make it with TaskBoard(memory.store)"
             )
         self.board = board if board is not None else TaskBoard(memory.store)
+        self.tools = tuple(tools)
+        # a member allowed a tool it was not given is refused before anything is written
+        self._toolboxes = {
+            member.name: AgentTools(
+                self.tools,
+                memory=memory,
+                source=member.name,
+                allowed=member.tools,
+                builtins=self._team_tools(member.name),
+                error=ExecutorError,
+            )
+            for member in self.members
+        }
         for task in tasks:
             if self.board.get(task.id) is not None:
                 continue  # a board continued from an earlier run holds it already
@@ -102,7 +115,6 @@ class TeamExecutor:
         self.bus = MessageBus(memory.store, team=self.board.team)
         for member in self.members:
             self.bus.register(member.name)
-        self.tools = tuple(tools)
         self.inputs = dict(inputs or {})
         self.system_prompt = system_prompt
         self.max_rounds = max_rounds
@@ -155,14 +167,7 @@ class TeamExecutor:
         """One turn of ``member``; whether it called any tool."""
         if member.name in self._errors:
             return False
-        toolbox = AgentTools(
-            self.tools,
-            memory=self.memory,
-            source=member.name,
-            allowed=member.tools,
-            builtins=self._team_tools(member.name),
-            error=ExecutorError,
-        )
+        toolbox = self._toolboxes[member.name]
         prompt = team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
         conversation = self._conversations.setdefault(member.name, [ChatMessage.system(prompt)])
         conversation.append(ChatMessage.user(self._briefing(member.name, round_number)))
