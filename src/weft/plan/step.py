@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from weft._sync import run_sync
+from weft.agent.tool_agent import CONCLUSION_SHARE
 from weft.agent.toolbox import AgentTools, LoopTool, Outcome, error
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
@@ -39,7 +40,6 @@ from weft.refs.schemas import schema_problems
 from weft.store import MISSING, NOT_DONE
 
 logger: Final = logging.getLogger("weft.plan")
-CONCLUSION_SHARE: Final = 0.9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
