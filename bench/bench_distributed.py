@@ -19,9 +19,11 @@ the same node functions; only the executor differs:
 What a node does: no-op (returns ``x + k``); I/O-bound (``time.sleep(0.05)``); CPU-bound
 (a Python loop: ``CPU_LOOP`` iterations, about 20 ms, at 1,000 nodes; a tenth of that,
 about 2 ms, at 10,000, so the row stays at 20 s of CPU per side). Each cell is one run,
-after a warm-up that starts the workers: its wall time, and the CPU time of the driver
-process per node (``time.process_time``: all its threads, Ray's own included; not the Ray
-worker processes). In-process, that CPU includes the calls' own work.
+after a warm-up that starts the worker processes (for I/O, 3 calls per process that each
+sleep 1 s, so that Ray starts all 10 or 20 before the timed run): its wall time, and the
+CPU time of the driver process per node (``time.process_time``: all its threads, Ray's
+own included; not the Ray worker processes). In-process, that CPU includes the calls'
+own work.
 
 The last row is the no-op fan-out again, as a recorded run (``DurableRun.run_graph`` on
 PostgreSQL): each node's record is committed on the driver, and the commits are counted.
@@ -56,6 +58,11 @@ def noop(k: int, x: int) -> int:
 
 def io_bound(k: int, x: int) -> int:
     time.sleep(0.05)
+    return x + k
+
+
+def hold(k: int, x: int) -> int:
+    time.sleep(1.0)  # long enough that Ray starts a worker process for every call at once
     return x + k
 
 
@@ -169,7 +176,8 @@ def graph_cells(rows: list[Case]) -> dict[tuple[int, str], Cell]:
             for i, case in enumerate(rows):
                 executor = RayExecutor(num_cpus_per_call=case.cpus_per_call).start()
                 at_once = round(workers / case.cpus_per_call)  # calls that run at once
-                fan_out(case.fn, 5 * at_once).run(0, executor=executor)  # start the workers
+                warm = hold if case.cpus_per_call < 1 else case.fn  # start the workers
+                fan_out(warm, 3 * at_once).run(0, executor=executor)
                 cells[(i, side)] = run_case(case, executor)
                 print(
                     f"  {case.name} x {case.nodes:,}, {side}: {cells[(i, side)].wall:.1f} s",
