@@ -72,7 +72,7 @@ class Delta:
         reducer_of: Callable[[str, str], str],
     ) -> None:
         self._base, self._base_settled = view._recent, view._settled
-        self._root = view._root
+        self._root = view if view._root is None else view._root
         self._merged: list[Merging] | None = None
         self._reducer_of = reducer_of
         self.writes = writes
@@ -313,13 +313,16 @@ class Merging:
                 raise StoreError(f"{change!r} is given twice; a change merges once")
             seen.add(id(change))
             if isinstance(change, Delta):
-                if change._root is not self._root:
+                if change._root is not (self if self._root is None else self._root):
                     raise StoreError(
                         f"cannot merge {change!r}: it was made on a store of another family; "
                         "merge a delta into the store its view was forked from"
                     )
                 continue
-            if change._root is not self._root or change._parent is None:
+            if (
+                change._root is not (self if self._root is None else self._root)
+                or change._parent is None
+            ):
                 raise StoreError(
                     f"cannot merge {change!r}: it is not a fork of this store; merge a fork "
                     "into the store it was forked from"

@@ -141,7 +141,7 @@ class Store(Staging):
         self._own: list[EventRow] = []
         self._seq = 0
         self._parent: Store | None = None
-        self._root: Store = self
+        self._root: Store | None = None  # None: this store is the root (no self-cycle)
         self._base, self._base_settled = self._recent, self._settled
         self._fork_seq = 0
         self._merged = None
@@ -442,8 +442,10 @@ class Store(Staging):
     ) -> Delta:
         """Writes decided on top of this store, applied nowhere yet: merge them into a store
         of its family with ``merge([delta])`` (``weft.store.merge``). ``writes`` are
-        ``(kind, path, value, source)`` tuples, or a mapping ``{path: value}`` of ``kind``
-        written by ``source``. Values are frozen now; a bad one is refused here."""
+        ``(kind, path, value, source)`` tuples (with a fifth item ``True``: the value
+        replaces the field, past its reducer, as ``write(..., replace=True)``), or a mapping
+        ``{path: value}`` of ``kind`` written by ``source``. Values are frozen now; a bad one
+        is refused here."""
         items: list[tuple[str, str, Any, str | None, bool]] = []
         replaces: list[str] = []
         declared, types = self._declared, self._types
@@ -470,19 +472,23 @@ class Store(Staging):
             pairs = writes
         for item in _batch("delta", pairs):
             try:
-                k, path, value, by = item
+                k, path, value, by, *rest = item
+                (whole,) = rest or (False,)
             except (TypeError, ValueError):
                 raise StoreError(
-                    f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
+                    "delta takes (kind, path, value, source) or (kind, path, value, source, "
+                    f"replace) tuples or a mapping, got {item!r:.200}"
                 ) from None
             key = _checked_key(k, path, by)
             known = declared.get(key, _REPLACE)
-            if known.name == "replace":
+            if whole.__class__ is not bool:
+                raise StoreError(f"delta: the replace flag of {key} is {whole!r}, not a bool")
+            if whole or known.name == "replace":
                 replaces.append(key)
             if value.__class__ not in _AS_IS and not _plain(value):
-                merging = known.fn is _reducers.merge
+                merging = known.fn is _reducers.merge and not whole
                 value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((k, path, value, by, False))
+            items.append((k, path, value, by, whole))
         return Delta(self, tuple(items), frozenset(replaces), self.reducer_of)
 
     def apply(self, events: Iterable[Event]) -> int:
@@ -609,7 +615,8 @@ class Store(Staging):
         """
         if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= self._seq:
             raise StoreError(f"at({seq!r}): expected a step from 0 to {self._seq}")
-        if seq >= self._root._history_from:
+        root = self if self._root is None else self._root
+        if seq >= root._history_from:
             past = Store(types=self._types, name=self.name)
             past._declared.update(self._declared)
             with past._lock:
@@ -618,11 +625,11 @@ class Store(Staging):
                         break
                     past._replay(row)
         else:
-            journal = self._root._journal
+            journal = root._journal
             found = journal.state_at(seq) if journal is not None else None
             if found is None:
                 raise StoreError(
-                    f"this store's log starts at step {self._root._history_from} (it was "
+                    f"this store's log starts at step {root._history_from} (it was "
                     f"loaded from a snapshot), so it cannot show step {seq}; load that step "
                     "from its backend (DurableRun.state_at)"
                 )
@@ -727,7 +734,7 @@ class Store(Staging):
             child._own = []
             child._seq = child._fork_seq = self._seq
             child._parent = self
-            child._root = self._root
+            child._root = self if self._root is None else self._root
             child._merged = None
             child._history_from = 0
         return child
