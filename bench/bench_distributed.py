@@ -19,9 +19,14 @@ the same node functions; only the executor differs:
 What a node does: no-op (returns ``x + k``); I/O-bound (``time.sleep(0.05)``); CPU-bound
 (a Python loop: ``CPU_LOOP`` iterations, about 20 ms, at 1,000 nodes; a tenth of that,
 about 2 ms, at 10,000, so the row stays at 20 s of CPU per side). Each cell is one run,
-after a warm-up that starts the workers: its wall time, and the CPU time of the driver
-process per node (``time.process_time``: all its threads, Ray's own included; not the Ray
-worker processes). In-process, that CPU includes the calls' own work.
+after a warm-up that starts the worker processes (for I/O, 3 calls per process that each
+sleep 1 s, so that Ray starts all 10 or 20 before the timed run): its wall time, and the
+CPU time of the driver process per node (``time.process_time``: all its threads, Ray's
+own included; not the Ray worker processes). In-process, that CPU includes the calls'
+own work.
+
+The last row is the no-op fan-out again, as a recorded run (``DurableRun.run_graph`` on
+PostgreSQL): each node's record is committed on the driver, and the commits are counted.
 
 Then PostgreSQL event-log appends per second: 1, 2, 4 and 8 writer threads, each with its
 own ``DurableRun`` (its own connection and thread of the log), each commit one write;
@@ -40,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness import machine
+from harness import block, machine
 
 CPU_LOOP = 800_000  # about 20 ms of Python on the machine measured
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
@@ -53,6 +58,11 @@ def noop(k: int, x: int) -> int:
 
 def io_bound(k: int, x: int) -> int:
     time.sleep(0.05)
+    return x + k
+
+
+def hold(k: int, x: int) -> int:
+    time.sleep(1.0)  # long enough that Ray starts a worker process for every call at once
     return x + k
 
 
@@ -69,6 +79,7 @@ class Case:
     fn: Callable[[int, int], int]
     nodes: int
     cpus_per_call: float  # what a call reserves on Ray
+    recorded: bool = False  # run as a DurableRun on PostgreSQL, each commit counted
 
 
 def cases(sizes: tuple[int, int]) -> list[Case]:
@@ -85,6 +96,7 @@ def cases(sizes: tuple[int, int]) -> list[Case]:
             large,
             1.0,
         ),
+        Case("no-op, recorded on PostgreSQL", noop, small, 1.0, recorded=True),
     ]
 
 
@@ -98,6 +110,7 @@ def fan_out(fn: Callable[[int, int], int], n: int) -> Any:
 class Cell:
     wall: float  # seconds for the whole fan-out
     cpu: float  # driver process CPU seconds for it
+    commits: int = 0  # transactions on PostgreSQL, for a recorded run
 
 
 def measured(run: Callable[[], Any]) -> Cell:
@@ -106,13 +119,45 @@ def measured(run: Callable[[], Any]) -> Cell:
     return Cell(time.perf_counter() - wall, time.process_time() - cpu)
 
 
+def run_case(case: Case, executor: Any) -> Cell:
+    """One timed run of ``case``'s fan-out (in-process when ``executor`` is None)."""
+    graph = fan_out(case.fn, case.nodes)
+    options = {} if executor is None else {"executor": executor}
+    if not case.recorded:
+        return measured(lambda: graph.run(0, **options))
+    import psycopg
+
+    from weft.persist import DurableRun, PostgresBackend
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    backend = PostgresBackend(PG, schema=schema, timeout=10)
+    commits = 0
+    append = backend.append
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal commits
+        commits += 1
+        return append(*args, **kwargs)
+
+    backend.append = counted  # type: ignore[method-assign]
+    try:
+        run = DurableRun.open(backend, "recorded")
+        cell = measured(lambda: run.run_graph(graph, 0, **options))
+    finally:
+        backend.close()
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return Cell(cell.wall, cell.cpu, commits)
+
+
 def one_call_ms(fn: Callable[[int, int], int]) -> float:
-    """The fastest of five calls of ``fn`` on its own, in ms."""
+    """The CPU time of one call of ``fn`` (the least of five), in ms: what it costs, however
+    loaded the machine is."""
     best = float("inf")
     for _ in range(5):
-        started = time.perf_counter()
+        started = time.thread_time()
         fn(0, 0)
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.thread_time() - started)
     return best * 1e3
 
 
@@ -124,18 +169,17 @@ def graph_cells(rows: list[Case]) -> dict[tuple[int, str], Cell]:
     cells: dict[tuple[int, str], Cell] = {}
     for i, case in enumerate(rows):
         fan_out(case.fn, 64).run(0)  # warm
-        graph = fan_out(case.fn, case.nodes)
-        cells[(i, "in-process")] = measured(lambda g=graph: g.run(0))
+        cells[(i, "in-process")] = run_case(case, None)
     for workers in (1, 2):
         side = SIDES[workers]
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
         try:
             for i, case in enumerate(rows):
                 executor = RayExecutor(num_cpus_per_call=case.cpus_per_call).start()
-                at_once = round(workers / case.cpus_per_call)
-                fan_out(case.fn, 2 * at_once).run(0, executor=executor)  # start the workers
-                graph = fan_out(case.fn, case.nodes)
-                cells[(i, side)] = measured(lambda g=graph, e=executor: g.run(0, executor=e))
+                at_once = round(workers / case.cpus_per_call)  # calls that run at once
+                warm = hold if case.cpus_per_call < 1 else case.fn  # start the workers
+                fan_out(warm, 3 * at_once).run(0, executor=executor)
+                cells[(i, side)] = run_case(case, executor)
                 print(
                     f"  {case.name} x {case.nodes:,}, {side}: {cells[(i, side)].wall:.1f} s",
                     file=sys.stderr,
@@ -158,8 +202,19 @@ def table(rows: list[Case], cells: dict[tuple[int, str], Cell], alone: dict[int,
             values += [f"{cell.wall:,.2f} s", f"{cell.cpu / case.nodes * 1e3:,.3f} ms"]
         label = case.name
         if i in alone:
-            label += f" ({alone[i]:.1f} ms alone)"
+            label += f" ({alone[i]:.1f} ms of CPU)"
         lines.append(f"| {label} | {case.nodes:,} | " + " | ".join(values) + " |")
+    recorded = [(i, case) for i, case in enumerate(rows) if case.recorded]
+    for i, case in recorded:
+        lines.append("")
+        lines.append(
+            f"{case.name}, {case.nodes:,} nodes: commits (transactions) "
+            + ", ".join(
+                f"{side} {cells[(i, side)].commits:,} "
+                f"({cells[(i, side)].commits / cells[(i, side)].wall:,.0f} per second)"
+                for side in SIDES
+            )
+        )
     return "\n".join(lines)
 
 
@@ -167,7 +222,7 @@ def task_cost(rows: list[Case], cells: dict[tuple[int, str], Cell]) -> str:
     """Ray's cost per task against the engine's in-process cost per node (no-op rows)."""
     lines = []
     for i, case in enumerate(rows):
-        if case.fn is not noop:
+        if case.fn is not noop or case.recorded:
             continue
         here, one, two = (cells[(i, side)] for side in SIDES)
         n = case.nodes
@@ -221,20 +276,21 @@ def main() -> None:
     started, load = time.perf_counter(), os.getloadavg()[0]
     alone = {i: one_call_ms(c.fn) for i, c in enumerate(rows) if c.fn not in (noop, io_bound)}
     cells = graph_cells(rows)
-    print(
+    head = (
         f"Machine: {machine().split(';')[0]}; load average {load:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end of the fan-outs.\n"
+        f"{os.getloadavg()[0]:.1f} at the end of the fan-outs."
     )
-    print(table(rows, cells, alone))
-    print()
-    print(task_cost(rows, cells))
+    block("distributed", f"{head}\n\n{table(rows, cells, alone)}\n\n{task_cost(rows, cells)}")
     per_writer = 200 if quick else 1_000
-    print("\n| writers | events per second, 1 write per commit | 10 writes per commit |")
-    print("|---:|---:|---:|")
+    lines = [
+        "| writers | events per second, 1 write per commit | 10 writes per commit |",
+        "|---:|---:|---:|",
+    ]
     for writers in (1, 2, 4, 8):
         one, ten = appends(writers, per_writer, 1), appends(writers, per_writer, 10)
-        print(f"| {writers} | {one:,.0f} | {ten:,.0f} |")
-    print(f"\n(the whole script: {time.perf_counter() - started:,.0f} s)")
+        lines.append(f"| {writers} | {one:,.0f} | {ten:,.0f} |")
+    block("distributed-appends", "\n".join(lines))
+    print(f"(the whole script: {time.perf_counter() - started:,.0f} s)", file=sys.stderr)
 
 
 if __name__ == "__main__":
