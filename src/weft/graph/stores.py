@@ -223,7 +223,9 @@ class RunStores:
             self.commit_due()
             view = self.store
         else:
-            view = self._view(i)
+            preds = schedule.preds[i]  # a branch: its predecessor's view made once, shared
+            post = self.posts[preds[0]] if len(preds) == 1 else None
+            view = self._view(i) if post is None else post
         if self.views.needed[i]:
             self.began[i] = self.store.last_seq
         if schedule.ctxs[i]:

@@ -450,6 +450,24 @@ class Store(Staging):
         if writes.__class__ is dict and kind.__class__ is str and kind in _KIND_SET:  # a delta
             if source is not None and (source.__class__ is not str or not source.isascii()):
                 _checked_source(source)
+            if len(writes) == 1:  # one plain field: a fan-out branch's delta
+                ((path, value),) = writes.items()
+                cls = value.__class__
+                if (
+                    path.__class__ is str
+                    and path
+                    and path.isascii()
+                    and (
+                        (cls is int and _INT_LOW < value < _INT_HIGH)
+                        or cls in _AS_IS
+                        or (cls is str and value.isascii())
+                    )
+                ):
+                    key = f"{kind}:{path}"
+                    one = ((kind, path, value, source, False),)
+                    if declared.get(key, _REPLACE).name == "replace":
+                        return Delta(self, one, frozenset((key,)))
+                    return Delta(self, one, _NOTHING)
             for path, value in writes.items():
                 if path.__class__ is not str or not path or not path.isascii():
                     _checked_key(kind, path)
