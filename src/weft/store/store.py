@@ -450,7 +450,26 @@ class Store(Staging):
         replaces: list[str] = []
         declared, types = self._declared, self._types
         if writes.__class__ is dict and kind.__class__ is str and kind in _KIND_SET:  # a delta
-            _checked_source(source)
+            if source is not None and (source.__class__ is not str or not source.isascii()):
+                _checked_source(source)
+            if len(writes) == 1:  # one plain field: a fan-out branch's delta
+                ((path, value),) = writes.items()
+                cls = value.__class__
+                if (
+                    path.__class__ is str
+                    and path
+                    and path.isascii()
+                    and (
+                        (cls is int and _INT_LOW < value < _INT_HIGH)
+                        or cls in _AS_IS
+                        or (cls is str and value.isascii())
+                    )
+                ):
+                    key = f"{kind}:{path}"
+                    one = ((kind, path, value, source, False),)
+                    if declared.get(key, _REPLACE).name == "replace":
+                        return Delta(self, one, frozenset((key,)))
+                    return Delta(self, one, _NOTHING)
             for path, value in writes.items():
                 if path.__class__ is not str or not path or not path.isascii():
                     _checked_key(kind, path)
@@ -458,13 +477,16 @@ class Store(Staging):
                 known = declared.get(key, _REPLACE)
                 if known.name == "replace":
                     replaces.append(key)
-                if value.__class__ not in _AS_IS and not _plain(value):
+                cls = value.__class__
+                if not (  # _plain, inlined: a plain value is kept as it is
+                    (cls is int and _INT_LOW < value < _INT_HIGH)
+                    or cls in _AS_IS
+                    or (cls is str and value.isascii())
+                ):
                     merging = known.fn is _reducers.merge
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
-            return Delta(
-                self, tuple(items), frozenset(replaces) if replaces else _NOTHING, self.reducer_of
-            )
+            return Delta(self, tuple(items), frozenset(replaces) if replaces else _NOTHING)
         if isinstance(writes, Mapping):
             _check_kind(kind)
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
@@ -489,7 +511,7 @@ class Store(Staging):
                 merging = known.fn is _reducers.merge and not whole
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((k, path, value, by, whole))
-        return Delta(self, tuple(items), frozenset(replaces), self.reducer_of)
+        return Delta(self, tuple(items), frozenset(replaces))
 
     def apply(self, events: Iterable[Event]) -> int:
         """Apply events from another log (a fork's, a record's) through this store's
