@@ -69,6 +69,7 @@ class Dispatching:
     signalled: bool
     driven: bool
     bell: queue.SimpleQueue[None] | None
+    asking: list[Any] | None
 
     # Run's settling: (i, result, started, ended), (i, exc, started, attempts, ended)
     _complete: Callable[[int, Any, float, float], None]
@@ -223,6 +224,8 @@ class Dispatching:
         # walk them over and over. (The context is the one of the latest dispatch: the
         # run's thread runs no node while sync nodes are queued.)
         context = self.context.copy()
+        # what makes the arguments sets context variables only when watched or recorded
+        direct = self.observer is None and self.asking is None
         call: Args | None = None
         fn, timed = self.schedule.fns[i], self.timed
         retry = self.schedule.retries[i] if self.schedule.timeouts[i] is None else None
@@ -231,7 +234,7 @@ class Dispatching:
         while True:
             try:
                 if call is None:
-                    call = context.run(self._call_args, i)
+                    call = self._call_args(i) if direct else context.run(self._call_args, i)
                 value = context.run(fn, *call[0], **call[1])
                 if value.__class__ is _CORO:
                     value = run_sync(value)

@@ -225,6 +225,9 @@ class Run(Dispatching):
         finally:
             if token is not None:
                 _ASKING.reset(token)
+            # the queue holds this run's bound methods: dropping it leaves no cycle, so
+            # the run is freed as it ends, not by the cyclic garbage collector
+            self.sync = None
         if self.failure is not None:
             if self.stores is not None:  # what finished before the failure is kept
                 with contextlib.suppress(WeftError):

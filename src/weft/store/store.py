@@ -141,7 +141,7 @@ class Store(Staging):
         self._own: list[EventRow] = []
         self._seq = 0
         self._parent: Store | None = None
-        self._root: Store = self
+        self._root: Store | None = None  # None: this store is the root (no self-cycle)
         self._base, self._base_settled = self._recent, self._settled
         self._fork_seq = 0
         self._merged = None
@@ -451,7 +451,26 @@ class Store(Staging):
         replaces: list[str] = []
         declared, types = self._declared, self._types
         if writes.__class__ is dict and kind.__class__ is str and kind in _KIND_SET:  # a delta
-            _checked_source(source)
+            if source is not None and (source.__class__ is not str or not source.isascii()):
+                _checked_source(source)
+            if len(writes) == 1:  # one plain field: a fan-out branch's delta
+                ((path, value),) = writes.items()
+                cls = value.__class__
+                if (
+                    path.__class__ is str
+                    and path
+                    and path.isascii()
+                    and (
+                        (cls is int and _INT_LOW < value < _INT_HIGH)
+                        or cls in _AS_IS
+                        or (cls is str and value.isascii())
+                    )
+                ):
+                    key = f"{kind}:{path}"
+                    one = ((kind, path, value, source, False),)
+                    if declared.get(key, _REPLACE).name == "replace":
+                        return Delta(self, one, frozenset((key,)))
+                    return Delta(self, one, _NOTHING)
             for path, value in writes.items():
                 if path.__class__ is not str or not path or not path.isascii():
                     _checked_key(kind, path)
@@ -459,13 +478,16 @@ class Store(Staging):
                 known = declared.get(key, _REPLACE)
                 if known.name == "replace":
                     replaces.append(key)
-                if value.__class__ not in _AS_IS and not _plain(value):
+                cls = value.__class__
+                if not (  # _plain, inlined: a plain value is kept as it is
+                    (cls is int and _INT_LOW < value < _INT_HIGH)
+                    or cls in _AS_IS
+                    or (cls is str and value.isascii())
+                ):
                     merging = known.fn is _reducers.merge
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
-            return Delta(
-                self, tuple(items), frozenset(replaces) if replaces else _NOTHING, self.reducer_of
-            )
+            return Delta(self, tuple(items), frozenset(replaces) if replaces else _NOTHING)
         if isinstance(writes, Mapping):
             _check_kind(kind)
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
@@ -490,7 +512,7 @@ class Store(Staging):
                 merging = known.fn is _reducers.merge and not whole
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((k, path, value, by, whole))
-        return Delta(self, tuple(items), frozenset(replaces), self.reducer_of)
+        return Delta(self, tuple(items), frozenset(replaces))
 
     def apply(self, events: Iterable[Event]) -> int:
         """Apply events from another log (a fork's, a record's) through this store's
@@ -616,7 +638,8 @@ class Store(Staging):
         """
         if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= self._seq:
             raise StoreError(f"at({seq!r}): expected a step from 0 to {self._seq}")
-        if seq >= self._root._history_from:
+        root = self if self._root is None else self._root
+        if seq >= root._history_from:
             past = Store(types=self._types, name=self.name)
             past._declared.update(self._declared)
             with past._lock:
@@ -625,11 +648,11 @@ class Store(Staging):
                         break
                     past._replay(row)
         else:
-            journal = self._root._journal
+            journal = root._journal
             found = journal.state_at(seq) if journal is not None else None
             if found is None:
                 raise StoreError(
-                    f"this store's log starts at step {self._root._history_from} (it was "
+                    f"this store's log starts at step {root._history_from} (it was "
                     f"loaded from a snapshot), so it cannot show step {seq}; load that step "
                     "from its backend (DurableRun.state_at)"
                 )
@@ -734,7 +757,7 @@ class Store(Staging):
             child._own = []
             child._seq = child._fork_seq = self._seq
             child._parent = self
-            child._root = self._root
+            child._root = self if self._root is None else self._root
             child._merged = None
             child._history_from = 0
         return child
