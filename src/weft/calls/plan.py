@@ -16,13 +16,14 @@ from weft.calls.call import Call, loads
 from weft.calls.dataflow import CompiledPlan
 from weft.calls.instancing import InstancesLike
 from weft.calls.result import PlanResult
-from weft.calls.runner import arun_compiled, run_store
+from weft.calls.runner import arun_prepared, prepare, run_store
 from weft.calls.simulate import simulate
 from weft.calls.tools import ToolsLike, as_tools
 from weft.calls.validate import compile_plan
 from weft.errors import PlanValidationError
 from weft.graph import Paused
 from weft.persist import DurableRun
+from weft.persist._gc import paused
 from weft.refs.schemas import schema_error
 from weft.store import Store
 
@@ -159,14 +160,14 @@ class Plan(Sequence[Call]):
         ``Paused``, and running it again with ``answers=`` goes on.
         """
         store = run_store(store, durable)
-        compiled = self.validate(tools, store=store, inputs=inputs, instances=instances)
-        return await arun_compiled(
-            compiled,
-            store,
+        with paused():  # validating and building thousands of nodes: no cycle to find
+            compiled = self.validate(tools, store=store, inputs=inputs, instances=instances)
+            prepared = prepare(compiled, store, max_concurrency)
+        return await arun_prepared(
+            prepared,
             merge_instances=merge_instances,
             run_id=run_id,
             durable=durable,
-            max_concurrency=max_concurrency,
             answers=answers,
         )
 

@@ -15,6 +15,7 @@ was not stored runs again: at least once).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from weft.calls.dataflow import CompiledPlan
@@ -25,7 +26,6 @@ from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import Paused, StateView, WorkGraph, WorkGraphNode
 from weft.graph.offload import NodeExecutor, current_executor
 from weft.persist import DurableRun
-from weft.persist._gc import paused
 from weft.store import RunLog, Store
 
 
@@ -45,21 +45,36 @@ def run_store(store: Store | None, durable: DurableRun | None) -> Store:
     return store if store is not None else Store(name="plan")
 
 
-async def arun_compiled(
-    compiled: CompiledPlan,
-    store: Store,
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A validated plan made ready to run on ``store``: its runtime and its WorkGraph
+    (None for a plan of no calls), with each call's engine key by position."""
+
+    runtime: Runtime
+    graph: WorkGraph | None
+    keys: list[str]
+
+
+def prepare(compiled: CompiledPlan, store: Store, max_concurrency: int | None) -> Prepared:
+    """The runtime and graph of ``compiled`` on ``store`` (validated against it, see
+    ``run_store``). ``Plan.arun`` calls it in the same pause of the cyclic collector as the
+    validation: thousands of nodes and no cycle to find, and one collection after both."""
+    runtime = Runtime(compiled, store)
+    graph, keys = _graph(compiled, runtime, max_concurrency, current_executor())
+    return Prepared(runtime, graph, keys)
+
+
+async def arun_prepared(
+    prepared: Prepared,
     *,
     merge_instances: bool = False,
     run_id: str | None = None,
     durable: DurableRun | None = None,
-    max_concurrency: int | None = None,
     answers: Mapping[str, Any] | None = None,
 ) -> PlanResult | Paused:
-    """Run ``compiled`` (validated against ``store``, see ``run_store``) to the end; the
-    options are ``Plan.arun``'s."""
-    with paused():  # building thousands of nodes: no cycles to find, only time to lose
-        runtime = Runtime(compiled, store)
-        graph, keys = _graph(compiled, runtime, max_concurrency, current_executor())
+    """Run a prepared plan to the end; the options are ``Plan.arun``'s."""
+    runtime, graph, keys = prepared.runtime, prepared.graph, prepared.keys
+    compiled, store = runtime.compiled, runtime.store
     run_id = run_id if run_id is not None or durable is None else durable.run_id
     log = RunLog(store, run_id) if run_id is not None else None
     completed_before = (

@@ -22,7 +22,7 @@ from weft.refs.outputs import OutputPath
 from weft.refs.parse import Reference
 from weft.refs.resolve import Compiled, compile_mapping
 from weft.refs.schemas import closed_choices, schema_problem, schema_problems
-from weft.store import FrozenDict, Store
+from weft.store import Store
 from weft.store.values import check_text
 
 
@@ -139,14 +139,10 @@ def _literal_problems(
     reference's place is left to run time); calls of one shape are checked once."""
     literal, places = args.literal()
     binder = tool._binder
-    if (
-        binder is not None
-        and binder.plain is not None
-        and literal.__class__ in (dict, FrozenDict)
-        and all(len(place) == 1 for place in places)
-        and binder.bind_plain(literal, {str(place[0]) for place in places}) is not None
-    ):
-        return []  # bare scalars of the declared types: nothing the schema would refuse
+    if binder is not None and binder.plain is not None and isinstance(literal, dict):
+        later = {place[0] for place in places if len(place) == 1}  # whole arguments
+        if len(later) == len(places) and binder.bind_plain(literal, later) is not None:  # type: ignore[arg-type]
+            return []  # bare scalars of the declared types: nothing the schema would refuse
     try:  # repr tells JSON-like values apart (1, 1.0, True, "1"), and is quick
         key = (id(tool.arguments_schema), repr(literal), repr(places))
     except (TypeError, ValueError, RecursionError):
