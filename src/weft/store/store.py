@@ -446,8 +446,10 @@ class Store(Staging):
     ) -> Delta:
         """Writes decided on top of this store, applied nowhere yet: merge them into a store
         of its family with ``merge([delta])`` (``weft.store.merge``). ``writes`` are
-        ``(kind, path, value, source)`` tuples, or a mapping ``{path: value}`` of ``kind``
-        written by ``source``. Values are frozen now; a bad one is refused here."""
+        ``(kind, path, value, source)`` tuples (with a fifth item ``True``: the value
+        replaces the field, past its reducer, as ``write(..., replace=True)``), or a mapping
+        ``{path: value}`` of ``kind`` written by ``source``. Values are frozen now; a bad one
+        is refused here."""
         items: list[tuple[str, str, Any, str | None, bool]] = []
         replaces: list[str] = []
         declared, types = self._declared, self._types
@@ -496,19 +498,23 @@ class Store(Staging):
             pairs = writes
         for item in _batch("delta", pairs):
             try:
-                k, path, value, by = item
+                k, path, value, by, *rest = item
+                (whole,) = rest or (False,)
             except (TypeError, ValueError):
                 raise StoreError(
-                    f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
+                    "delta takes (kind, path, value, source) or (kind, path, value, source, "
+                    f"replace) tuples or a mapping, got {item!r:.200}"
                 ) from None
             key = _checked_key(k, path, by)
             known = declared.get(key, _REPLACE)
-            if known.name == "replace":
+            if whole.__class__ is not bool:
+                raise StoreError(f"delta: the replace flag of {key} is {whole!r}, not a bool")
+            if whole or known.name == "replace":
                 replaces.append(key)
             if value.__class__ not in _AS_IS and not _plain(value):
-                merging = known.fn is _reducers.merge
+                merging = known.fn is _reducers.merge and not whole
                 value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((k, path, value, by, False))
+            items.append((k, path, value, by, whole))
         return Delta(self, tuple(items), frozenset(replaces))
 
     def apply(self, events: Iterable[Event]) -> int:
