@@ -11,7 +11,6 @@ from typing import Any, Final
 from weft.errors import ReducerError
 from weft.store import reducers as _reducers
 from weft.store._staging import (
-    _KEYS,
     _KIND_SET,
     _REPLACE,
     Staging,
@@ -104,11 +103,16 @@ class Batching(Staging):
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
         node's one-field delta is the common case)."""
-        kept = _KEYS.get(kind) if kind.__class__ is str else None
-        key = kept.get(path) if kept is not None and path.__class__ is str else None
-        if key is None or not (  # a path checked before: the hot path of a state chain
-            source is None or (source.__class__ is str and source.isascii())
+        if (  # _checked_key's common case, inlined: the hot path of a chain of state nodes
+            path.__class__ is str
+            and path
+            and path.isascii()
+            and kind.__class__ is str
+            and kind in _KIND_SET
+            and (source is None or (source.__class__ is str and source.isascii()))
         ):
+            key = f"{kind}:{path}"
+        else:
             key = _checked_key(kind, path, source)
         declared = self._declared.get(key, _REPLACE)
         cls = value.__class__
