@@ -508,13 +508,22 @@ class Run(Dispatching):
         if stores is not None:
             delta = None
             if self.schedule.states[i]:
-                view = self.views[i]
-                store = view._store if isinstance(view, StateView) else stores.store
-                try:
-                    delta = result = checked_delta(result, self.schedule.keys[i], store)
-                except (TypeError, ValueTypeError) as exc:
-                    self._fail(i, exc, started)
-                    return
+                plain = result.__class__ is dict and result
+                if plain:  # a delta of plain values is kept as the node returned it
+                    for path, value in result.items():
+                        if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
+                            plain = False
+                            break
+                if plain:
+                    delta = result
+                else:
+                    view = self.views[i]
+                    store = view._store if isinstance(view, StateView) else stores.store
+                    try:
+                        delta = result = checked_delta(result, self.schedule.keys[i], store)
+                    except (TypeError, ValueTypeError) as exc:
+                        self._fail(i, exc, started)
+                        return
             try:
                 wall = time() - (perf_counter() - started) if started else 0.0  # when it began
                 stores.finish(i, flag, result, delta, wall)
@@ -557,14 +566,22 @@ class Run(Dispatching):
             self._release_all(i)
 
     def _release_all(self, i: int) -> None:
-        if self.schedule.codes[i] == CALL and self.status[i] == DONE and not self._hand_down(i):
+        schedule = self.schedule
+        code = schedule.codes[i]
+        done = self.status[i] == DONE
+        if code == CALL and done and not self._hand_down(i):
             return
-        remaining = self.remaining
-        for s in self.schedule.succs[i]:
+        remaining, preds, inputs = self.remaining, schedule.preds, self.inputs
+        same = code == NO and done  # what a successor of only this node is called with
+        for s in schedule.succs[i]:
             left = remaining[s] - 1
             remaining[s] = left
             if not left:
-                self._release(s)
+                if same and len(preds[s]) == 1:  # a branch of a fan-out: _release's first case
+                    inputs[s] = inputs[i]
+                    self._admit(s)
+                else:
+                    self._release(s)
 
     def _release(self, s: int) -> None:
         """Every predecessor of ``s`` settled: build its arguments, or skip it."""
