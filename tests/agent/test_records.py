@@ -9,11 +9,20 @@ from typing import Any
 
 import pytest
 
-from weft.agent import AgentAction, AgentResponse, AgentStateItem, AgentTaskStatusFlags
+from weft.agent import (
+    AgentAction,
+    AgentResponse,
+    AgentResult,
+    AgentStateItem,
+    AgentTaskStatusFlags,
+    IterationContext,
+)
 from weft.store import MISSING, FrozenDict
 
 
-@pytest.mark.parametrize("cls", [AgentAction, AgentResponse, AgentStateItem])
+@pytest.mark.parametrize(
+    "cls", [AgentAction, AgentResponse, AgentStateItem, AgentResult, IterationContext]
+)
 def test_the_init_takes_every_field_with_its_default(cls: type) -> None:
     params = inspect.signature(cls).parameters
     fields = dataclasses.fields(cls)

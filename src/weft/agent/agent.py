@@ -326,7 +326,11 @@ class Agent:
                             states=self.states,
                         )
                         prompt = self.construct_reasoner_input(inputs)
-                    prompt, raw, response = await self._reason(prompt, iteration)
+                    raw = (await areason(self.reasoner, prompt)).text
+                    try:
+                        response = self.parse_response(raw)
+                    except ResponseProblem as problem:
+                        prompt, raw, response = await self._retry(prompt, raw, problem, iteration)
                 else:  # the interrupted iteration: its recorded reply, parsed again
                     prompt, raw = reply
                     response = self.parse_response(raw)
@@ -404,13 +408,12 @@ class Agent:
             stop_reason=stop,
         )
 
-    async def _reason(self, prompt: str, iteration: int) -> tuple[str, str, AgentResponse]:
-        """Ask the reasoner; one corrective retry; ``(prompt used, raw reply, response)``."""
-        raw = (await areason(self.reasoner, prompt)).text
-        try:
-            return prompt, raw, self.parse_response(raw)
-        except ResponseProblem as problem:
-            first = str(problem)
+    async def _retry(
+        self, prompt: str, raw: str, problem: ResponseProblem, iteration: int
+    ) -> tuple[str, str, AgentResponse]:
+        """The one corrective retry of a reply that could not be used (``problem``):
+        ``(prompt used, raw reply, response)``."""
+        first = str(problem)
         kept = raw.encode("utf-8", "backslashreplace").decode()  # a lone surrogate, escaped
         self._store.note(
             "state",

@@ -117,13 +117,13 @@ class AgentAction:
         )
 
 
-def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
     """The ``__set__`` of each field's slot of the frozen dataclass ``cls``, in field order:
     what its hand-written ``__init__`` sets them with (a test holds it to the fields)."""
     return tuple(getattr(cls, f.name).__set__ for f in dataclasses.fields(cls))
 
 
-_ACTION_SLOTS: Final = _slot_setters(AgentAction)
+_ACTION_SLOTS: Final = slot_setters(AgentAction)
 
 ActionGroups = tuple[tuple[AgentAction, ...], ...]
 """``next_actions``: a group of one runs in sequence, a group of several in branches."""
@@ -203,7 +203,7 @@ class AgentResponse:
         )
 
 
-_RESPONSE_SLOTS: Final = _slot_setters(AgentResponse)
+_RESPONSE_SLOTS: Final = slot_setters(AgentResponse)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,7 +297,7 @@ class AgentStateItem:
         )
 
 
-_STATE_SLOTS: Final = _slot_setters(AgentStateItem)
+_STATE_SLOTS: Final = slot_setters(AgentStateItem)
 
 
 class AgentStates(Sequence[AgentStateItem]):
@@ -358,6 +358,22 @@ class AgentResult:
     states: AgentStates
     stop_reason: StopReason
 
+    def __init__(
+        self,
+        *,
+        agent: str,
+        response: AgentResponse | None,
+        action_results: Any,
+        states: AgentStates,
+        stop_reason: StopReason,
+    ) -> None:
+        slots = _RESULT_SLOTS  # as AgentAction's: one per run
+        slots[0](self, agent)
+        slots[1](self, response)
+        slots[2](self, action_results)
+        slots[3](self, states)
+        slots[4](self, stop_reason)
+
     @property
     def instant_response(self) -> str | None:
         return None if self.response is None else self.response.instant_response
@@ -373,6 +389,9 @@ class AgentResult:
             "instant_response": self.instant_response,
             "action_results": plain_results(self.action_results),
         }
+
+
+_RESULT_SLOTS: Final = slot_setters(AgentResult)
 
 
 def plain_results(value: Any) -> Any:
