@@ -42,34 +42,35 @@ _FIRST = ResultPassDownMode.ResultAsFirstArg
 _NOTHING: Mapping[str, Any] = FrozenDict()
 
 
-@dataclass(frozen=True, slots=True)
 class Flow:
     """What flows along an action graph: the outcomes so far, each group's chained to the
     flow before it, and the last one."""
 
-    before: Flow | None
-    last: Any
-    plain: Any
-    """``last`` as plain data (``plain_results``), its item in the shared list."""
+    __slots__ = ("before", "last")
+
+    def __init__(self, before: Flow | None, last: Any) -> None:
+        self.before = before
+        self.last = last
 
     @staticmethod
     def start(outcome: Any) -> Flow:
-        return Flow(None, outcome, plain_results(outcome))
+        return Flow(None, outcome)
 
     @property
     def previous_action_results(self) -> FrozenList:
-        """The shared list so far, one item per outcome (built when an actor asks for it)."""
+        """The shared list so far, one item per outcome as plain data (``plain_results``),
+        built when an actor asks for it."""
         outcomes = []
         flow: Flow | None = self
         while flow is not None:
-            outcomes.append(flow.plain)
+            outcomes.append(plain_results(flow.last))
             flow = flow.before
         outcomes.reverse()
         return FrozenList(outcomes)
 
     def then(self, outcome: Any) -> Flow:
         """The flow after one more group: its outcome appended as one item."""
-        return Flow(self, outcome, plain_results(outcome))
+        return Flow(self, outcome)
 
 
 @dataclass(frozen=True, slots=True)
