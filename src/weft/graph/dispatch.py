@@ -1,7 +1,8 @@
 """Dispatching: async nodes as tasks, sync nodes to threads, and their completions.
 
-``Dispatching`` is the half of a run that deals with concurrency; ``weft.graph.engine.Run``
-is the other half (the core loop and the settling of results) and inherits this one. A
+``Dispatching`` is the part of a run that deals with concurrency; ``weft.graph.engine.Run``
+(the core loop and the settling of results) inherits it through ``weft.graph.inline``
+(the calls a run makes on its own thread). A
 completion, from a task or a thread, is appended to ``done`` and wakes the run once per
 batch; ``_drain`` settles the batch on the run's thread, so results are only ever
 touched by one thread. A run with an event loop is woken through the loop; a driven run

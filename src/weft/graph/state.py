@@ -129,7 +129,6 @@ class Writes:
 
 
 _PLAIN = (str, int, bool, type(None))
-_PLAIN_SET = frozenset(_PLAIN)
 
 
 def checked_delta(delta: Any, node: str, store: Store) -> dict[str, Any] | None:
@@ -141,13 +140,7 @@ def checked_delta(delta: Any, node: str, store: Store) -> dict[str, Any] | None:
     """
     if delta is None:
         return None
-    if delta.__class__ is dict:  # a delta of plain values is kept as it is, not copied
-        for path, value in delta.items():
-            if path.__class__ is not str or not path or value.__class__ not in _PLAIN_SET:
-                break
-        else:
-            return delta or None
-    elif not isinstance(delta, Mapping):
+    if delta.__class__ is not dict and not isinstance(delta, Mapping):
         raise TypeError(
             f"state node {node} returned a {type(delta).__name__}; a state node returns a "
             "delta {path: value} (or None for no change)"

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import itertools
 import operator
-import threading
 import time
+from _thread import RLock as _RLock  # threading.RLock is a Python function around it
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,7 +40,6 @@ from weft.store._log import AppendLog, read
 from weft.store._staging import (
     _KIND_SET,
     _REPLACE,
-    Staging,
     _batch,
     _call,
     _check_kind,
@@ -49,9 +48,9 @@ from weft.store._staging import (
     _checked_source,
     _Declared,
     _kinds,
-    _not_a_triple,
 )
-from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
+from weft.store.batches import Batching
+from weft.store.events import Entry, Event, EventRow, make_key
 from weft.store.merge import Delta, _Mark
 from weft.store.values import (
     _AS_IS,
@@ -94,7 +93,7 @@ _build: Final = tuple.__new__
 tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``)."""
 
 
-class Store(Staging):
+class Store(Batching):
     """A namespaced store with reducers, cheap forks, transactions and an event log.
 
     >>> from weft.store import Store, reducers
@@ -134,7 +133,7 @@ class Store(Staging):
         self._settle_at = _entries.SETTLE_MIN
         self._index = SortedKeys()
         self._declared: dict[str, _Declared] = {}
-        self._lock = threading.RLock()
+        self._lock = _RLock()
         self._subscribers: list[Subscriber] = []
         self._batch_subscribers: list[BatchSubscriber] = []
         self._journal: Journal | None = None
@@ -243,132 +242,6 @@ class Store(Staging):
             entry: Entry = _build(Entry, row)
             return entry
 
-    def write_many(
-        self,
-        kind: str,
-        writes: Iterable[tuple[str, Any, str | None]] | Mapping[str, Any],
-        *,
-        source: str | None = None,
-    ) -> int:
-        """Write many ``(path, value, source)`` updates of one kind, in order, as one commit.
-
-        ``writes`` may also be a mapping ``{path: value}`` (a graph node's delta, say), all
-        written with ``source``.
-
-        Each update goes through its field's reducer and is one event in the log, exactly
-        as ``write`` would make it, but the batch takes the lock once, has one timestamp,
-        and is all or nothing: if a value cannot be stored or a reducer fails, the error
-        names it and nothing of the batch is written. Returns how many updates were
-        written.
-
-        >>> from weft.store import reducers
-        >>> store = Store(reducers={"state:log": reducers.append})
-        >>> store.write_many("state", [("log", "a", "n1"), ("log", "b", "n2"), ("ok", 1, None)])
-        3
-        >>> store.value("state", "log"), [e.source for e in store.events()]
-        (['a', 'b'], ['n1', 'n2', None])
-        """
-        if kind.__class__ is not str or kind not in _KIND_SET:
-            _check_kind(kind)
-        if writes.__class__ is dict or isinstance(writes, Mapping):
-            if len(writes) == 1:  # a one-field delta: the common case
-                for path, value in writes.items():
-                    return self._write_one(kind, path, value, source)
-            writes = [(path, value, source) for path, value in writes.items()]
-        elif writes.__class__ is list and len(writes) == 1:
-            try:
-                path, value, one_source = writes[0]
-            except (TypeError, ValueError):
-                raise _not_a_triple("write_many", writes[0]) from None
-            return self._write_one(kind, path, value, one_source)
-        types, name = self._types, self.name
-        declared_of = self._declared.get
-        items: list[tuple[str, str, Any, str | None, bool]] = []
-        for item in _batch("write_many", writes):
-            try:
-                path, value, source = item
-            except (TypeError, ValueError):
-                raise _not_a_triple("write_many", item) from None
-            key = _checked_key(kind, path, source)
-            if value.__class__ not in _AS_IS and not _plain(value):
-                merging = declared_of(key, _REPLACE).fn is _reducers.merge
-                value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((kind, path, value, source or name, False))
-        if not items:
-            return 0
-        with self._lock:
-            mark = self._mark()
-            try:
-                events = self._stage_batch(items, time.time())
-            except ReducerError as exc:
-                raise ReducerError(f"{exc} of the batch. Nothing of the batch was written") from (
-                    exc.__cause__
-                )
-            self._publish(events, mark)
-        return len(events)
-
-    def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
-        """``write_many`` of one update: the same commit, with less bookkeeping (a graph
-        node's one-field delta is the common case)."""
-        if (  # _checked_key's common case, inlined: the hot path of a chain of state nodes
-            path.__class__ is str
-            and path
-            and path.isascii()
-            and kind.__class__ is str
-            and kind in _KIND_SET
-            and (source is None or (source.__class__ is str and source.isascii()))
-        ):
-            key = f"{kind}:{path}"
-        else:
-            key = _checked_key(kind, path, source)
-        declared = self._declared.get(key, _REPLACE)
-        cls = value.__class__
-        if not (
-            (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
-            or cls in _AS_IS
-            or (cls is str and value.isascii())
-        ):
-            value = freeze(
-                value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
-            )
-        source = source or self.name
-        with self._lock:
-            if self._journal is not None or declared.fn is not _REPLACE_FN:
-                mark = self._mark()
-                try:
-                    _, event = self._stage_write(
-                        key, kind, path, value, source, None, declared, time.time()
-                    )
-                except ReducerError as exc:
-                    raise ReducerError(
-                        f"reducer {declared.name!r} of {key} failed on update 1 of the batch "
-                        f"(from {source!r}): {exc.__cause__}. Nothing of the batch was written"
-                    ) from exc.__cause__
-                self._publish((event,), mark)
-                return 1
-            # a replace write with no journal: nothing can fail once it is staged
-            recent, index = self._recent, self._index
-            found = recent.get(key)  # _entries.lookup, inlined
-            old = self._settled.get(key) if found is None else found or None
-            seq = self._seq + 1
-            at = _now()
-            event = (seq, "write", kind, path, value, source, "replace", at, None)
-            row: EntryRow
-            if old is None:
-                self._index = index.add(key)
-                row = (kind, path, value, source, at, at, seq, None)
-            else:  # old[4], old[7]: created_at, meta
-                row = (kind, path, value, source, old[4], at, seq, old[7])
-            self._recent = recent.set(key, row)
-            self._seq = seq
-            self._own.append(event)
-            if self._subscribers or self._batch_subscribers:
-                before = (recent, self._settled, self._settle_at, index, seq - 1)
-                self._publish((event,), (*before, len(self._own) - 1))
-            if len(self._recent) > self._settle_at:
-                self._settle()
-        return 1
-
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
         """Remove one key; returns whether it held anything. Subscribers hear of it."""
         key = _checked_key(kind, path, source)
@@ -404,34 +277,6 @@ class Store(Staging):
             self._publish((row,), mark)
             event: Event = _build(Event, row)
             return event
-
-    def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
-        """Log many ``(path, value, source)`` notes of one kind, in order, as one commit, as
-        ``note`` would, under one lock and one timestamp; a value that cannot be stored is
-        an error naming it, and then none of them is logged. Returns how many were logged."""
-        _check_kind(kind)
-        types, name = self._types, self.name
-        at = time.time()
-        with self._lock:
-            seq = self._seq
-            events: list[EventRow] = []
-            for item in _batch("note_many", notes):  # nothing is kept until all are good
-                try:
-                    path, value, source = item
-                except (TypeError, ValueError):
-                    raise _not_a_triple("note_many", item) from None
-                key = _checked_key(kind, path, source)
-                if value.__class__ not in _AS_IS and not _plain(value):
-                    value = freeze(value, where=f"note {key}", types=types)
-                seq += 1
-                events.append((seq, "note", kind, path, value, source or name, "replace", at, None))
-            if not events:
-                return 0
-            mark = self._mark()
-            self._seq = seq
-            self._own.extend(events)
-            self._publish(events, mark)
-        return len(events)
 
     def delta(
         self,
@@ -750,7 +595,7 @@ class Store(Staging):
             # both sides then sort the keys written before the fork once, not once each
             child._index = self._index = self._index.fork()
             child._declared = self._declared
-            child._lock = threading.RLock()
+            child._lock = _RLock()
             child._subscribers = []
             child._batch_subscribers = []
             child._journal = None
