@@ -34,6 +34,7 @@ from weft.agent.types import (
     plain_results,
     to_plain_record,
 )
+from weft.errors import GraphError, NodeError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.graph.pause import Asking
 from weft.store import FrozenDict, FrozenList, StepRecord, Store, freeze
@@ -108,8 +109,25 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
             flow = out if out.__class__ is Flow else await out
         return flow.last
     graph = build_action_graph(groups, step)
-    done: Flow = await graph.arun(start)
+    try:
+        done: Flow = await graph.arun(start)
+    except NodeError as exc:
+        cause = node_error_cause(exc, step.agent.name)
+        if cause is None:
+            raise
+        raise cause from None
     return done.last
+
+
+def node_error_cause(exc: NodeError, agent: str) -> Exception | None:
+    """What to raise instead of ``exc`` out of agent ``agent``'s actions: the exception a
+    node raised (noted with where), not the graph's wrapper of it; None if ``exc`` is the
+    graph's own error, raised as it is."""
+    cause = exc.__cause__
+    if isinstance(cause, Exception) and not isinstance(cause, GraphError):
+        cause.add_note(f"raised inside the actions of agent {agent!r}: {exc}")
+        return cause
+    return None
 
 
 def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:

@@ -18,6 +18,7 @@ retry, so it says what was wrong and how to fix it.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -25,7 +26,7 @@ from math import isfinite
 from typing import Any, Final
 
 from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
-from weft.agent.xmlish import Element, Scanner, clean, simple_children, unescape
+from weft.agent.xmlish import Element, Scanner, simple_children, unescape
 from weft.errors import CodecError, ResponseProblem, ValueTypeError
 from weft.store import FrozenDict, freeze
 from weft.store.codec import parse
@@ -134,18 +135,25 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             _problem(p.text("Request"), p.text("ProblemID"), f"<Problem> {n}", xml=True)
             for n, p in enumerate(holder.find_all("Problem"), start=1)
         )
-    field = top.fields.get
+    field = _texts(top.fields).get
     response = _response(
-        instant_response=clean(field("InstantResponse")),
-        instant_learnings=clean(field("InstantLearnings")),
-        status=clean(field("TaskStatus")),
-        description=clean(field("TaskStatusDescription")),
-        extended=clean(field("TaskStatusDescriptionExtended")),
+        instant_response=field("InstantResponse"),
+        instant_learnings=field("InstantLearnings"),
+        status=field("TaskStatus"),
+        description=field("TaskStatusDescription"),
+        extended=field("TaskStatusDescriptionExtended"),
         groups=tuple(groups),
         problems=problems,
         status_name="<TaskStatus>",
     )
-    return response, clean(field("ProblemGraph"))
+    return response, field("ProblemGraph")
+
+
+def _texts(fields: Mapping[str, str]) -> dict[str, str]:
+    """``clean`` of every text an element holds (only those it holds: most are left out)."""
+    return {
+        name: (html.unescape(raw) if "&" in raw else raw).strip() for name, raw in fields.items()
+    }
 
 
 def _where(number: int, index: int) -> str:
@@ -158,7 +166,8 @@ def _where(number: int, index: int) -> str:
 
 def _xml_action(element: Element, number: int, index: int) -> AgentAction:
     fields = element.fields
-    action_type = clean(fields.get("ActionType"))  # or <Type>, whichever comes first
+    text = _texts(fields).get
+    action_type = text("ActionType")  # or <Type>, whichever comes first
     if not action_type:
         raise ResponseProblem(
             f"{_where(number, index)} has no <ActionType>; give every <Action> an "
@@ -182,10 +191,10 @@ def _xml_action(element: Element, number: int, index: int) -> AgentAction:
             args = pairs
     return AgentAction(
         type=action_type,
-        target=clean(fields.get("Target")) or None,
+        target=text("Target") or None,
         args=args,
-        reasoning=clean(fields.get("Reasoning")) or None,
-        id=clean(fields.get("ActionID")) or None,
+        reasoning=text("Reasoning") or None,
+        id=text("ActionID") or None,
     )
 
 
