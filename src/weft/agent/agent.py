@@ -335,10 +335,10 @@ class Agent:
                 else:  # the interrupted iteration: its recorded reply, parsed again
                     prompt, raw = reply
                     response = self.parse_response(raw)
-                plan = response_record(response, f"response of agent {name!r}")
+                plan = response_record(response, name)
                 current = FrozenDict({"iteration": iteration, "response": plan})
                 if run is None:  # one write, the store's single-write path
-                    store.write_many("state", [(self.current_path, current, name)])
+                    store.write_many("state", {self.current_path: current}, source=name)
                 elif reply is None:
                     run.record_reply(iteration, prompt, raw, current)
                 log, calls = (None, None) if run is None else run.at(iteration)
@@ -631,8 +631,9 @@ def action_dict(action: AgentAction) -> FrozenDict | None:
     return FrozenDict(out)
 
 
-def response_record(response: AgentResponse, where: str) -> Any:
-    """``response.to_dict()``, frozen (``ValueTypeError`` naming ``where`` if it cannot be)."""
+def response_record(response: AgentResponse, agent: str) -> Any:
+    """``response.to_dict()``, frozen (``ValueTypeError`` naming agent ``agent``'s response
+    if it cannot be)."""
     if not (
         response.__class__ is AgentResponse
         and not response.problems
@@ -644,14 +645,14 @@ def response_record(response: AgentResponse, where: str) -> Any:
             response.task_status_description_extended,
         )
     ):
-        return freeze(response.to_dict(), where=where)
+        return freeze(response.to_dict(), where=f"response of agent {agent!r}")
     groups = []
     for group in response.next_actions:
         records = []
         for action in group:
             record = action_dict(action)
             if record is None:
-                return freeze(response.to_dict(), where=where)
+                return freeze(response.to_dict(), where=f"response of agent {agent!r}")
             records.append(record)
         groups.append(FrozenList(records))
     out: dict[str, Any] = {
