@@ -83,7 +83,7 @@ def parse_structured_response(
                 f"the reply holds a lone surrogate ({text[exc.start]!r} at character "
                 f"{exc.start}), which is not Unicode text; reply in plain text"
             ) from None
-    xml = _WRAPPER.search(body) is not None
+    xml = "<StructuredResponse" in body or _WRAPPER.search(body) is not None
     if not xml and body.startswith("```"):
         fenced = _FENCE.match(body)
         if fenced:
@@ -271,23 +271,23 @@ def _json_args(text: str, number: int, index: int, action_type: str) -> Mapping[
             data, end = _SCAN_ONCE(text, 0)  # the C scanner json.loads runs
         except (StopIteration, ValueError, RecursionError):
             data = end = None
-        if end == len(text) and data.__class__ is dict and all(map(_flat, data.items())):
-            return FrozenDict(data)
+        if end == len(text) and data.__class__ is dict:
+            for key, value in data.items():  # what freeze keeps as it is (the reply holds no
+                cls = value.__class__  # lone surrogate, so any text is)
+                if not (
+                    key.isascii()
+                    and (
+                        cls is str
+                        or cls is bool
+                        or value is None
+                        or (cls is int and -_BIG < value < _BIG)
+                        or (cls is float and isfinite(value))
+                    )
+                ):
+                    break
+            else:
+                return FrozenDict(data)
     return _json_object(text, f"the <Args> of {_where(number, index)} ({action_type})")
-
-
-def _flat(item: tuple[str, Any]) -> bool:
-    """Whether a key and value are what ``freeze`` keeps as they are (the reply holds no
-    lone surrogate, so any text is)."""
-    value = item[1]
-    cls = value.__class__
-    return item[0].isascii() and (
-        cls is str
-        or cls is bool
-        or value is None
-        or (cls is int and -_BIG < value < _BIG)
-        or (cls is float and isfinite(value))
-    )
 
 
 def _json_object(text: str, what: str) -> Mapping[str, Any]:
