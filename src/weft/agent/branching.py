@@ -205,20 +205,23 @@ def _run_one(action: AgentAction, g: int, step: IterationContext, flow: Flow) ->
     """A single action, run on the agent itself and recorded (or restored, on resume): the
     flow after it, or an awaitable of it (an async actor)."""
     agent = step.agent
-    unit = f"action/{g}"
     log = step.log
     if log is not None:
-        recorded = log.get(unit)
+        recorded = log.get(f"action/{g}")
         if recorded is not None:
             return flow.then(AgentAction.from_dict(recorded.result["action"]))
     bound = agent.actors.get(action.type)
     if bound is not None and not bound.is_async:
-        offered = _offered(agent, action, flow, step, unit)
+        offered = (
+            _NOTHING  # _offered's common case: an actor that takes no extras, no run id
+            if step.calls is None and not bound.extras
+            else _offered(agent, action, flow, step, f"action/{g}")
+        )
         out = run_sync_actor(agent.actors, action, offered)
         if out.__class__ is AgentAction or isinstance(out, AgentAction):
             return _one_done(flow, out, g, step)
         return _late(out, action, lambda executed: _one_done(flow, executed, g, step))
-    return _run_one_async(action, g, step, flow, unit)
+    return _run_one_async(action, g, step, flow, f"action/{g}")
 
 
 async def _run_one_async(
