@@ -72,6 +72,25 @@ def test_a_batch_is_all_or_nothing(backend: Backend) -> None:
     assert len(backend.history("t")) == 1
 
 
+def test_a_stale_writer_is_refused_even_when_its_steps_are_free(backend: Backend) -> None:
+    """Steps may skip numbers (notes are not kept), so a stale batch whose steps nobody took
+    is still refused: the thread's last step is checked, not only the steps' keys."""
+    backend.append("t", "winner", 0, events("a", "b", start=2))
+    with pytest.raises(ConflictError) as info:
+        backend.append("t", "loser", 0, events("x"))  # step 1 is free
+    assert (info.value.expected, info.value.actual) == (0, 3)
+    with pytest.raises(ConflictError):
+        backend.append("t", "loser", 1, events(*"xyz", start=5))
+    assert [e.event.value for e in backend.history("t")] == ["a", "b"]
+
+
+def test_a_batch_larger_than_a_node_commit_is_one_transaction(backend: Backend) -> None:
+    backend.append("t", "r1", 0, events(*"abcdefghijkl"))
+    with pytest.raises(ConflictError):
+        backend.append("t", "r2", 0, events(*"mnopqrstuvwx", start=13))
+    assert "".join(e.event.value for e in backend.history("t")) == "abcdefghijkl"
+
+
 def test_expecting_steps_of_a_missing_thread_is_a_conflict(backend: Backend) -> None:
     with pytest.raises(ConflictError, match="expected its last step to be 3"):
         backend.append("new", "r1", 3, events("a", start=4))

@@ -24,7 +24,7 @@ from weft.persist.codec import (
     encode_value,
 )
 from weft.persist.snapshot import capture
-from weft.store import DELETE, Event, Store, TypeRegistry, freeze
+from weft.store import DELETE, Event, StepRecord, Store, TypeRegistry, freeze
 
 
 @dataclasses.dataclass
@@ -266,3 +266,20 @@ def test_a_record_holding_a_user_dict_with_the_tag_key_round_trips() -> None:
     text = encode_event(Event(4, "write", "step", "r/n#1", plain, "n#1", "replace", 1.0))
     assert '"__weft__":"weft.StepRecord","result"' in text  # the default kind left out
     assert decode_event(text, thread_id="t", step=4).value == plain
+
+
+@given(scalars, st.sampled_from([None, "why"]), st.integers(min_value=0, max_value=2**70))
+@settings(max_examples=200, deadline=None)
+def test_a_step_record_round_trips_and_both_encoders_agree(
+    result: object, flag: str | None, writes: int
+) -> None:
+    """A node's commit ends with its step record: its fast path writes what the tagged
+    path writes, and falls back to it for anything that is no scalar."""
+    record = StepRecord(result=freeze(result), flag=flag, writes=writes, started_at=2.5)
+    event = Event(7, "write", "step", "run-1/n0#0", record, "n0#0", "replace", 1.5, None)
+    fast = encode_event(event)
+    assert decode_event(fast, thread_id="t", step=7) == event
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(codec, "_orjson", None)
+        slow = encode_event(event)
+    assert json.loads(fast) == json.loads(slow)

@@ -133,34 +133,57 @@ def _encode(raw: dict[str, Any], tagged: Callable[[], dict[str, Any]]) -> str:
 
 def encode_event(event: Event, types: TypeRegistry = registry) -> str:
     """The record of one event (its ``seq`` is stored beside it as the step)."""
-    raw: dict[str, Any] = {
-        "v": FORMAT_VERSION,
-        "op": event.op,
-        "kind": event.kind,
-        "path": event.path,
-        "time": event.time,
-    }
-    if event.value is not None:
-        raw["value"] = event.value
-    if event.reducer != "replace":
-        raw["reducer"] = event.reducer
-    if event.source is not None:
-        raw["source"] = event.source
-    if event.meta is not None:
-        raw["meta"] = event.meta
+    _seq, op, kind, path, value, source, reducer, at, meta = event
+    raw: dict[str, Any] = {"v": FORMAT_VERSION, "op": op, "kind": kind, "path": path, "time": at}
+    if value is not None:
+        raw["value"] = value
+    if reducer != "replace":
+        raw["reducer"] = reducer
+    if source is not None:
+        raw["source"] = source
+    if meta is not None:
+        raw["meta"] = meta
+    elif _orjson is not None:
+        # The hot path, a node's commit: a scalar value, or one of weft's own records of
+        # scalars (its step record). Nothing in it can need a tag but the record itself, so
+        # orjson writes it without the hook and the tag count of ``_encode``.
+        cls = value.__class__
+        if cls in _PLAIN or (cls in BUILTIN_TYPES and _plain_record(raw, value)):
+            try:
+                return _orjson.dumps(raw).decode("utf-8")
+            except TypeError:  # an int past 64 bits, a lone surrogate: the slow path says
+                raw["value"] = value
 
     def tagged() -> dict[str, Any]:
         record = dict(raw)
         if "value" in record:
-            record["value"] = to_jsonable(event.value, types)
+            record["value"] = to_jsonable(value, types)
         if "meta" in record:
-            record["meta"] = to_jsonable(event.meta, types)
+            record["meta"] = to_jsonable(meta, types)
         return record
 
     try:
         return _encode(raw, tagged)
     except ValueTypeError as exc:
-        raise ValueTypeError(f"{event.kind}:{event.path}: {exc}") from None
+        raise ValueTypeError(f"{kind}:{path}: {exc}") from None
+
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_record(raw: dict[str, Any], value: Any) -> bool:
+    """Put weft's own record ``value`` in ``raw`` tagged, as ``_Records`` would, if every
+    field it writes is a scalar; else change nothing and return False."""
+    cls = value.__class__
+    names, defaults, read = _FIELDS.get(cls) or _fields(cls)
+    record: dict[str, Any] = {"__weft__": BUILTIN_TYPES[cls]}
+    for field, default, item in zip(names, defaults, read(value), strict=True):
+        if item is not default:
+            if item.__class__ not in _PLAIN:
+                return False
+            record[field] = item
+    raw["value"] = record
+    return True
 
 
 def decode_event(

@@ -209,32 +209,49 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         keep_snapshots: int,
         now: float,
     ) -> None:
-        # the hot path of every durable run: no context managers, one read, the inserts
-        with self._lock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")  # the write lock: nobody appends meanwhile
+        # The hot path of every durable run: one guarded INSERT in autocommit mode. The
+        # statement takes the write lock as it starts, reads the thread's last step and
+        # inserts only if it is still ``expected``: atomic as one statement is, one round
+        # trip, one commit. Anything else (a new thread, a snapshot, a lost race) takes
+        # the transaction below, which tells them apart.
+        if snapshot is None and len(rows) <= _FAST_ROWS:
+            args: list[object] = [thread_id, run_id, expected]
+            for step, _run, record in rows:
+                args += (step, record)
+            with self._lock:
                 try:
-                    last_event, first = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
-                    actual = 0 if first is None else max(first, last_event or 0)
-                    if actual != expected:
-                        raise conflict(thread_id, expected, actual)
-                    if first is None:
-                        args = {"t": thread_id, "first": 0, "now": now, "pt": None, "ps": None}
-                        conn.execute(self._NEW_THREAD, args)
-                    if len(rows) == 1:
-                        conn.execute(_INSERT, (thread_id, *rows[0]))
-                    else:
-                        conn.executemany(_INSERT, [(thread_id, *row) for row in rows])
-                    if snapshot is not None:
-                        self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise self._error(f"appending to thread {thread_id!r}", exc) from exc
+                    if self._conn.execute(_GUARDED[len(rows)], args).rowcount == len(rows):
+                        return
+                except sqlite3.Error as exc:
+                    raise self._error(f"appending to thread {thread_id!r}", exc) from exc
+        with self._db(f"appending to thread {thread_id!r}", "write") as conn:
+            last_event, first = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
+            actual = 0 if first is None else max(first, last_event or 0)
+            if actual != expected:
+                raise conflict(thread_id, expected, actual)
+            if first is None:
+                new = {"t": thread_id, "first": 0, "now": now, "pt": None, "ps": None}
+                conn.execute(self._NEW_THREAD, new)
+            conn.executemany(_INSERT, [(thread_id, *row) for row in rows])
+            if snapshot is not None:
+                self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
+
+
+def _guarded(n: int) -> str:
+    """One INSERT of ``n`` events that writes only while the thread's last step is the
+    expected one (parameters: thread, run, expected, then step and record of each row); a
+    thread that does not exist yet inserts nothing."""
+    values = ", ".join(f"(?{4 + 2 * i}, ?{5 + 2 * i})" for i in range(n))
+    return (
+        "INSERT INTO weft_events (thread_id, step, run_id, record) "
+        f"SELECT ?1, v.column1, ?2, v.column2 FROM (VALUES {values}) AS v "
+        "WHERE (SELECT max(t.first_step, coalesce((SELECT max(step) FROM weft_events "
+        "WHERE thread_id = ?1), 0)) FROM weft_threads AS t WHERE t.thread_id = ?1) = ?3"
+    )
+
+
+_FAST_ROWS: Final = 8  # larger batches are rare (a merge of many writes): the transaction
+_GUARDED: Final = {n: _guarded(n) for n in range(1, _FAST_ROWS + 1)}
 
 
 def _statements(script: str) -> Iterator[str]:
