@@ -2,32 +2,54 @@
 
     .venv/bin/python bench/bench_distributed.py [--quick]
 
-1. Cost per node: a fan-out of N no-op nodes, in-process (the engine's own cost) and on
-   Ray (the engine's cost plus one Ray task: submit, run on a worker, return through
-   weft's codec).
-2. I/O-bound: N nodes that each sleep 50 ms. In-process they run on the engine's threads
-   (up to 32 at once); on Ray each is a task that reserves ``num_cpus_per_call`` CPUs.
-3. CPU-bound: N nodes that each run the same Python loop (about 20 ms on its own). In-process the GIL
-   runs them one at a time; on Ray each worker process runs one.
-4. PostgreSQL event-log appends per second: 1, 2 and 4 writer threads, each appending to
-   its own thread through its own ``DurableRun`` (each write one commit).
+Every row is a fan-out of N independent nodes (``WorkGraph`` of ``partial(fn, k)``), at
+N = 1,000 and 10,000 (``--quick``: 100 and 1,000), run three ways with the same graph and
+the same node functions; only the executor differs:
 
-Ray runs as a local cluster started with 1, then 2 CPUs ("workers"). Every side of a
-row does the same work: the same graph and node functions, only the executor differs.
+- **in-process**: ``graph.run(0)``. The engine calls each node on its thread pool (up to
+  32 calls at once); the GIL runs their Python code one thread at a time.
+- **Ray, 1 worker** / **Ray, 2 workers**: ``graph.run(0, executor=RayExecutor(...))`` on a
+  local Ray cluster of 1, then 2 CPUs. The engine stays on the driver (this process): it
+  schedules, encodes each call's arguments, submits one Ray task per node, awaits it,
+  decodes the result, merges and records. A no-op or CPU-bound call reserves a whole CPU
+  (``num_cpus_per_call=1``: one call at a time per worker); an I/O-bound call reserves
+  0.1 CPU, so each worker CPU runs up to 10 calls at once, each in a Ray worker process
+  of its own.
+
+What a node does: no-op (returns ``x + k``); I/O-bound (``time.sleep(0.05)``); CPU-bound
+(a Python loop: ``CPU_LOOP`` iterations, about 20 ms, at 1,000 nodes; a tenth of that,
+about 2 ms, at 10,000, so the row stays at 20 s of CPU per side). Each cell is one run,
+after a warm-up that starts the worker processes (for I/O, 3 calls per process that each
+sleep 1 s, so that Ray starts all 10 or 20 before the timed run): its wall time, and the
+CPU time of the driver process per node (``time.process_time``: all its threads, Ray's
+own included; not the Ray worker processes). In-process, that CPU includes the calls'
+own work.
+
+The last row is the no-op fan-out again, as a recorded run (``DurableRun.run_graph`` on
+PostgreSQL): each node's record is committed on the driver, and the commits are counted.
+
+Then PostgreSQL event-log appends per second: 1, 2, 4 and 8 writer threads, each with its
+own ``DurableRun`` (its own connection and thread of the log), each commit one write;
+and the same with 10 writes per commit (``store.transaction()``).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-CPU_LOOP = 400_000
+from harness import block, machine
+
+CPU_LOOP = 800_000  # about 20 ms of Python on the machine measured
 PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
+SIDES = ("in-process", "Ray, 1 worker", "Ray, 2 workers")
 
 
 def noop(k: int, x: int) -> int:
@@ -39,11 +61,43 @@ def io_bound(k: int, x: int) -> int:
     return x + k
 
 
-def cpu_bound(k: int, x: int) -> int:
+def hold(k: int, x: int) -> int:
+    time.sleep(1.0)  # long enough that Ray starts a worker process for every call at once
+    return x + k
+
+
+def cpu_bound(loops: int, k: int, x: int) -> int:
     total = 0
-    for i in range(CPU_LOOP):  # a fixed amount of Python work (about 20 ms here)
+    for i in range(loops):  # a fixed amount of Python work
         total += i
     return x + k + total - total
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # what a node does, as the table says it
+    fn: Callable[[int, int], int]
+    nodes: int
+    cpus_per_call: float  # what a call reserves on Ray
+    recorded: bool = False  # run as a DurableRun on PostgreSQL, each commit counted
+
+
+def cases(sizes: tuple[int, int]) -> list[Case]:
+    small, large = sizes
+    return [
+        Case("no-op", noop, small, 1.0),
+        Case("no-op", noop, large, 1.0),
+        Case("I/O: sleep 50 ms", io_bound, small, 0.1),
+        Case("I/O: sleep 50 ms", io_bound, large, 0.1),
+        Case(f"CPU: {CPU_LOOP:,}-step loop", functools.partial(cpu_bound, CPU_LOOP), small, 1.0),
+        Case(
+            f"CPU: {CPU_LOOP // 10:,}-step loop",
+            functools.partial(cpu_bound, CPU_LOOP // 10),
+            large,
+            1.0,
+        ),
+        Case("no-op, recorded on PostgreSQL", noop, small, 1.0, recorded=True),
+    ]
 
 
 def fan_out(fn: Callable[[int, int], int], n: int) -> Any:
@@ -52,44 +106,139 @@ def fan_out(fn: Callable[[int, int], int], n: int) -> Any:
     return WorkGraph([WorkGraphNode(functools.partial(fn, k)) for k in range(n)])
 
 
-def timed(run: Callable[[], Any]) -> float:
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class Cell:
+    wall: float  # seconds for the whole fan-out
+    cpu: float  # driver process CPU seconds for it
+    commits: int = 0  # transactions on PostgreSQL, for a recorded run
+
+
+def measured(run: Callable[[], Any]) -> Cell:
+    wall, cpu = time.perf_counter(), time.process_time()
     run()
-    return time.perf_counter() - started
+    return Cell(time.perf_counter() - wall, time.process_time() - cpu)
 
 
-def graph_rows(sizes: dict[str, int]) -> list[tuple[str, int, dict[str, float]]]:
+def run_case(case: Case, executor: Any) -> Cell:
+    """One timed run of ``case``'s fan-out (in-process when ``executor`` is None)."""
+    graph = fan_out(case.fn, case.nodes)
+    options = {} if executor is None else {"executor": executor}
+    if not case.recorded:
+        return measured(lambda: graph.run(0, **options))
+    import psycopg
+
+    from weft.persist import DurableRun, PostgresBackend
+
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    backend = PostgresBackend(PG, schema=schema, timeout=10)
+    commits = 0
+    append = backend.append
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal commits
+        commits += 1
+        return append(*args, **kwargs)
+
+    backend.append = counted  # type: ignore[method-assign]
+    try:
+        run = DurableRun.open(backend, "recorded")
+        cell = measured(lambda: run.run_graph(graph, 0, **options))
+    finally:
+        backend.close()
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return Cell(cell.wall, cell.cpu, commits)
+
+
+def one_call_ms(fn: Callable[[int, int], int]) -> float:
+    """The CPU time of one call of ``fn`` (the least of five), in ms: what it costs, however
+    loaded the machine is."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.thread_time()
+        fn(0, 0)
+        best = min(best, time.thread_time() - started)
+    return best * 1e3
+
+
+def graph_cells(rows: list[Case]) -> dict[tuple[int, str], Cell]:
     import ray
 
     from weft.distributed import RayExecutor
 
-    cases = [("no-op", noop, 1.0), ("I/O 50 ms", io_bound, 0.1), ("CPU 20 ms", cpu_bound, 1.0)]
-    rows: list[tuple[str, int, dict[str, float]]] = []
-    cells: dict[tuple[str, int], dict[str, float]] = {}
-    for name, fn, _ in cases:
-        n = sizes[name]
-        graph = fan_out(fn, n)
-        graph.run(0)  # warm
-        cells[(name, n)] = {"in-process": timed(lambda g=graph: g.run(0))}
+    cells: dict[tuple[int, str], Cell] = {}
+    for i, case in enumerate(rows):
+        fan_out(case.fn, 64).run(0)  # warm
+        cells[(i, "in-process")] = run_case(case, None)
     for workers in (1, 2):
+        side = SIDES[workers]
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
         try:
-            for name, fn, cpus in cases:
-                n = sizes[name]
-                executor = RayExecutor(num_cpus_per_call=cpus).start()
-                graph = fan_out(fn, n)
-                fan_out(fn, 2 * workers).run(0, executor=executor)  # start the workers
-                cells[(name, n)][f"Ray, {workers} worker{'s' * (workers > 1)}"] = timed(
-                    lambda g=graph, e=executor: g.run(0, executor=e)
+            for i, case in enumerate(rows):
+                executor = RayExecutor(num_cpus_per_call=case.cpus_per_call).start()
+                at_once = round(workers / case.cpus_per_call)  # calls that run at once
+                warm = hold if case.cpus_per_call < 1 else case.fn  # start the workers
+                fan_out(warm, 3 * at_once).run(0, executor=executor)
+                cells[(i, side)] = run_case(case, executor)
+                print(
+                    f"  {case.name} x {case.nodes:,}, {side}: {cells[(i, side)].wall:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
                 )
         finally:
             ray.shutdown()
-    for (name, n), cell in cells.items():
-        rows.append((name, n, cell))
-    return rows
+    return cells
 
 
-def appends(writers: int, per_writer: int) -> float:
+def table(rows: list[Case], cells: dict[tuple[int, str], Cell], alone: dict[int, float]) -> str:
+    head = "| a node does | nodes | " + " | ".join(
+        f"{side}: wall | {side}: driver CPU per node" for side in SIDES
+    )
+    lines = [head + " |", "|---|---:|" + "---:|" * (2 * len(SIDES))]
+    for i, case in enumerate(rows):
+        values = []
+        for side in SIDES:
+            cell = cells[(i, side)]
+            values += [f"{cell.wall:,.2f} s", f"{cell.cpu / case.nodes * 1e3:,.3f} ms"]
+        label = case.name
+        if i in alone:
+            label += f" ({alone[i]:.1f} ms of CPU)"
+        lines.append(f"| {label} | {case.nodes:,} | " + " | ".join(values) + " |")
+    recorded = [(i, case) for i, case in enumerate(rows) if case.recorded]
+    for i, case in recorded:
+        lines.append("")
+        lines.append(
+            f"{case.name}, {case.nodes:,} nodes: commits (transactions) "
+            + ", ".join(
+                f"{side} {cells[(i, side)].commits:,} "
+                f"({cells[(i, side)].commits / cells[(i, side)].wall:,.0f} per second)"
+                for side in SIDES
+            )
+        )
+    return "\n".join(lines)
+
+
+def task_cost(rows: list[Case], cells: dict[tuple[int, str], Cell]) -> str:
+    """Ray's cost per task against the engine's in-process cost per node (no-op rows)."""
+    lines = []
+    for i, case in enumerate(rows):
+        if case.fn is not noop or case.recorded:
+            continue
+        here, one, two = (cells[(i, side)] for side in SIDES)
+        n = case.nodes
+        lines.append(
+            f"- no-op x {n:,}: in-process {here.wall / n * 1e6:,.1f} us wall and "
+            f"{here.cpu / n * 1e6:,.1f} us CPU per node; on Ray {one.wall / n * 1e3:,.2f} / "
+            f"{two.wall / n * 1e3:,.2f} ms wall per node (1 / 2 workers), of which the "
+            f"driver's CPU {one.cpu / n * 1e3:,.2f} / {two.cpu / n * 1e3:,.2f} ms"
+        )
+    return "\n".join(lines)
+
+
+def appends(writers: int, per_writer: int, batch: int) -> float:
+    """Events appended per second by ``writers`` threads, ``batch`` writes per commit."""
+    import psycopg
+
     from weft.persist import DurableRun, PostgresBackend
 
     schema = f"bench_{uuid.uuid4().hex[:10]}"
@@ -99,8 +248,13 @@ def appends(writers: int, per_writer: int) -> float:
         run.store.write("state", "warm", 0)
 
     def write(run: DurableRun) -> None:
-        for i in range(per_writer):
-            run.store.write("state", "n", i)
+        for i in range(per_writer // batch):
+            if batch == 1:
+                run.store.write("state", "n", i)
+                continue
+            with run.store.transaction() as tx:
+                for j in range(batch):
+                    tx.write("state", f"n{j}", i)
 
     threads = [threading.Thread(target=write, args=(run,)) for run in runs]
     started = time.perf_counter()
@@ -111,39 +265,32 @@ def appends(writers: int, per_writer: int) -> float:
     elapsed = time.perf_counter() - started
     for b in backends:
         b.close()
-    import psycopg
-
     with psycopg.connect(PG, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    return writers * per_writer / elapsed
+    return writers * (per_writer // batch) * batch / elapsed
 
 
 def main() -> None:
     quick = "--quick" in sys.argv
-    sizes = (
-        {"no-op": 1_000, "I/O 50 ms": 200, "CPU 20 ms": 100}
-        if quick
-        else {"no-op": 10_000, "I/O 50 ms": 1_000, "CPU 20 ms": 1_000}
+    rows = cases((100, 1_000) if quick else (1_000, 10_000))
+    started, load = time.perf_counter(), os.getloadavg()[0]
+    alone = {i: one_call_ms(c.fn) for i, c in enumerate(rows) if c.fn not in (noop, io_bound)}
+    cells = graph_cells(rows)
+    head = (
+        f"Machine: {machine().split(';')[0]}; load average {load:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end of the fan-outs."
     )
-    rows = graph_rows(sizes)
-    columns = ["in-process", "Ray, 1 worker", "Ray, 2 workers"]
-    print("| fan-out | nodes | " + " | ".join(columns) + " | per node, Ray 2 workers |")
-    print("|---|---:|" + "---:|" * (len(columns) + 1))
-    for name, n, cell in rows:
-        values = " | ".join(f"{cell[c]:.2f} s" for c in columns)
-        per = cell["Ray, 2 workers"] / n * 1e6
-        print(f"| {name} | {n:,} | {values} | {per:,.0f} us |")
-    noop_row = next(cell for name, _, cell in rows if name == "no-op")
-    n = sizes["no-op"]
-    print(
-        f"\nper no-op node: in-process {noop_row['in-process'] / n * 1e6:,.1f} us, "
-        f"Ray (1 worker) {noop_row['Ray, 1 worker'] / n * 1e6:,.0f} us"
-    )
+    block("distributed", f"{head}\n\n{table(rows, cells, alone)}\n\n{task_cost(rows, cells)}")
     per_writer = 200 if quick else 1_000
-    print("\n| writers | appends per second (PostgreSQL, one commit each) |")
-    print("|---:|---:|")
-    for writers in (1, 2, 4):
-        print(f"| {writers} | {appends(writers, per_writer):,.0f} |")
+    lines = [
+        "| writers | events per second, 1 write per commit | 10 writes per commit |",
+        "|---:|---:|---:|",
+    ]
+    for writers in (1, 2, 4, 8):
+        one, ten = appends(writers, per_writer, 1), appends(writers, per_writer, 10)
+        lines.append(f"| {writers} | {one:,.0f} | {ten:,.0f} |")
+    block("distributed-appends", "\n".join(lines))
+    print(f"(the whole script: {time.perf_counter() - started:,.0f} s)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ def main(quick: bool) -> None:
     tool = Tool(name="add", fn=add, description="Add.", parameters=SCHEMA)
     atool = Tool(name="aadd", fn=aadd, description="Add.", parameters=SCHEMA)
     model = scripted(ONE)
-    specs = list(ToolAgent(model, tools=[tool], memory_tools=False).tools.specs)
+    specs = list(ToolAgent(model, tools=[tool], memory_tools=False).offered)
 
     def floor_of(model: ScriptedChatModel, offered: list[Any]) -> Callable[[], Awaitable[None]]:
         async def floor() -> None:
@@ -114,8 +114,8 @@ def main(quick: bool) -> None:
     with_memory = ToolAgent(model, tools=[tool])
     two_model = scripted(TWO)
     side_by_side = ToolAgent(two_model, tools=[atool], memory_tools=False)
-    two_specs = list(side_by_side.tools.specs)
-    memory_specs = list(with_memory.tools.specs)
+    two_specs = list(side_by_side.offered)
+    memory_specs = list(with_memory.offered)
     ids = itertools.count()
     recorded_agents: list[ToolAgent] = []
 

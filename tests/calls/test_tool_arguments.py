@@ -234,18 +234,20 @@ def test_a_plan_refuses_a_referenced_value_of_the_wrong_type_before_the_call() -
 
 
 def test_an_executor_model_sending_bad_arguments_reads_the_error_and_nothing_runs() -> None:
+    from weft.agent.toolbox import AgentTools
     from weft.llm import ToolCall
     from weft.memory import AgentMemory
-    from weft.plan.tools import ToolBox
 
-    box = ToolBox(AgentMemory(), source="agent", tools=[forecast])
+    box = AgentTools([forecast], memory=AgentMemory(), source="agent")
     raw = json.dumps({**GOOD, "limit": "many"})
-    result = asyncio.run(box.call(ToolCall.parse(id="c1", name="forecast", raw=raw)))
-    assert result["ok"] is False
-    assert "forecast: argument 'limit' is invalid" in result["error"]
+    refused = asyncio.run(box.answer(ToolCall.parse(id="c1", name="forecast", raw=raw)))
+    assert refused.is_error and refused.problem == "invalid_arguments"
+    assert "forecast: argument 'limit' is invalid" in json.loads(refused.content)["error"]
     assert not CALLS
-    good = asyncio.run(box.call(ToolCall.parse(id="c2", name="forecast", raw=json.dumps(GOOD))))
-    assert good == {
-        "ok": True,
-        "result": {"city": "Lyon", "unit": "celsius", "days": 2, "mode": "brief"},
+    good = asyncio.run(box.answer(ToolCall.parse(id="c2", name="forecast", raw=json.dumps(GOOD))))
+    assert json.loads(good.content) == {
+        "city": "Lyon",
+        "unit": "celsius",
+        "days": 2,
+        "mode": "brief",
     }

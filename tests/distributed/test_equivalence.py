@@ -156,4 +156,4 @@ def test_a_parallel_task_executor_ends_the_same_on_ray(
     for events in (local_events, ray_events):  # C ran after both
         tasks = [task_of(e) for e in events if task_of(e) != "-"]
         assert tasks[-5:] == ["C"] * 5 and "C" not in tasks[:-5]
-    assert local["entries"]["step:research"] == {"ok": True, "result": {"q": "otters-1", "hits": 8}}
+    assert local["entries"]["step:research"] == {"q": "otters-1", "hits": 8}

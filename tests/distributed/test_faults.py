@@ -201,12 +201,10 @@ def test_a_keyed_tool_call_whose_worker_dies_has_its_key_recorded_first_and_runs
     events = [e for _, e in durable.history() if e.path.endswith("/calls/tool/1.0")]
     # the keyed call's intent, with its key, was committed before the call was sent
     assert isinstance(events[0].value, CallIntent) and events[0].value.key
-    assert events[-1].value.result == {"ok": True, "result": {"q": "otters"}}
+    recorded = {"content": '{"q": "otters"}', "is_error": False, "problem": None}
+    assert events[-1].value.result == recorded  # what the model read back
     # resumed: the recorded call is not made again
     report, again = execute()
     assert not report.failed
-    assert AgentMemory(again.store).get_value("step:look") == {
-        "ok": True,
-        "result": {"q": "otters"},
-    }
+    assert AgentMemory(again.store).get_value("step:look") == {"q": "otters"}
     assert lines(log) == seen

@@ -3,6 +3,9 @@ bare TypeError from inside Ray, and nothing already written is lost."""
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import pytest
 import ray_nodes
 
@@ -64,3 +67,38 @@ def test_a_state_node_reading_a_kind_its_snapshot_lacks_is_told_so(
         )
     assert "kinds state, input only" in str(caught.value)
     assert store.value("state", "kept") == 1
+
+
+def test_a_function_that_cannot_be_pickled_fails_its_node_before_it_is_sent(
+    ray_executor: RayExecutor,
+) -> None:
+    lock = threading.Lock()
+
+    def guarded(x: int) -> int:
+        with lock:
+            return x
+
+    before = ray_executor.submitted
+    with pytest.raises(NodeError) as caught:
+        WorkGraph([WorkGraphNode(guarded, id="guarded")]).run(1, executor=ray_executor)
+    cause = caught.value.__cause__
+    assert isinstance(cause, RemoteError)
+    assert "guarded" in str(cause) and "cannot be pickled" in str(cause)
+    assert ray_executor.submitted == before
+
+
+def test_a_function_with_a_large_pickle_is_put_in_the_object_store_once(
+    ray_executor: RayExecutor,
+) -> None:
+    import ray
+
+    table = bytes(range(256)) * 800  # 200 KB held by the closure: past SHIP_LIMIT
+
+    def look_up(k: int, x: int) -> int:
+        return table[k] + x
+
+    graph = WorkGraph([WorkGraphNode(functools.partial(look_up, k)) for k in range(4)])
+    assert graph.run(1, executor=ray_executor) == [1, 2, 3, 4]
+    shipped = ray_executor._shipped(look_up, "look_up")
+    assert isinstance(shipped, ray.ObjectRef)
+    assert ray_executor._shipped(look_up, "look_up") is shipped  # put once, then reused

@@ -286,7 +286,7 @@ def test_a_step_replays_its_model_replies_and_runs_only_the_tool_that_asked() ->
     # the two replies and lookup's result are replayed; only send runs again, then the
     # model is asked for the one reply it never gave
     assert calls == Counter({"model": 3, "lookup": 1, "send": 2})
-    assert memory.get_value("step:send") == '{"ok": true, "result": {"sent": "yes"}}'
+    assert memory.get_value("step:send") == '{"sent": "yes"}'
 
 
 def test_pause_records_are_never_listed_as_memory() -> None:

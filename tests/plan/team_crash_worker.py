@@ -76,7 +76,13 @@ def next_step(name: str, messages: list[ChatMessage]) -> tuple[AssistantMessage 
                 return claim, f"claim {task['id']}"
         return "Nothing I can take now.", "idle"
     call = next(m for m in reversed(turn) if m.role == "assistant").tool_calls[0]
-    result = json.loads(turn[-1].content or "{}")
+    content = turn[-1].content or ""
+    if call.name == "work":  # its text, as the tool returned it
+        complete = ScriptedChatModel.tool_call(
+            "board_complete", {"task_id": call.arguments["task_id"], "result": content}
+        )
+        return complete, f"complete {call.arguments['task_id']}"
+    result = json.loads(content)
     if call.name == "memory_read":
         task_id = NEEDED_BY[tuple(key.split(":", 1)[1] for key in call.arguments["keys"])]
     else:
@@ -87,11 +93,6 @@ def next_step(name: str, messages: list[ChatMessage]) -> tuple[AssistantMessage 
         entries = result["entries"]
         inputs = [entries[f"task:{dep}"]["value"] for dep in DEPENDS[task_id]]
         return work(task_id, inputs)
-    if call.name == "work":
-        complete = ScriptedChatModel.tool_call(
-            "board_complete", {"task_id": task_id, "result": result["result"]}
-        )
-        return complete, f"complete {task_id}"
     return f"Finished {task_id}.", "idle"
 
 

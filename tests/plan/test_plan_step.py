@@ -79,8 +79,15 @@ def test_caller_tools_are_attached_and_called() -> None:
         Step(id="s", instructions="Add."), [call("add", {"a": 2, "b": 3}), finish(5)], tools=[tool]
     )
     assert "add" in model.calls[0].tool_names
-    assert json.loads(tool_results(model.calls[1])[0]) == {"ok": True, "result": 5}
+    assert tool_results(model.calls[1])[0] == "5"  # the tool's result, as the model reads it
     assert result.ok
+
+
+def test_a_refused_tool_call_reaches_the_model_as_an_error_tool_message() -> None:
+    _, model, _ = run(Step(id="s", instructions="Go."), [call("search", {}), finish(1)])
+    refusal = model.calls[1].messages[-1]
+    assert refusal.role == "tool" and refusal.is_error
+    assert "there is no tool named 'search'" in json.loads(refusal.content or "")["error"]
 
 
 def test_finish_step_writes_the_step_result() -> None:
@@ -120,7 +127,8 @@ def test_past_ninety_percent_of_the_budget_only_finish_step_is_offered() -> None
 def test_a_tool_called_in_the_conclusion_stage_is_refused() -> None:
     replies = [call("memory_list", total_tokens=95), call("memory_list"), finish(1)]
     _, model, _ = run(Step(id="s", instructions="Go."), replies, max_token_budget=100)
-    assert "only finish_step is available now" in tool_results(model.calls[2])[-1]
+    refusal = json.loads(tool_results(model.calls[2])[-1])
+    assert "finish_step is the only tool left" in refusal["error"]
 
 
 def test_exhausted_iterations_write_an_error_result() -> None:

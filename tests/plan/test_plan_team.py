@@ -72,6 +72,14 @@ def test_memory_tools_are_in_the_team_tool_set() -> None:
     assert "## Shared Memory (progressive disclosure)" in (model.calls[0].messages[0].content or "")
 
 
+def test_a_member_allowed_a_tool_the_team_was_not_given_is_refused_before_any_write() -> None:
+    memory = AgentMemory()
+    member = TeamMember(name="ann", model=ScriptedChatModel([]), tools=("search",))
+    with pytest.raises(ExecutorError, match=r"ann: it may use the tools search.*it has: none"):
+        TeamExecutor("Go.", members=[member], memory=memory, tasks=[BoardTask(id="t", title="T")])
+    assert not memory.store.entries()
+
+
 def test_a_round_where_nobody_acts_ends_the_run() -> None:
     model = ScriptedChatModel(["nothing to do"])
     report = TeamExecutor(

@@ -172,3 +172,20 @@ def test_merge_of_something_that_is_no_change_is_a_clear_error(check: bool) -> N
         with pytest.raises(StoreError, match=r"merge|fork"):
             store.merge(bad, check=check)  # type: ignore[list-item]
     assert store.to_dict() == {"state:kept": 1}
+
+
+def test_a_delta_write_marked_replace_replaces_a_reduced_field_and_conflicts_as_one() -> None:
+    store = Store(reducers={"state:log": reducers.append})
+    store.write("state", "log", "a")
+    view = store.fork()
+    whole = view.delta([("state", "log", ["x", "y"], "w", True), ("shared", "n", 1, "w")])
+    store.merge([whole])
+    assert store.value("state", "log") == ["x", "y"]
+    assert store.value("shared", "n") == 1
+    view = store.fork()
+    one = view.delta([("state", "log", ["p"], "a", True)])
+    other = view.delta([("state", "log", ["q"], "b", True)])
+    with pytest.raises(MergeConflictError):
+        store.merge([one, other])
+    with pytest.raises(StoreError, match="replace flag"):
+        view.delta([("state", "log", 1, "a", "yes")])

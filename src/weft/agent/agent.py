@@ -326,7 +326,11 @@ class Agent:
                             states=self.states,
                         )
                         prompt = self.construct_reasoner_input(inputs)
-                    prompt, raw, response = await self._reason(prompt, iteration)
+                    raw = (await areason(self.reasoner, prompt)).text
+                    try:
+                        response = self.parse_response(raw)
+                    except ResponseProblem as problem:
+                        prompt, raw, response = await self._retry(prompt, raw, problem, iteration)
                 else:  # the interrupted iteration: its recorded reply, parsed again
                     prompt, raw = reply
                     response = self.parse_response(raw)
@@ -404,13 +408,12 @@ class Agent:
             stop_reason=stop,
         )
 
-    async def _reason(self, prompt: str, iteration: int) -> tuple[str, str, AgentResponse]:
-        """Ask the reasoner; one corrective retry; ``(prompt used, raw reply, response)``."""
-        raw = (await areason(self.reasoner, prompt)).text
-        try:
-            return prompt, raw, self.parse_response(raw)
-        except ResponseProblem as problem:
-            first = str(problem)
+    async def _retry(
+        self, prompt: str, raw: str, problem: ResponseProblem, iteration: int
+    ) -> tuple[str, str, AgentResponse]:
+        """The one corrective retry of a reply that could not be used (``problem``):
+        ``(prompt used, raw reply, response)``."""
+        first = str(problem)
         kept = raw.encode("utf-8", "backslashreplace").decode()  # a lone surrogate, escaped
         self._store.note(
             "state",
@@ -561,9 +564,14 @@ def _stored_as_is(value: Any) -> bool:
     return value is None or cls in _FROZEN
 
 
-def _text(value: Any) -> bool:
-    """Whether ``value`` is None or text the store keeps as it is."""
-    return value is None or (value.__class__ is str and (value.isascii() or _utf8(value)))
+def _text(*values: Any) -> bool:
+    """Whether every one of ``values`` is None or text the store keeps as it is."""
+    for value in values:
+        if value is not None and (
+            value.__class__ is not str or not (value.isascii() or _utf8(value))
+        ):
+            return False
+    return True
 
 
 def _utf8(text: str) -> bool:
@@ -579,14 +587,7 @@ def action_dict(action: AgentAction) -> FrozenDict | None:
     if action.__class__ is not AgentAction:
         return None
     kind, target, reasoning, ident = action.type, action.target, action.reasoning, action.id
-    if not (
-        kind.__class__ is str
-        and (kind.isascii() or _utf8(kind))
-        and _text(target)
-        and _text(reasoning)
-        and _text(ident)
-        and _text(action.error)
-    ):
+    if kind is None or not _text(kind, target, reasoning, ident, action.error):
         return None
     out: dict[str, Any] = {"type": kind}
     if target is not None:
@@ -612,10 +613,12 @@ def response_record(response: AgentResponse, where: str) -> Any:
         response.__class__ is AgentResponse
         and not response.problems
         and response.problem_graph is None
-        and _text(response.instant_response)
-        and _text(response.instant_learnings)
-        and _text(response.task_status_description)
-        and _text(response.task_status_description_extended)
+        and _text(
+            response.instant_response,
+            response.instant_learnings,
+            response.task_status_description,
+            response.task_status_description_extended,
+        )
     ):
         return freeze(response.to_dict(), where=where)
     groups = []
@@ -629,7 +632,7 @@ def response_record(response: AgentResponse, where: str) -> Any:
         groups.append(FrozenList(records))
     out: dict[str, Any] = {
         "instant_response": response.instant_response,
-        "task_status": response.task_status.value,
+        "task_status": response.task_status._value_,  # .value is a slow property
     }
     if response.instant_learnings is not None:
         out["instant_learnings"] = response.instant_learnings
@@ -659,12 +662,14 @@ def state_record(
     else:  # several results (a parallel group's): the general path
         return None
     if not (
-        _text(item.reasoner_input)
-        and item.reasoner_input is not None
-        and _text(item.raw_response)
+        item.reasoner_input is not None
         and item.raw_response is not None
-        and _text(item.task_status_description)
-        and _text(item.task_status_description_extended)
+        and _text(
+            item.reasoner_input,
+            item.raw_response,
+            item.task_status_description,
+            item.task_status_description_extended,
+        )
         and _stored_as_is(item.user_input)
         and item.iteration.__class__ is int
         and plan.__class__ is FrozenDict
@@ -674,7 +679,7 @@ def state_record(
         {
             "iteration": item.iteration,
             "new_task": item.new_task,
-            "task_status": item.task_status.value,
+            "task_status": item.task_status._value_,
             "task_status_description": item.task_status_description,
             "task_status_description_extended": item.task_status_description_extended,
             "user_input": item.user_input,

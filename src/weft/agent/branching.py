@@ -14,6 +14,7 @@ branch is not run again and a summarized group is not even built (``weft.agent.r
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -41,34 +42,35 @@ _FIRST = ResultPassDownMode.ResultAsFirstArg
 _NOTHING: Mapping[str, Any] = FrozenDict()
 
 
-@dataclass(frozen=True, slots=True)
 class Flow:
     """What flows along an action graph: the outcomes so far, each group's chained to the
     flow before it, and the last one."""
 
-    before: Flow | None
-    last: Any
-    plain: Any
-    """``last`` as plain data (``plain_results``), its item in the shared list."""
+    __slots__ = ("before", "last")
+
+    def __init__(self, before: Flow | None, last: Any) -> None:
+        self.before = before
+        self.last = last
 
     @staticmethod
     def start(outcome: Any) -> Flow:
-        return Flow(None, outcome, plain_results(outcome))
+        return Flow(None, outcome)
 
     @property
     def previous_action_results(self) -> FrozenList:
-        """The shared list so far, one item per outcome (built when an actor asks for it)."""
+        """The shared list so far, one item per outcome as plain data (``plain_results``),
+        built when an actor asks for it."""
         outcomes = []
         flow: Flow | None = self
         while flow is not None:
-            outcomes.append(flow.plain)
+            outcomes.append(plain_results(flow.last))
             flow = flow.before
         outcomes.reverse()
         return FrozenList(outcomes)
 
     def then(self, outcome: Any) -> Flow:
         """The flow after one more group: its outcome appended as one item."""
-        return Flow(self, outcome, plain_results(outcome))
+        return Flow(self, outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +98,13 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
     runs the graph's node functions one after another: the engine would too, after
     building a graph."""
     start = Flow.start(step.action_results)
-    if all(len(group) == 1 for group in groups):
+    for group in groups:
+        if len(group) != 1:
+            break
+    else:
         flow = start
         for g, (action,) in enumerate(groups):
-            out = _sequential(action, g, step)(flow)
+            out = _run_one(action, g, step, flow)
             flow = out if out.__class__ is Flow else await out
         return flow.last
     graph = build_action_graph(groups, step)
@@ -121,7 +126,9 @@ def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGrap
             heads = [new_tail]
         elif len(group) == 1:
             new_tail = WorkGraphNode(
-                _sequential(group[0], g, step), _FIRST, id=f"Actioner:{group[0].type}"
+                functools.partial(_one_node, group[0], g, step),
+                _FIRST,
+                id=f"Actioner:{group[0].type}",
             )
             heads = [new_tail]
         else:
@@ -171,45 +178,52 @@ def _offered(
     return offered
 
 
-def _sequential(action: AgentAction, g: int, step: IterationContext) -> Callable[[Flow], Any]:
-    """A single action, run on the agent itself and recorded (or restored, on resume)."""
+def _one_node(action: AgentAction, g: int, step: IterationContext, flow: Flow) -> Any:
+    """``_run_one`` as a graph node's function (the flow comes last)."""
+    return _run_one(action, g, step, flow)
+
+
+def _run_one(action: AgentAction, g: int, step: IterationContext, flow: Flow) -> Any:
+    """A single action, run on the agent itself and recorded (or restored, on resume): the
+    flow after it, or an awaitable of it (an async actor)."""
     agent = step.agent
-    bound = agent.actors.get(action.type)
     unit = f"action/{g}"
     log = step.log
-    recorded = None if log is None else log.get(unit)
-    if recorded is not None:
-        executed = AgentAction.from_dict(recorded.result["action"])
-        return lambda flow: flow.then(executed)
-
-    def done(flow: Flow, executed: AgentAction) -> Flow:
-        if log is None:
-            agent.record_action(agent.name, step.iteration, g, 0, executed)
-        else:  # its record holds its actions record: one value, frozen once
-            entry = freeze(action_record(agent.name, step.iteration, g, 0, executed))
-            with agent.store.transaction() as tx:
-                tx.write("state", agent.actions_path, entry, source=agent.name)
-                log.record(
-                    unit, StepRecord(kind="action", label=executed.type, result=entry), into=tx
-                )
-        return flow.then(executed)
-
+    if log is not None:
+        recorded = log.get(unit)
+        if recorded is not None:
+            return flow.then(AgentAction.from_dict(recorded.result["action"]))
+    bound = agent.actors.get(action.type)
     if bound is not None and not bound.is_async:
-
-        def run_sync(flow: Flow) -> Flow | Awaitable[Flow]:
-            offered = _offered(agent, action, flow, step, unit)
-            out = run_sync_actor(agent.actors, action, offered)
-            if isinstance(out, AgentAction):
-                return done(flow, out)
-            return _late(out, action, lambda executed: done(flow, executed))
-
-        return run_sync
-
-    async def run_async(flow: Flow) -> Flow:
         offered = _offered(agent, action, flow, step, unit)
-        return done(flow, await run_actor(agent.actors, action, offered))
+        out = run_sync_actor(agent.actors, action, offered)
+        if out.__class__ is AgentAction or isinstance(out, AgentAction):
+            return _one_done(flow, out, g, step)
+        return _late(out, action, lambda executed: _one_done(flow, executed, g, step))
+    return _run_one_async(action, g, step, flow, unit)
 
-    return run_async
+
+async def _run_one_async(
+    action: AgentAction, g: int, step: IterationContext, flow: Flow, unit: str
+) -> Flow:
+    offered = _offered(step.agent, action, flow, step, unit)
+    return _one_done(flow, await run_actor(step.agent.actors, action, offered), g, step)
+
+
+def _one_done(flow: Flow, executed: AgentAction, g: int, step: IterationContext) -> Flow:
+    """Record the executed single action ``g`` of ``step``; the flow after it."""
+    agent = step.agent
+    log = step.log
+    if log is None:
+        agent.record_action(agent.name, step.iteration, g, 0, executed)
+    else:  # its record holds its actions record: one value, frozen once
+        entry = freeze(action_record(agent.name, step.iteration, g, 0, executed))
+        with agent.store.transaction() as tx:
+            tx.write("state", agent.actions_path, entry, source=agent.name)
+            log.record(
+                f"action/{g}", StepRecord(kind="action", label=executed.type, result=entry), into=tx
+            )
+    return flow.then(executed)
 
 
 def _branch_start(

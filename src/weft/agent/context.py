@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from weft.agent.actors import ActorTable
-from weft.agent.types import ActionGroups, AgentAction, AgentAttachment, AgentResult, AgentStates
+from weft.agent.types import (
+    ActionGroups,
+    AgentAction,
+    AgentAttachment,
+    AgentResult,
+    AgentStates,
+    slot_setters,
+)
 from weft.store import RunLog, Store
 
 Summarizer = Callable[..., Any]
@@ -66,6 +73,31 @@ class IterationContext:
     """The iteration's units in the agent's store, in a run with a ``run_id``."""
     calls: RunLog | None = None
     """The same units on the run's store, where keyed calls are recorded."""
+
+    def __init__(
+        self,
+        *,
+        agent: LoopAgent,
+        iteration: int,
+        action_results: Any,
+        attachments: tuple[AgentAttachment, ...],
+        user_profile: Any = None,
+        context: Any = None,
+        log: RunLog | None = None,
+        calls: RunLog | None = None,
+    ) -> None:
+        slots = _CONTEXT_SLOTS  # as weft.agent.types.AgentAction's: one per iteration
+        slots[0](self, agent)
+        slots[1](self, iteration)
+        slots[2](self, action_results)
+        slots[3](self, attachments)
+        slots[4](self, user_profile)
+        slots[5](self, context)
+        slots[6](self, log)
+        slots[7](self, calls)
+
+
+_CONTEXT_SLOTS: Final = slot_setters(IterationContext)
 
 
 def default_summarizer(*branch_results: AgentResult) -> list[Any]:

@@ -61,6 +61,7 @@ _BIG: Final = 2**63
 _WRAPPER: Final = re.compile(r"<structuredresponse", re.IGNORECASE)
 _FENCE: Final = re.compile(r"^```[A-Za-z]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _STATUSES: Final = ", ".join(flag.value for flag in AgentTaskStatusFlags)
+_STATUS_AS_WRITTEN: Final = {flag.value: flag for flag in AgentTaskStatusFlags}
 
 
 def parse_structured_response(
@@ -68,7 +69,8 @@ def parse_structured_response(
 ) -> tuple[AgentResponse, str | None]:
     """``(response, problem_graph_text)`` of a reply; an action of a type not in
     ``action_types`` (when given) is a ``ResponseProblem``."""
-    if not isinstance(text, str) or not text.strip():
+    body = text.strip() if isinstance(text, str) else ""
+    if not body:
         raise ResponseProblem(
             "the reply is empty; answer with a <StructuredResponse> element (or a JSON object)"
         )
@@ -80,7 +82,6 @@ def parse_structured_response(
                 f"the reply holds a lone surrogate ({text[exc.start]!r} at character "
                 f"{exc.start}), which is not Unicode text; reply in plain text"
             ) from None
-    body = text.strip()
     xml = _WRAPPER.search(body) is not None
     if not xml and body.startswith("```"):
         fenced = _FENCE.match(body)
@@ -133,18 +134,18 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             _problem(p.text("Request"), p.text("ProblemID"), f"<Problem> {n}", xml=True)
             for n, p in enumerate(holder.find_all("Problem"), start=1)
         )
-    text_of = top.text
+    field = top.fields.get
     response = _response(
-        instant_response=text_of("InstantResponse"),
-        instant_learnings=text_of("InstantLearnings"),
-        status=text_of("TaskStatus"),
-        description=text_of("TaskStatusDescription"),
-        extended=text_of("TaskStatusDescriptionExtended"),
+        instant_response=clean(field("InstantResponse")),
+        instant_learnings=clean(field("InstantLearnings")),
+        status=clean(field("TaskStatus")),
+        description=clean(field("TaskStatusDescription")),
+        extended=clean(field("TaskStatusDescriptionExtended")),
         groups=tuple(groups),
         problems=problems,
         status_name="<TaskStatus>",
     )
-    return response, text_of("ProblemGraph")
+    return response, clean(field("ProblemGraph"))
 
 
 def _where(number: int, index: int) -> str:
@@ -330,7 +331,7 @@ def _response(
     status_name: str,
 ) -> AgentResponse:
     if status:
-        flag = AgentTaskStatusFlags.parse(status)
+        flag = _STATUS_AS_WRITTEN.get(status) or AgentTaskStatusFlags.parse(status)
         if flag is None:
             raise ResponseProblem(
                 f"{status_name} is {status!r}, which is not one of {_STATUSES}; use one of those"
@@ -339,7 +340,7 @@ def _response(
         busy = bool(groups or problems)
         flag = AgentTaskStatusFlags.Ongoing if busy else AgentTaskStatusFlags.Completed
     seen: dict[str, int] = {}
-    for number, problem in enumerate(problems, start=1):
+    for number, problem in enumerate(problems, start=1):  # none, in an action agent's reply
         assert problem.id is not None
         if problem.id in seen:
             raise ResponseProblem(

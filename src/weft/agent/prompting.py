@@ -82,6 +82,8 @@ def render(template: str, feed: Mapping[str, str]) -> str:
 def basic_prompt(user_input: Any, action_results: Any, attachments: Sequence[Any]) -> str:
     """The input, the results (``<ActionResults>``) and the attachments, each left out when
     empty: ``Agent``'s prompt."""
+    if action_results is None and not attachments:  # the first iteration's: the input alone
+        return "" if user_input is None else render_value(user_input)
     parts = [value_string(user_input)]
     if action_results is not None:
         parts.append(action_results_xml(action_results))

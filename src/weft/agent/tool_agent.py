@@ -52,7 +52,7 @@ from weft.agent.tool_types import (
     ToolAgentStopReason,
     ToolCallFinished,
 )
-from weft.agent.toolbox import FINISH, FINISH_SPEC, AgentTools, Outcome, error
+from weft.agent.toolbox import FINISH, FINISH_SPEC, FINISH_TOOL, AgentTools, Outcome, error
 from weft.errors import AgentBuildError, AgentError
 from weft.graph.pause import Asking, Interrupt, Paused, enclosing, paused, pausing
 from weft.llm import AssistantMessage, ChatMessage, ChatModel, ToolCall, Usage
@@ -143,7 +143,9 @@ class ToolAgent:
         self.memory = (
             (memory if memory is not None else AgentMemory(self.store)) if memory_tools else None
         )
-        self.tools = AgentTools(tools, memory=self.memory, source=name)
+        self.tools = AgentTools(tools, memory=self.memory, source=name, builtins=[FINISH_TOOL])
+        self.offered = tuple(spec for spec in self.tools.specs if spec.name != FINISH)
+        """The tools offered while the budget lasts (``finish`` is offered at the end)."""
         self.system_prompt = tool_agent_system_prompt(
             preamble=system_prompt, memory=self.memory is not None
         )
@@ -283,7 +285,7 @@ class ToolAgent:
                     messages.append(ChatMessage.user(CONCLUSION_NOTE))
                 if stream:
                     yield IterationStarted(n, concluding)
-                offered = [FINISH_SPEC] if concluding else list(self.tools.specs)
+                offered = [FINISH_SPEC] if concluding else list(self.offered)
                 started = time.time()
                 reply: AssistantMessage | None = None
                 deadline = run.deadline(self.max_seconds)
@@ -355,15 +357,7 @@ class ToolAgent:
             for call, settled in zip(calls, outcomes, strict=True):
                 assert settled is not None
                 run.count(settled)
-                messages.append(
-                    ChatMessage(
-                        role="tool",
-                        content=settled.content,
-                        tool_call_id=call.id,
-                        name=call.name,
-                        is_error=settled.is_error,
-                    )
-                )
+                messages.append(settled.to_message(call))
                 if call.name == FINISH and not settled.is_error and run.answer is None:
                     run.answer = str(call.arguments["answer"])
             if stream:
@@ -449,7 +443,7 @@ class ToolAgent:
     ) -> Outcome:
         """Run call ``k`` of reply ``n`` (or refuse it) and record its outcome."""
         log = run.log
-        outcome = refused.get(k) or self.tools.check(call, concluding=concluding)
+        outcome = refused.get(k) or self.tools.check(call, only=FINISH if concluding else None)
         if log is None:
             if outcome is None:
                 outcome = await self.tools.run(call, threaded=threaded)
@@ -521,7 +515,7 @@ class ToolAgent:
         )
 
     def __repr__(self) -> str:
-        tools = ", ".join([*self.tools.names, FINISH])
+        tools = ", ".join(self.tools.names)
         return f"<ToolAgent {self.name!r} tools=[{tools}]>"
 
 

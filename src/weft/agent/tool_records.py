@@ -124,12 +124,7 @@ def recorded_reply(log: RunLog, n: int) -> tuple[AssistantMessage, bool, float] 
 def record_outcome(
     log: RunLog, n: int, k: int, call: ToolCall, outcome: Outcome, started_at: float
 ) -> None:
-    result = {
-        "id": call.id,
-        "content": outcome.content,
-        "is_error": outcome.is_error,
-        "problem": outcome.problem,
-    }
+    result = {"id": call.id, **outcome.to_record()}
     record = StepRecord(kind="action", label=call.name, result=result, started_at=started_at)
     log.record(tool_unit(n, k), record)
 
@@ -138,5 +133,4 @@ def recorded_outcome(log: RunLog, n: int, k: int) -> Outcome | None:
     found = log.get(tool_unit(n, k))
     if found is None:
         return None
-    result = found.result
-    return Outcome(result["content"], bool(result["is_error"]), result["problem"])
+    return Outcome.from_record(found.result)

@@ -6,13 +6,16 @@ the agent stores them as plain JSON dicts (``to_dict()`` / ``from_dict()``).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, overload
 
 from weft.store import MISSING, FrozenDict, FrozenList, freeze
+
+_NO_ARGS: Final = FrozenDict()
 
 
 class AgentTaskStatusFlags(enum.Enum):
@@ -45,9 +48,29 @@ class AgentAction:
     result: Any = MISSING
     error: str | None = None
 
-    def __post_init__(self) -> None:
-        if type(self.args) is not FrozenDict:
-            object.__setattr__(self, "args", freeze(dict(self.args), where=f"{self.type} args"))
+    def __init__(
+        self,
+        *,
+        type: str,
+        target: str | None = None,
+        args: Mapping[str, Any] = _NO_ARGS,
+        reasoning: str | None = None,
+        id: str | None = None,
+        result: Any = MISSING,
+        error: str | None = None,
+    ) -> None:
+        # the slots set through their descriptors: what the generated frozen __init__ does
+        # through object.__setattr__, at half the cost (an agent makes two per iteration)
+        if args.__class__ is not FrozenDict:
+            args = freeze(dict(args), where=f"{type} args")
+        slots = _ACTION_SLOTS
+        slots[0](self, type)
+        slots[1](self, target)
+        slots[2](self, args)
+        slots[3](self, reasoning)
+        slots[4](self, id)
+        slots[5](self, result)
+        slots[6](self, error)
 
     @property
     def executed(self) -> bool:
@@ -94,6 +117,14 @@ class AgentAction:
         )
 
 
+def slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The ``__set__`` of each field's slot of the frozen dataclass ``cls``, in field order:
+    what its hand-written ``__init__`` sets them with (a test holds it to the fields)."""
+    return tuple(getattr(cls, f.name).__set__ for f in dataclasses.fields(cls))
+
+
+_ACTION_SLOTS: Final = slot_setters(AgentAction)
+
 ActionGroups = tuple[tuple[AgentAction, ...], ...]
 """``next_actions``: a group of one runs in sequence, a group of several in branches."""
 
@@ -111,6 +142,28 @@ class AgentResponse:
     next_actions: ActionGroups = ()
     problems: tuple[AgentAction, ...] = ()
     problem_graph: tuple[tuple[str, ...], ...] | None = None
+
+    def __init__(
+        self,
+        *,
+        instant_response: str | None = None,
+        instant_learnings: str | None = None,
+        task_status: AgentTaskStatusFlags = AgentTaskStatusFlags.Ongoing,
+        task_status_description: str | None = None,
+        task_status_description_extended: str | None = None,
+        next_actions: ActionGroups = (),
+        problems: tuple[AgentAction, ...] = (),
+        problem_graph: tuple[tuple[str, ...], ...] | None = None,
+    ) -> None:
+        slots = _RESPONSE_SLOTS  # as AgentAction's: one per iteration
+        slots[0](self, instant_response)
+        slots[1](self, instant_learnings)
+        slots[2](self, task_status)
+        slots[3](self, task_status_description)
+        slots[4](self, task_status_description_extended)
+        slots[5](self, next_actions)
+        slots[6](self, problems)
+        slots[7](self, problem_graph)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -150,6 +203,9 @@ class AgentResponse:
         )
 
 
+_RESPONSE_SLOTS: Final = slot_setters(AgentResponse)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentAttachment:
     """Something the reasoner is shown beside the input (``str()`` gives its XML)."""
@@ -184,6 +240,32 @@ class AgentStateItem:
     response: AgentResponse
     action_results: Any = None
 
+    def __init__(
+        self,
+        *,
+        iteration: int,
+        new_task: bool,
+        task_status: AgentTaskStatusFlags,
+        task_status_description: str | None,
+        task_status_description_extended: str | None,
+        user_input: Any,
+        reasoner_input: str,
+        raw_response: str,
+        response: AgentResponse,
+        action_results: Any = None,
+    ) -> None:
+        slots = _STATE_SLOTS  # as AgentAction's: one per iteration
+        slots[0](self, iteration)
+        slots[1](self, new_task)
+        slots[2](self, task_status)
+        slots[3](self, task_status_description)
+        slots[4](self, task_status_description_extended)
+        slots[5](self, user_input)
+        slots[6](self, reasoner_input)
+        slots[7](self, raw_response)
+        slots[8](self, response)
+        slots[9](self, action_results)
+
     def to_dict(self, response_record: Any = None) -> dict[str, Any]:
         """The record stored for this state (``response_record``: the response's, if known)."""
         return {
@@ -213,6 +295,9 @@ class AgentStateItem:
             response=AgentResponse.from_dict(data["response"]),
             action_results=from_plain_record(data.get("action_results")),
         )
+
+
+_STATE_SLOTS: Final = slot_setters(AgentStateItem)
 
 
 class AgentStates(Sequence[AgentStateItem]):
@@ -273,6 +358,22 @@ class AgentResult:
     states: AgentStates
     stop_reason: StopReason
 
+    def __init__(
+        self,
+        *,
+        agent: str,
+        response: AgentResponse | None,
+        action_results: Any,
+        states: AgentStates,
+        stop_reason: StopReason,
+    ) -> None:
+        slots = _RESULT_SLOTS  # as AgentAction's: one per run
+        slots[0](self, agent)
+        slots[1](self, response)
+        slots[2](self, action_results)
+        slots[3](self, states)
+        slots[4](self, stop_reason)
+
     @property
     def instant_response(self) -> str | None:
         return None if self.response is None else self.response.instant_response
@@ -288,6 +389,9 @@ class AgentResult:
             "instant_response": self.instant_response,
             "action_results": plain_results(self.action_results),
         }
+
+
+_RESULT_SLOTS: Final = slot_setters(AgentResult)
 
 
 def plain_results(value: Any) -> Any:

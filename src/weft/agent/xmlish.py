@@ -86,7 +86,11 @@ class Scanner:
         kinds |= {name: (name, aliases.get(name, name)) for name in texts}
         # every spelling is looked up as written, then lower-cased: most replies spell the
         # tags as the prompt does, so the lower-casing is rarely paid
-        self._known = {name.lower(): kind for name, kind in kinds.items()} | kinds
+        spellings = {name.lower(): kind for name, kind in kinds.items()} | kinds
+        self._known: dict[str, _Kind] = {}
+        for spelling, (tag, field) in spellings.items():
+            self._known[spelling] = (tag, field, f"/{spelling}>", False)
+            self._known[f"/{spelling}"] = (tag, field, f"/{spelling}", True)
 
     def scan(self, text: str) -> Element:
         """The tree of known tags under a root ``Element("")``; ``ResponseProblem`` (saying where
@@ -99,61 +103,61 @@ class Scanner:
                     "declarations are not accepted, write the elements directly"
                 )
         known = self._known
-        lower: str | None = None
         unclosed: set[str] = set()  # closings not found as written: never searched again
         root = node = Element("")
         stack = [root]
-        skip = 0  # the tags before this offset are inside a text tag's text
-        for match in _TOKEN.finditer(text):
-            if skip:
-                if match.start() < skip:
-                    continue
-                skip = 0
-            closing, name, self_closing, inner = match.groups()
-            if closing is not None:
-                kind = known.get(closing)
+        # Every tag starts at a '<': the reply split at each '<' is one piece per tag it may
+        # hold, the piece's head (up to its first '>') the tag, the rest text between tags.
+        # A head spelled as the prompt spells the tag is known by one dict lookup.
+        pieces = text.split("<")
+        count = len(pieces)
+        i = 1
+        while i < count:
+            head, gt, rest = pieces[i].partition(">")
+            i += 1
+            if not gt:  # no '>' before the next '<': not a tag
+                continue
+            kind = known.get(head)
+            self_closing = False
+            if kind is None:  # another case, attributes, space, or not a known tag
+                kind, self_closing = _head_kind(known, head)
                 if kind is None:
-                    kind = known.get(closing.lower())
-                    if kind is None:  # a tag the reader does not know (``<b>`` in prose)
-                        continue
-                tag = kind[0]
-                if kind[1] is not None:
-                    raise ResponseProblem(f"</{closing}> closes a <{tag}> that was never opened")
+                    continue
+            tag, field, shut, closes = kind
+            if closes:
+                if field is not None:
+                    raise ResponseProblem(f"<{shut}> closes a <{tag}> that was never opened")
                 if node.tag != tag:
                     if not any(e.tag == tag for e in stack[1:]):
-                        raise ResponseProblem(
-                            f"</{closing}> closes a <{tag}> that was never opened"
-                        )
+                        raise ResponseProblem(f"<{shut}> closes a <{tag}> that was never opened")
                     raise ResponseProblem(f"<{node.tag}> is not closed before </{tag}>")
                 stack.pop()
                 node = stack[-1]
                 continue
-            kind = known.get(name)
-            if kind is None:
-                kind = known.get(name.lower())
-                if kind is None:
-                    continue
-            tag, field = kind
-            if field is None:  # a container (closed at once if ``inner`` is not None)
+            # closed at once: its text holds no '<' and the next piece is its closing tag,
+            # spelled as it was opened
+            closed = not self_closing and i < count and pieces[i].startswith(shut)
+            if field is None:  # a container
                 element = Element(tag)
                 node.children.append(element)
-                if self_closing is None and inner is None:
+                if closed:
+                    i += 1
+                elif not self_closing:
                     stack.append(element)
                     node = element
                 continue
-            if self_closing is not None:
+            if self_closing:
                 inner = ""
-            elif inner is None:  # its text holds a '<', or its closing tag is spelled otherwise
-                position = match.end()
-                end = -1 if name in unclosed else text.find(f"</{name}>", position)
-                if end < 0:
-                    unclosed.add(name)
-                    if lower is None:  # the same length as the text, so its offsets hold
-                        lower = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
-                    end, skip = _closing(lower, position, tag)
-                else:
-                    skip = end + len(name) + 3
-                inner = text[position:end]
+            elif closed:
+                inner = rest
+                i += 1
+            else:  # its text holds a '<', or its closing tag is spelled otherwise
+                j = -1 if shut in unclosed else _first(pieces, i, shut)
+                if j < 0:
+                    unclosed.add(shut)
+                    j = _first_in_any_case(pieces, i, tag)
+                inner = "<".join((rest, *pieces[i:j]))  # the tags inside it are text
+                i = j + 1
             if field not in node.fields:
                 node.fields[field] = inner
         if len(stack) > 1:
@@ -161,28 +165,60 @@ class Scanner:
         return root
 
 
-def _closing(lower: str, position: int, tag: str) -> tuple[int, int]:
-    """Where the closing tag of the text tag ``tag`` opened before ``position`` starts and
-    ends, in any case and with space before its ``>`` (``lower``: the reply lower-cased)."""
-    want = tag.lower()
-    found = _CLOSE.search(lower, position)
-    while found is not None and found.group(1) != want:
-        found = _CLOSE.search(lower, found.end())
+_Kind = tuple[str, str | None, str, bool]
+"""How the scanner knows a head: its tag, the field it fills (None: a container), and for an
+opening tag the rest of its closing tag as written ("/Name>"), for a closing one
+its name as written ("/Name"); and whether it is a closing tag."""
+
+
+def _head_kind(known: Mapping[str, _Kind], head: str) -> tuple[_Kind | None, bool]:
+    """The kind of a tag's head not spelled as a known tag is (None: not a known tag), and
+    whether it closes itself: the head read by its syntax, its name in any case."""
+    found = _HEAD.fullmatch(head)
     if found is None:
-        raise ResponseProblem(f"<{tag}> is opened but never closed; add </{tag}>")
-    return found.start(), found.end()
+        return None, False
+    slash, name, closes_itself = found.groups()
+    kind = known.get(name) or known.get(name.lower())
+    if kind is None:
+        return None, False
+    tag, field, _, _ = kind
+    if slash:
+        return (tag, field, f"/{name}", True), False
+    return (tag, field, f"/{name}>", False), closes_itself is not None
+
+
+def _first(pieces: list[str], i: int, shut: str) -> int:
+    """The first of ``pieces[i:]`` that is the closing tag ``<`` + ``shut``, or -1."""
+    for j in range(i, len(pieces)):
+        if pieces[j].startswith(shut):
+            return j
+    return -1
+
+
+def _first_in_any_case(pieces: list[str], i: int, tag: str) -> int:
+    """The first of ``pieces[i:]`` that closes the text tag ``tag``, in any case and with space
+    before its ``>``; a ``ResponseProblem`` if none does."""
+    want = tag.lower()
+    for j in range(i, len(pieces)):
+        piece = pieces[j]
+        if piece[:1] != "/":
+            continue
+        head, gt, _ = piece.partition(">")
+        if not gt:
+            continue
+        lowered = head.lower() if head.isascii() else head.translate(_ASCII_LOWER)
+        found = _CLOSE_HEAD.fullmatch(lowered)
+        if found is not None and found.group(1) == want:
+            return j
+    raise ResponseProblem(f"<{tag}> is opened but never closed; add </{tag}>")
 
 
 _ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
-_CLOSE: Final = re.compile(r"</([a-z][\w.-]*)\s*>")
-# One token: a closing tag (group 1: its name), or an opening tag (2: its name; 3: "/" if
-# it closes itself) with, when its text holds no '<' and its closing tag is spelled as it
-# was opened, that text (4) and the closing tag. The scanner keeps the tags it knows. One
-# generic pattern is about twice as fast to search as an alternation of the known names.
-_TOKEN: Final = re.compile(  # tag names in ASCII, as every known tag is: a faster class than \w
-    r"<(?:/([A-Za-z_][A-Za-z0-9_.-]*)(?:\s[^<>]*?)?\s*/?>"
-    r"|([A-Za-z_][A-Za-z0-9_.-]*)(?:\s[^<>]*?)?\s*(?:(/)>|>(?:([^<]*)</\2>)?))"
-)
+# The head of a piece (the text between a '<' and the first '>') that is a tag: "/" if it
+# is a closing one, its name, and "/" if it closes itself; attributes skipped. Tag names are
+# ASCII, as every known tag is. A closing tag of a text tag is also found lower-cased.
+_HEAD: Final = re.compile(r"(/)?([A-Za-z_][A-Za-z0-9_.-]*)(?:\s[^<>]*?)?\s*(/)?")
+_CLOSE_HEAD: Final = re.compile(r"/([a-z][\w.-]*)\s*")
 
 
 _OPEN: Final = re.compile(r"<([A-Za-z_][\w.-]*)(?:\s[^<>]*?)?>")

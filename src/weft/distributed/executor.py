@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,13 @@ from weft.graph.offload import RemoteCall
 
 if TYPE_CHECKING:
     from weft.graph import WorkGraph
+
+SHIP_LIMIT = 100_000
+"""A function whose pickle is this many bytes or more goes to Ray's object store once;
+a smaller one travels inside each call's task (cheaper than resolving an object)."""
+
+_KEPT = 64
+"""How many functions' pickles an executor keeps, most recently called first."""
 
 
 def _ray() -> Any:
@@ -76,7 +84,7 @@ class RayExecutor:
         self.init_options = dict(init_options or {})
         self._task: Any = None
         self._started = False  # this executor started Ray (and shuts it down)
-        self._fns: dict[int, tuple[Callable[..., Any], Any]] = {}
+        self._fns: OrderedDict[int, tuple[Callable[..., Any], Any]] = OrderedDict()
         self._pid = 0
         self.submitted = 0
         """Calls sent to Ray so far (each retry of a node's ``RetryPolicy`` counts)."""
@@ -128,7 +136,7 @@ class RayExecutor:
         if self._task is None or self._pid != os.getpid():
             self.start()
         ray = _ray()
-        ref = self._task.remote(self._shipped(call.fn), call.label, payload)
+        ref = self._task.remote(self._shipped(call.fn, call.label), call.label, payload)
         self.submitted += 1
         try:
             text = await ref
@@ -149,13 +157,32 @@ class RayExecutor:
             ) from exc
         return decode_result(text)
 
-    def _shipped(self, fn: Callable[..., Any]) -> Any:
-        """``fn`` in Ray's object store, put there once per executor (a fan-out over
-        10,000 instances of one tool pickles the tool once, not 10,000 times)."""
+    def _shipped(self, fn: Callable[..., Any], label: str) -> Any:
+        """``fn`` as it crosses to the worker: its pickle, carried inside the call's task,
+        or, from ``SHIP_LIMIT`` bytes up, a reference to that pickle put once in Ray's
+        object store. The last ``_KEPT`` functions' are kept, so a plan calling one tool
+        for 10,000 instances pickles it once; a fan-out of 10,000 ``partial``s pickles
+        each (a small pickle: cheaper than a task that waits for an object)."""
         held = self._fns.get(id(fn))
-        if held is None or held[0] is not fn:
-            held = self._fns[id(fn)] = (fn, _ray().put(fn))
-        return held[1]
+        if held is not None and held[0] is fn:
+            self._fns.move_to_end(id(fn))
+            return held[1]
+        from ray import cloudpickle
+
+        try:
+            data: bytes = cloudpickle.dumps(fn)  # type: ignore[no-untyped-call]
+        except Exception as exc:
+            raise RemoteError(
+                f"{label}: its function cannot be pickled for a Ray worker: "
+                f"{type(exc).__name__}: {exc}. Functions (and what closures hold) cross by "
+                "cloudpickle: hold a lock, a connection or a file in the worker instead, "
+                "or run this node in-process"
+            ) from exc
+        shipped: Any = data if len(data) < SHIP_LIMIT else _ray().put(data)
+        self._fns[id(fn)] = (fn, shipped)
+        if len(self._fns) > _KEPT:
+            self._fns.popitem(last=False)
+        return shipped
 
 
 def run_on_ray(

@@ -1,13 +1,14 @@
 """What runs on a Ray worker: one call, its values in and out through weft's codec.
 
-The function itself reaches the worker as Ray ships functions (cloudpickle, once per
-function and executor); its arguments and its result cross as weft's codec text (JSON
-with a registry of known types), never as pickles. This module imports no Ray.
+The function itself reaches the worker as its cloudpickle (``RayExecutor`` pickles it);
+its arguments and its result cross as weft's codec text (JSON with a registry of known
+types), never as pickles. This module imports no Ray.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import pickle
+from collections.abc import Mapping
 from typing import Any
 
 from weft._sync import run_sync
@@ -32,8 +33,10 @@ def encode_call(call: RemoteCall) -> str:
         ) from exc
 
 
-def run_call(fn: Callable[..., Any], label: str, payload: str) -> str:
-    """On the worker: decode the arguments, call ``fn``, encode what it returned."""
+def run_call(function: bytes, label: str, payload: str) -> str:
+    """On the worker: unpickle the function, decode its arguments, call it, encode what
+    it returned."""
+    fn = pickle.loads(function)
     data = loads(payload)
     args: list[Any] = list(data["args"])
     kwargs: Mapping[str, Any] = data["kwargs"]

@@ -1,7 +1,8 @@
 """Dispatching: async nodes as tasks, sync nodes to threads, and their completions.
 
-``Dispatching`` is the half of a run that deals with concurrency; ``weft.graph.engine.Run``
-is the other half (the core loop and the settling of results) and inherits this one. A
+``Dispatching`` is the part of a run that deals with concurrency; ``weft.graph.engine.Run``
+(the core loop and the settling of results) inherits it through ``weft.graph.inline``
+(the calls a run makes on its own thread). A
 completion, from a task or a thread, is appended to ``done`` and wakes the run once per
 batch; ``_drain`` settles the batch on the run's thread, so results are only ever
 touched by one thread. A run with an event loop is woken through the loop; a driven run
@@ -69,6 +70,7 @@ class Dispatching:
     signalled: bool
     driven: bool
     bell: queue.SimpleQueue[None] | None
+    asking: list[Any] | None
 
     # Run's settling: (i, result, started, ended), (i, exc, started, attempts, ended)
     _complete: Callable[[int, Any, float, float], None]
@@ -223,6 +225,8 @@ class Dispatching:
         # walk them over and over. (The context is the one of the latest dispatch: the
         # run's thread runs no node while sync nodes are queued.)
         context = self.context.copy()
+        # what makes the arguments sets context variables only when watched or recorded
+        direct = self.observer is None and self.asking is None
         call: Args | None = None
         fn, timed = self.schedule.fns[i], self.timed
         retry = self.schedule.retries[i] if self.schedule.timeouts[i] is None else None
@@ -231,7 +235,7 @@ class Dispatching:
         while True:
             try:
                 if call is None:
-                    call = context.run(self._call_args, i)
+                    call = self._call_args(i) if direct else context.run(self._call_args, i)
                 value = context.run(fn, *call[0], **call[1])
                 if value.__class__ is _CORO:
                     value = run_sync(value)

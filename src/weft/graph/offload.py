@@ -13,10 +13,11 @@ records, reducers and the deterministic merge order are the engine's own, unchan
 - A node that takes ``ctx`` works on the run's store (its fork, its keyed calls): it runs
   on the driver. Its tool calls may still move (below).
 
-``with offload_to(X):`` sends the tool calls that plans of tool calls (``weft.calls``) and
-agents' tool loops (``weft.plan``) make inside it to ``X``, and the actions of agents
-(``weft.agent``, branches included) whose actors take no extras; their arguments are
-resolved, and their results written and recorded, on the driver.
+``with offload_to(X):`` sends to ``X`` the tool calls that plans of tool calls
+(``weft.calls``) and agents' tool loops (``ToolAgent``, ``weft.plan``'s executors) make
+inside it, and the actions of agents (``weft.agent``, branches included) whose actors take
+no extras; their arguments are resolved, and their results written and recorded, on the
+driver.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any
 
 from weft.store import MISSING, Store, freeze
 from weft.store._log import AppendLog
+from weft.store._staging import STATE_KEYS
 
 
 class StateView:
@@ -42,7 +43,8 @@ class StateView:
         # the hot read of every state node: Store.value's lookup, inlined for the one kind
         if path.__class__ is str:
             store = self._store
-            row = store._recent.get(key := "state:" + path)
+            key = STATE_KEYS.get(path) or "state:" + path  # a checked key, hashed once
+            row = store._recent.get(key)
             if row is None:
                 row = store._settled.get(key)
             if row:  # not None, nor GONE

@@ -223,7 +223,9 @@ class RunStores:
             self.commit_due()
             view = self.store
         else:
-            view = self._view(i)
+            preds = schedule.preds[i]  # a branch: its predecessor's view made once, shared
+            post = self.posts[preds[0]] if len(preds) == 1 else None
+            view = self._view(i) if post is None else post
         if self.views.needed[i]:
             self.began[i] = self.store.last_seq
         if schedule.ctxs[i]:
@@ -333,9 +335,16 @@ class RunStores:
         if self.log is not None:
             change = self._record(i, flag, result, change, pending, started_at)
         self.changes[i] = change
-        self.finished[i] = True
-        if i == self.frontier:
-            self.advance()
+        finished = self.finished
+        finished[i] = True
+        if i == self.frontier:  # advance(), inlined for the common step of one node
+            f = i + 1
+            if f < len(finished) and not finished[f]:
+                if change is not None or i in self.waiting:
+                    self.due.append(i)
+                self.frontier = f
+            else:
+                self.advance()
         if view is self.store and self.views.needed[i]:
             self.commit_due()  # a later view starts from the store as this node left it
             self.posts[i] = self.store.fork(name=key)
@@ -476,7 +485,7 @@ class RunStores:
                 if not self.views.needed[k]:  # in the store now, and no later view's
                     changes[k] = self.forks[k] = self.viewing[k] = None
             return
-        if not any(k in waiting for k in due):
+        if not waiting or not any(k in waiting for k in due):
             ready: list[Delta | Store] = [c for k in due if (c := changes[k]) is not None]
             if final is not None:
                 ready.append(store.delta([(KIND, final[0], final[1], "weft.graph")]))

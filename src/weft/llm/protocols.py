@@ -6,7 +6,9 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Sequence
+from inspect import CO_COROUTINE
 from time import perf_counter
+from types import FunctionType, MethodType
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from weft._sync import run_sync
@@ -116,13 +118,25 @@ async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
 
 async def _areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     method = getattr(reasoner, "areason", None)
-    if callable(method) and inspect.iscoroutinefunction(method):
+    if method is not None and (
+        _async_method(method) or (callable(method) and inspect.iscoroutinefunction(method))
+    ):
         return as_completion(await method(prompt), reasoner=reasoner)
     _check_callable(reasoner)
     result = reasoner(prompt)
     if inspect.isawaitable(result):
         result = await result
     return as_completion(result, reasoner=reasoner)
+
+
+def _async_method(method: Any) -> bool:
+    """Whether ``method`` is a bound ``async def`` method: ``inspect.iscoroutinefunction``'s
+    answer in its common case, read without its unwrapping (once per model call)."""
+    return (
+        method.__class__ is MethodType
+        and method.__func__.__class__ is FunctionType
+        and bool(method.__func__.__code__.co_flags & CO_COROUTINE)
+    )
 
 
 def reason(reasoner: Reasoner | Any, prompt: str) -> Completion:

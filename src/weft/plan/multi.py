@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 from weft._sync import run_sync
 from weft.agent import Agent, AgentResult
+from weft.agent.toolbox import AgentTools, LoopTool
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError, PlanValidationError
 from weft.graph import Paused
@@ -25,7 +26,6 @@ from weft.plan.parallel import ParallelTaskExecutor, PlanReport
 from weft.plan.prompts import planner_system_prompt
 from weft.plan.step import write_task_result
 from weft.plan.team import TeamExecutor, TeamMember, TeamReport
-from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import TaskPlan
 
 Mode = Literal["loop", "plan", "team"]
@@ -193,20 +193,23 @@ class MultiModeAgent:
             try:
                 made.append(TaskPlan.from_dict(arguments))
             except PlanValidationError as exc:
-                return error(f"the plan has problems: {'; '.join(map(str, exc.problems))}")
+                problems = "; ".join(map(str, exc.problems))
+                return {"ok": False, "error": f"the plan has problems: {problems}"}
             return {"ok": True, "tasks": [t.id for t in made[-1].tasks]}
 
-        toolbox = ToolBox(
-            self.memory,
+        toolbox = AgentTools(
+            (),
+            memory=self.memory,
             source=f"{self.name}/planner",
-            local=[
-                LocalTool(
+            builtins=[
+                LoopTool(
                     name="submit_plan",
                     description="Submit the plan: tasks, each with steps and dependencies.",
                     parameters=PLAN_SCHEMA,
                     handler=submit,
                 )
             ],
+            error=ExecutorError,
         )
         messages = [
             ChatMessage.system(planner_system_prompt(preamble=self.system_prompt)),
@@ -214,17 +217,17 @@ class MultiModeAgent:
         ]
         for _ in range(self.max_iterations):
             try:
-                reply = await achat(self.model, messages, tools=toolbox.specs())
+                reply = await achat(self.model, messages, tools=toolbox.specs)
             except ModelError as exc:
                 raise ExecutorError(f"{self.name}: the planner's model failed: {exc}") from exc
             messages.append(reply.to_message())
             if not reply.tool_calls:
                 messages.append(ChatMessage.user("Submit the plan with the `submit_plan` tool."))
             for call in reply.tool_calls:
-                result = await toolbox.call(call)
+                outcome = await toolbox.answer(call)
                 if made:
                     return made[-1]
-                messages.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
+                messages.append(outcome.to_message(call))
         raise ExecutorError(
             f"{self.name}: the model did not submit a valid plan in {self.max_iterations} "
             "calls; pass plan=TaskPlan(...) or raise max_iterations"

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from weft._sync import run_sync
+from weft.agent.tool_agent import CONCLUSION_SHARE
+from weft.agent.toolbox import AgentTools, LoopTool, Outcome, error
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
 from weft.graph.pause import Asking, enclosing
-from weft.llm import AssistantMessage, ChatMessage, ChatModel, ToolCall, Usage
+from weft.llm import AssistantMessage, ChatMessage, ChatModel, ToolCall, Usage, as_tool_spec
 from weft.llm.watch import achat
 from weft.memory import AgentMemory, memory_keys
 from weft.plan.prompts import (
@@ -33,13 +35,11 @@ from weft.plan.prompts import (
     execution_system_prompt,
     step_user_message,
 )
-from weft.plan.tools import LocalTool, ToolBox, error
 from weft.plan.types import Step
 from weft.refs.schemas import schema_problems
 from weft.store import MISSING, NOT_DONE
 
 logger: Final = logging.getLogger("weft.plan")
-CONCLUSION_SHARE: Final = 0.9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,17 +98,20 @@ class StepExecutor:
         self.system_prompt = execution_system_prompt(
             preamble=system_prompt, finish_task=finish_task
         )
-        self.tools = ToolBox(
-            memory,
+        finish = self._finish_tool()
+        self.tools = AgentTools(
+            tools,
+            memory=memory,
             source=step.id,
-            tools=tools,
             allowed=step.tools,
-            local=[self._finish_tool()],
+            builtins=[finish],
+            error=ExecutorError,
         )
+        self._concluding = [as_tool_spec(finish)]
 
-    def _finish_tool(self) -> LocalTool:
+    def _finish_tool(self) -> LoopTool:
         schema = dict(self.step.output_schema) if self.step.output_schema is not None else {}
-        return LocalTool(
+        return LoopTool(
             name=FINISH_STEP,
             description=(
                 f"Finish the step {self.step.label!r} and report its result. Call it once the "
@@ -119,8 +122,7 @@ class StepExecutor:
                 "properties": {"result": schema or {"description": "The step's result."}},
                 "required": ["result"],
             },
-            handler=lambda arguments: arguments,  # answered by the loop itself
-        )
+        )  # no handler: the loop answers it
 
     def user_message(self) -> str:
         """The first user message (instructions and upstream keys, never their values)."""
@@ -154,7 +156,7 @@ class StepExecutor:
             if not concluding and budget is not None and spent >= CONCLUSION_SHARE * budget:
                 concluding = True
                 messages.append(ChatMessage.user(CONCLUSION_NOTE))
-            offered = self.tools.specs(only=[FINISH_STEP] if concluding else None)
+            offered = self._concluding if concluding else self.tools.specs
             try:
                 reply = await self._reply(job, iteration, messages, offered)
             except ModelError as exc:
@@ -171,16 +173,10 @@ class StepExecutor:
                 if call.name == FINISH_STEP:
                     if (wrong := self._problem(call)) is None:
                         return self._end(iteration, usage, messages, call.arguments["result"])
-                    result = error(wrong)
-                elif concluding:
-                    result = error(f"only {FINISH_STEP} is available now: {CONCLUSION_NOTE}")
-                elif job is not None and self.tools.is_caller(call.name):
-                    result = await job.log.aonce(
-                        job.unit, f"tool/{iteration}.{k}", self.tools.call, call, reconcile=_again
-                    )
+                    outcome = error(wrong, "invalid_arguments")
                 else:
-                    result = await self.tools.call(call)
-                messages.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
+                    outcome = await self._answer(job, f"tool/{iteration}.{k}", call, concluding)
+                messages.append(outcome.to_message(call))
         problem = (
             f"step {self.step.id!r} did not call {FINISH_STEP} with a valid result within "
             f"{self.max_iterations} model calls"
@@ -203,6 +199,20 @@ class StepExecutor:
             reconcile=_again,
         )
         return reply
+
+    async def _answer(
+        self, job: Asking | None, key: str, call: ToolCall, concluding: bool
+    ) -> Outcome:
+        """The result of a tool call: a caller tool's is replayed from the job's record."""
+        refused = self.tools.check(call, only=FINISH_STEP if concluding else None)
+        if refused is not None:
+            return refused
+        if job is None or not self.tools.is_caller(call.name):
+            return await self.tools.run(call)
+        record = await job.log.aonce(
+            job.unit, key, _run_recorded, self.tools, call, reconcile=_again
+        )
+        return Outcome.from_record(record)
 
     def _problem(self, call: ToolCall) -> str | None:
         """What is wrong with a ``finish_step`` call (sent back to the model), or None."""
@@ -264,6 +274,10 @@ def _tokens(usage: Usage) -> int:
     if usage.total_tokens is not None:
         return usage.total_tokens
     return (usage.input_tokens or 0) + (usage.output_tokens or 0)
+
+
+async def _run_recorded(tools: AgentTools, call: ToolCall) -> dict[str, Any]:
+    return (await tools.run(call)).to_record()
 
 
 def _again(_key: str) -> Any:

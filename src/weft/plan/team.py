@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from weft._sync import run_sync
+from weft.agent.toolbox import AgentTools, Handler, LoopTool
 from weft.calls import Tool
 from weft.errors import ExecutorError, ModelError
 from weft.llm import ChatMessage, ChatModel
@@ -24,7 +25,6 @@ from weft.memory import AgentMemory, memory_keys
 from weft.plan.board import BoardEvent, BoardTask, MessageBus, TaskBoard, TeamMessage
 from weft.plan.prompts import team_system_prompt
 from weft.plan.step import write_task_result
-from weft.plan.tools import Handler, LocalTool, ToolBox
 from weft.plan.types import Task
 
 _STRING: Final = {"type": "string", "minLength": 1}
@@ -94,6 +94,19 @@ class TeamExecutor:
                 "board lives on its memory's store: make it with TaskBoard(memory.store)"
             )
         self.board = board if board is not None else TaskBoard(memory.store)
+        self.tools = tuple(tools)
+        # a member allowed a tool it was not given is refused before anything is written
+        self._toolboxes = {
+            member.name: AgentTools(
+                self.tools,
+                memory=memory,
+                source=member.name,
+                allowed=member.tools,
+                builtins=self._team_tools(member.name),
+                error=ExecutorError,
+            )
+            for member in self.members
+        }
         for task in tasks:
             if self.board.get(task.id) is not None:
                 continue  # a board continued from an earlier run holds it already
@@ -102,7 +115,6 @@ class TeamExecutor:
         self.bus = MessageBus(memory.store, team=self.board.team)
         for member in self.members:
             self.bus.register(member.name)
-        self.tools = tuple(tools)
         self.inputs = dict(inputs or {})
         self.system_prompt = system_prompt
         self.max_rounds = max_rounds
@@ -155,20 +167,14 @@ class TeamExecutor:
         """One turn of ``member``; whether it called any tool."""
         if member.name in self._errors:
             return False
-        toolbox = ToolBox(
-            self.memory,
-            source=member.name,
-            tools=self.tools,
-            allowed=member.tools,
-            local=self._team_tools(member.name),
-        )
+        toolbox = self._toolboxes[member.name]
         prompt = team_system_prompt(member.name, role=member.role, preamble=self.system_prompt)
         conversation = self._conversations.setdefault(member.name, [ChatMessage.system(prompt)])
         conversation.append(ChatMessage.user(self._briefing(member.name, round_number)))
         acted = False
         for _ in range(self.max_turn_iterations):
             try:
-                reply = await achat(member.model, conversation, tools=toolbox.specs())
+                reply = await achat(member.model, conversation, tools=toolbox.specs)
             except ModelError as exc:
                 self._errors[member.name] = f"{type(exc).__name__}: {exc}"
                 return acted
@@ -177,8 +183,8 @@ class TeamExecutor:
                 break
             acted = True
             for call in reply.tool_calls:
-                result = await toolbox.call(call)
-                conversation.append(ChatMessage.tool(result, tool_call_id=call.id, name=call.name))
+                outcome = await toolbox.answer(call)
+                conversation.append(outcome.to_message(call))
         return acted
 
     def _briefing(self, name: str, round_number: int) -> str:
@@ -194,11 +200,11 @@ class TeamExecutor:
     def _inbox(self, name: str) -> list[dict[str, str]]:
         return [{"from": m.sender, "content": m.content} for m in self.bus.receive(name)]
 
-    def _team_tools(self, agent: str) -> list[LocalTool]:
+    def _team_tools(self, agent: str) -> list[LoopTool]:
         board = self.board
 
         def moved(move: Callable[[dict[str, Any]], BoardTask]) -> Handler:
-            return lambda args: {"ok": True, "task": move(args).summary()}
+            return refusing(lambda args: {"ok": True, "task": move(args).summary()})
 
         def add(args: dict[str, Any]) -> BoardTask:
             return board.add(
@@ -214,12 +220,12 @@ class TeamExecutor:
 
         task_id = {"task_id": _STRING}
         return [
-            LocalTool(
+            LoopTool(
                 name="board_list",
                 description="List the board's tasks.",
                 handler=lambda _: {"ok": True, "tasks": [t.summary() for t in board.list()]},
             ),
-            LocalTool(
+            LoopTool(
                 name="board_add_task",
                 description="Add a task to the board for anyone to claim.",
                 parameters=_object(
@@ -233,36 +239,49 @@ class TeamExecutor:
                 ),
                 handler=moved(add),
             ),
-            LocalTool(
+            LoopTool(
                 name="board_claim",
                 description="Claim an open task before working on it.",
                 parameters=_object(task_id, ["task_id"]),
                 handler=moved(lambda args: board.claim(args["task_id"], agent)),
             ),
-            LocalTool(
+            LoopTool(
                 name="board_complete",
                 description="Complete a task you claimed, with its result (any JSON).",
                 parameters=_object({**task_id, "result": {}}, ["task_id", "result"]),
                 handler=moved(lambda args: board.complete(args["task_id"], agent, args["result"])),
             ),
-            LocalTool(
+            LoopTool(
                 name="board_fail",
                 description="Give up a task you claimed, saying why.",
                 parameters=_object({**task_id, "reason": _STRING}, ["task_id", "reason"]),
                 handler=moved(lambda args: board.fail(args["task_id"], agent, args["reason"])),
             ),
-            LocalTool(
+            LoopTool(
                 name="send_message",
                 description="Send a message to a teammate by name, or to '*' for everyone.",
                 parameters=_object({"to": _STRING, "content": _STRING}, ["to", "content"]),
-                handler=send,
+                handler=refusing(send),
             ),
-            LocalTool(
+            LoopTool(
                 name="read_messages",
                 description="Fetch your unread messages.",
                 handler=lambda _: {"ok": True, "messages": self._inbox(agent)},
             ),
         ]
+
+
+def refusing(handler: Handler) -> Handler:
+    """``handler`` with a refused move (``ExecutorError``) sent to the model as an error
+    result: what was wrong and what to do instead."""
+
+    def answer(args: dict[str, Any]) -> Any:
+        try:
+            return handler(args)
+        except ExecutorError as exc:
+            return {"ok": False, "error": str(exc)}
+
+    return answer
 
 
 def _object(properties: Mapping[str, Any], required: list[str]) -> dict[str, Any]:

@@ -329,6 +329,14 @@ def _check_kind(kind: str) -> None:
         raise InvalidKeyError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
 
 
+_KEYS_KEPT: Final = 4096
+_KEYS: Final[dict[str, dict[str, str]]] = {kind: {} for kind in KINDS}
+"""Checked keys by kind, then path: the same ``kind:path`` string every time, so a hot
+write or read neither formats its key nor hashes it again (a string keeps its hash). At
+most ``_KEYS_KEPT`` paths a kind; the paths past them are formatted each time."""
+STATE_KEYS: Final = _KEYS["state"]
+
+
 def _checked_key(kind: str, path: str, source: str | None = None) -> str:
     """``kind:path``, or ``InvalidKeyError``: a path is a non-empty string that UTF-8 can
     hold (every backend saves it), of one of the kinds; and ``source``, who writes, is
@@ -341,7 +349,13 @@ def _checked_key(kind: str, path: str, source: str | None = None) -> str:
         and kind in _KIND_SET
         and (source is None or (source.__class__ is str and source.isascii()))
     ):
-        return f"{kind}:{path}"
+        kept = _KEYS[kind]
+        key = kept.get(path)
+        if key is None:
+            key = f"{kind}:{path}"
+            if len(kept) < _KEYS_KEPT:
+                kept[path] = key
+        return key
     _checked_source(source)
     _check_kind(kind)
     if not isinstance(path, str) or not path:

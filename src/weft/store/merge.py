@@ -57,8 +57,8 @@ class Delta:
     __slots__ = (
         "_base",
         "_base_settled",
+        "_declared",
         "_merged",
-        "_reducer_of",
         "_root",
         "replaces",
         "writes",
@@ -69,12 +69,13 @@ class Delta:
         view: Merging,
         writes: tuple[tuple[str, str, Any, str | None, bool], ...],
         replaces: frozenset[str],
-        reducer_of: Callable[[str, str], str],
     ) -> None:
-        self._base, self._base_settled = view._recent, view._settled
-        self._root = view._root
+        self._base = view._recent
+        self._base_settled = view._settled
+        root = view._root
+        self._root = view if root is None else root
+        self._declared = view._declared  # shared by a family: the reducers' names
         self._merged: list[Merging] | None = None
-        self._reducer_of = reducer_of
         self.writes = writes
         self.replaces = replaces
         """The fields the delta replaces (the ones the conflict rule looks at)."""
@@ -82,9 +83,11 @@ class Delta:
     def events(self) -> tuple[Event, ...]:
         """The writes as events (numbered from 1), e.g. to record them."""
         at = time.time()
+        declared = self._declared
         out = []
         for n, (kind, path, value, source, whole) in enumerate(self.writes, start=1):
-            reducer = "replace" if whole else self._reducer_of(kind, path)
+            known = None if whole else declared.get(f"{kind}:{path}")
+            reducer = "replace" if known is None else known.name
             out.append(Event(n, "write", kind, path, value, source, reducer, at))
         return tuple(out)
 
@@ -126,6 +129,7 @@ class Merging:
     _merged: list[Merging] | None
     _parent: Any
     _root: Any
+    _declared: dict[str, Any]
     # Store's own (see there)
     _settle: Callable[[], None]
     _publish: Callable[[Sequence[EventRow], _Mark], None]
@@ -191,8 +195,7 @@ class Merging:
                             f"{change!r} was merged already into {self!r}; a change merges "
                             "once into a store"
                         )
-                    if change.__class__ is Delta:
-                        assert isinstance(change, Delta)
+                    if type(change) is Delta:
                         if change.replaces:
                             batched.update([f"{w[0]}:{w[1]}" for w in batch[seen:]])
                             seen = len(batch)
@@ -303,23 +306,27 @@ class Merging:
         return True
 
     def _check_family(self, changes: Sequence[Merging | Delta]) -> None:
-        seen: set[int] = set()
+        root = self if self._root is None else self._root
+        if len({id(change) for change in changes}) != len(changes):
+            seen: set[int] = set()
+            for change in changes:
+                if id(change) in seen:
+                    raise StoreError(f"{change!r} is given twice; a change merges once")
+                seen.add(id(change))
         for change in changes:
-            if not isinstance(change, (Merging, Delta)):
-                raise StoreError(
-                    f"merge takes stores made by fork() and deltas made by delta(), got {change!r}"
-                )
-            if id(change) in seen:
-                raise StoreError(f"{change!r} is given twice; a change merges once")
-            seen.add(id(change))
-            if isinstance(change, Delta):
-                if change._root is not self._root:
+            if change.__class__ is Delta or isinstance(change, Delta):
+                assert isinstance(change, Delta)
+                if change._root is not root:
                     raise StoreError(
                         f"cannot merge {change!r}: it was made on a store of another family; "
                         "merge a delta into the store its view was forked from"
                     )
                 continue
-            if change._root is not self._root or change._parent is None:
+            if not isinstance(change, Merging):
+                raise StoreError(
+                    f"merge takes stores made by fork() and deltas made by delta(), got {change!r}"
+                )
+            if change._root is not root or change._parent is None:
                 raise StoreError(
                     f"cannot merge {change!r}: it is not a fork of this store; merge a fork "
                     "into the store it was forked from"

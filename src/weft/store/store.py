@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import itertools
 import operator
-import threading
 import time
+from _thread import RLock as _RLock  # threading.RLock is a Python function around it
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,7 +40,6 @@ from weft.store._log import AppendLog, read
 from weft.store._staging import (
     _KIND_SET,
     _REPLACE,
-    Staging,
     _batch,
     _call,
     _check_kind,
@@ -49,9 +48,9 @@ from weft.store._staging import (
     _checked_source,
     _Declared,
     _kinds,
-    _not_a_triple,
 )
-from weft.store.events import Entry, EntryRow, Event, EventRow, make_key
+from weft.store.batches import Batching
+from weft.store.events import Entry, Event, EventRow, make_key
 from weft.store.merge import Delta, _Mark
 from weft.store.values import (
     _AS_IS,
@@ -94,7 +93,7 @@ _build: Final = tuple.__new__
 tuple's Python-level ``__new__`` (half the cost of the ~0.4 us ``Event(...)``)."""
 
 
-class Store(Staging):
+class Store(Batching):
     """A namespaced store with reducers, cheap forks, transactions and an event log.
 
     >>> from weft.store import Store, reducers
@@ -134,14 +133,14 @@ class Store(Staging):
         self._settle_at = _entries.SETTLE_MIN
         self._index = SortedKeys()
         self._declared: dict[str, _Declared] = {}
-        self._lock = threading.RLock()
+        self._lock = _RLock()
         self._subscribers: list[Subscriber] = []
         self._batch_subscribers: list[BatchSubscriber] = []
         self._journal: Journal | None = None
         self._own: list[EventRow] = []
         self._seq = 0
         self._parent: Store | None = None
-        self._root: Store = self
+        self._root: Store | None = None  # None: this store is the root (no self-cycle)
         self._base, self._base_settled = self._recent, self._settled
         self._fork_seq = 0
         self._merged = None
@@ -243,132 +242,6 @@ class Store(Staging):
             entry: Entry = _build(Entry, row)
             return entry
 
-    def write_many(
-        self,
-        kind: str,
-        writes: Iterable[tuple[str, Any, str | None]] | Mapping[str, Any],
-        *,
-        source: str | None = None,
-    ) -> int:
-        """Write many ``(path, value, source)`` updates of one kind, in order, as one commit.
-
-        ``writes`` may also be a mapping ``{path: value}`` (a graph node's delta, say), all
-        written with ``source``.
-
-        Each update goes through its field's reducer and is one event in the log, exactly
-        as ``write`` would make it, but the batch takes the lock once, has one timestamp,
-        and is all or nothing: if a value cannot be stored or a reducer fails, the error
-        names it and nothing of the batch is written. Returns how many updates were
-        written.
-
-        >>> from weft.store import reducers
-        >>> store = Store(reducers={"state:log": reducers.append})
-        >>> store.write_many("state", [("log", "a", "n1"), ("log", "b", "n2"), ("ok", 1, None)])
-        3
-        >>> store.value("state", "log"), [e.source for e in store.events()]
-        (['a', 'b'], ['n1', 'n2', None])
-        """
-        if kind.__class__ is not str or kind not in _KIND_SET:
-            _check_kind(kind)
-        if writes.__class__ is dict or isinstance(writes, Mapping):
-            if len(writes) == 1:  # a one-field delta: the common case
-                for path, value in writes.items():
-                    return self._write_one(kind, path, value, source)
-            writes = [(path, value, source) for path, value in writes.items()]
-        elif writes.__class__ is list and len(writes) == 1:
-            try:
-                path, value, one_source = writes[0]
-            except (TypeError, ValueError):
-                raise _not_a_triple("write_many", writes[0]) from None
-            return self._write_one(kind, path, value, one_source)
-        types, name = self._types, self.name
-        declared_of = self._declared.get
-        items: list[tuple[str, str, Any, str | None, bool]] = []
-        for item in _batch("write_many", writes):
-            try:
-                path, value, source = item
-            except (TypeError, ValueError):
-                raise _not_a_triple("write_many", item) from None
-            key = _checked_key(kind, path, source)
-            if value.__class__ not in _AS_IS and not _plain(value):
-                merging = declared_of(key, _REPLACE).fn is _reducers.merge
-                value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((kind, path, value, source or name, False))
-        if not items:
-            return 0
-        with self._lock:
-            mark = self._mark()
-            try:
-                events = self._stage_batch(items, time.time())
-            except ReducerError as exc:
-                raise ReducerError(f"{exc} of the batch. Nothing of the batch was written") from (
-                    exc.__cause__
-                )
-            self._publish(events, mark)
-        return len(events)
-
-    def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
-        """``write_many`` of one update: the same commit, with less bookkeeping (a graph
-        node's one-field delta is the common case)."""
-        if (  # _checked_key's common case, inlined: the hot path of a chain of state nodes
-            path.__class__ is str
-            and path
-            and path.isascii()
-            and kind.__class__ is str
-            and kind in _KIND_SET
-            and (source is None or (source.__class__ is str and source.isascii()))
-        ):
-            key = f"{kind}:{path}"
-        else:
-            key = _checked_key(kind, path, source)
-        declared = self._declared.get(key, _REPLACE)
-        cls = value.__class__
-        if not (
-            (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
-            or cls in _AS_IS
-            or (cls is str and value.isascii())
-        ):
-            value = freeze(
-                value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
-            )
-        source = source or self.name
-        with self._lock:
-            if self._journal is not None or declared.fn is not _REPLACE_FN:
-                mark = self._mark()
-                try:
-                    _, event = self._stage_write(
-                        key, kind, path, value, source, None, declared, time.time()
-                    )
-                except ReducerError as exc:
-                    raise ReducerError(
-                        f"reducer {declared.name!r} of {key} failed on update 1 of the batch "
-                        f"(from {source!r}): {exc.__cause__}. Nothing of the batch was written"
-                    ) from exc.__cause__
-                self._publish((event,), mark)
-                return 1
-            # a replace write with no journal: nothing can fail once it is staged
-            recent, index = self._recent, self._index
-            found = recent.get(key)  # _entries.lookup, inlined
-            old = self._settled.get(key) if found is None else found or None
-            seq = self._seq + 1
-            at = _now()
-            event = (seq, "write", kind, path, value, source, "replace", at, None)
-            row: EntryRow
-            if old is None:
-                self._index = index.add(key)
-                row = (kind, path, value, source, at, at, seq, None)
-            else:  # old[4], old[7]: created_at, meta
-                row = (kind, path, value, source, old[4], at, seq, old[7])
-            self._recent = recent.set(key, row)
-            self._seq = seq
-            self._own.append(event)
-            if self._subscribers or self._batch_subscribers:
-                before = (recent, self._settled, self._settle_at, index, seq - 1)
-                self._publish((event,), (*before, len(self._own) - 1))
-            if len(self._recent) > self._settle_at:
-                self._settle()
-        return 1
-
     def delete(self, kind: str, path: str, *, source: str | None = None) -> bool:
         """Remove one key; returns whether it held anything. Subscribers hear of it."""
         key = _checked_key(kind, path, source)
@@ -405,34 +278,6 @@ class Store(Staging):
             event: Event = _build(Event, row)
             return event
 
-    def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
-        """Log many ``(path, value, source)`` notes of one kind, in order, as one commit, as
-        ``note`` would, under one lock and one timestamp; a value that cannot be stored is
-        an error naming it, and then none of them is logged. Returns how many were logged."""
-        _check_kind(kind)
-        types, name = self._types, self.name
-        at = time.time()
-        with self._lock:
-            seq = self._seq
-            events: list[EventRow] = []
-            for item in _batch("note_many", notes):  # nothing is kept until all are good
-                try:
-                    path, value, source = item
-                except (TypeError, ValueError):
-                    raise _not_a_triple("note_many", item) from None
-                key = _checked_key(kind, path, source)
-                if value.__class__ not in _AS_IS and not _plain(value):
-                    value = freeze(value, where=f"note {key}", types=types)
-                seq += 1
-                events.append((seq, "note", kind, path, value, source or name, "replace", at, None))
-            if not events:
-                return 0
-            mark = self._mark()
-            self._seq = seq
-            self._own.extend(events)
-            self._publish(events, mark)
-        return len(events)
-
     def delta(
         self,
         writes: Iterable[tuple[str, str, Any, str | None]] | Mapping[str, Any],
@@ -442,13 +287,34 @@ class Store(Staging):
     ) -> Delta:
         """Writes decided on top of this store, applied nowhere yet: merge them into a store
         of its family with ``merge([delta])`` (``weft.store.merge``). ``writes`` are
-        ``(kind, path, value, source)`` tuples, or a mapping ``{path: value}`` of ``kind``
-        written by ``source``. Values are frozen now; a bad one is refused here."""
+        ``(kind, path, value, source)`` tuples (with a fifth item ``True``: the value
+        replaces the field, past its reducer, as ``write(..., replace=True)``), or a mapping
+        ``{path: value}`` of ``kind`` written by ``source``. Values are frozen now; a bad one
+        is refused here."""
         items: list[tuple[str, str, Any, str | None, bool]] = []
         replaces: list[str] = []
         declared, types = self._declared, self._types
         if writes.__class__ is dict and kind.__class__ is str and kind in _KIND_SET:  # a delta
-            _checked_source(source)
+            if source is not None and (source.__class__ is not str or not source.isascii()):
+                _checked_source(source)
+            if len(writes) == 1:  # one plain field: a fan-out branch's delta
+                ((path, value),) = writes.items()
+                cls = value.__class__
+                if (
+                    path.__class__ is str
+                    and path
+                    and path.isascii()
+                    and (
+                        (cls is int and _INT_LOW < value < _INT_HIGH)
+                        or cls in _AS_IS
+                        or (cls is str and value.isascii())
+                    )
+                ):
+                    key = f"{kind}:{path}"
+                    one = ((kind, path, value, source, False),)
+                    if declared.get(key, _REPLACE).name == "replace":
+                        return Delta(self, one, frozenset((key,)))
+                    return Delta(self, one, _NOTHING)
             for path, value in writes.items():
                 if path.__class__ is not str or not path or not path.isascii():
                     _checked_key(kind, path)
@@ -456,13 +322,16 @@ class Store(Staging):
                 known = declared.get(key, _REPLACE)
                 if known.name == "replace":
                     replaces.append(key)
-                if value.__class__ not in _AS_IS and not _plain(value):
+                cls = value.__class__
+                if not (  # _plain, inlined: a plain value is kept as it is
+                    (cls is int and _INT_LOW < value < _INT_HIGH)
+                    or cls in _AS_IS
+                    or (cls is str and value.isascii())
+                ):
                     merging = known.fn is _reducers.merge
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
-            return Delta(
-                self, tuple(items), frozenset(replaces) if replaces else _NOTHING, self.reducer_of
-            )
+            return Delta(self, tuple(items), frozenset(replaces) if replaces else _NOTHING)
         if isinstance(writes, Mapping):
             _check_kind(kind)
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
@@ -470,20 +339,24 @@ class Store(Staging):
             pairs = writes
         for item in _batch("delta", pairs):
             try:
-                k, path, value, by = item
+                k, path, value, by, *rest = item
+                (whole,) = rest or (False,)
             except (TypeError, ValueError):
                 raise StoreError(
-                    f"delta takes (kind, path, value, source) tuples or a mapping, got {item!r}"
+                    "delta takes (kind, path, value, source) or (kind, path, value, source, "
+                    f"replace) tuples or a mapping, got {item!r:.200}"
                 ) from None
             key = _checked_key(k, path, by)
             known = declared.get(key, _REPLACE)
-            if known.name == "replace":
+            if whole.__class__ is not bool:
+                raise StoreError(f"delta: the replace flag of {key} is {whole!r}, not a bool")
+            if whole or known.name == "replace":
                 replaces.append(key)
             if value.__class__ not in _AS_IS and not _plain(value):
-                merging = known.fn is _reducers.merge
+                merging = known.fn is _reducers.merge and not whole
                 value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((k, path, value, by, False))
-        return Delta(self, tuple(items), frozenset(replaces), self.reducer_of)
+            items.append((k, path, value, by, whole))
+        return Delta(self, tuple(items), frozenset(replaces))
 
     def apply(self, events: Iterable[Event]) -> int:
         """Apply events from another log (a fork's, a record's) through this store's
@@ -609,7 +482,8 @@ class Store(Staging):
         """
         if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= self._seq:
             raise StoreError(f"at({seq!r}): expected a step from 0 to {self._seq}")
-        if seq >= self._root._history_from:
+        root = self if self._root is None else self._root
+        if seq >= root._history_from:
             past = Store(types=self._types, name=self.name)
             past._declared.update(self._declared)
             with past._lock:
@@ -618,11 +492,11 @@ class Store(Staging):
                         break
                     past._replay(row)
         else:
-            journal = self._root._journal
+            journal = root._journal
             found = journal.state_at(seq) if journal is not None else None
             if found is None:
                 raise StoreError(
-                    f"this store's log starts at step {self._root._history_from} (it was "
+                    f"this store's log starts at step {root._history_from} (it was "
                     f"loaded from a snapshot), so it cannot show step {seq}; load that step "
                     "from its backend (DurableRun.state_at)"
                 )
@@ -720,14 +594,14 @@ class Store(Staging):
             # both sides then sort the keys written before the fork once, not once each
             child._index = self._index = self._index.fork()
             child._declared = self._declared
-            child._lock = threading.RLock()
+            child._lock = _RLock()
             child._subscribers = []
             child._batch_subscribers = []
             child._journal = None
             child._own = []
             child._seq = child._fork_seq = self._seq
             child._parent = self
-            child._root = self._root
+            child._root = self if self._root is None else self._root
             child._merged = None
             child._history_from = 0
         return child

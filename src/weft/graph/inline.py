@@ -1,0 +1,259 @@
+"""Inline and direct calls: the nodes a run calls on its own thread.
+
+``Inline`` is the part of a run (``weft.graph.engine.Run`` inherits it) that calls a ready
+node where the run is, with no task and no thread, when it is the only work: a sync node
+is called inline, then its successor while it is the only one ready, so a chain runs as a
+plain loop of calls; an async node is awaited directly. Two loops are specialised: a run
+with no store, no state and no records keeps a chain's arguments in locals
+(``_run_chain``), and a chain of state nodes that work in place writes each delta straight
+into the run's store (``_run_state_chain``).
+"""
+
+from __future__ import annotations
+
+import types
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+from weft._sync import run_sync
+from weft.errors import ValueTypeError, WeftError
+from weft.graph.dispatch import Dispatching
+from weft.graph.modes import FIRST, NO, WorkGraphStopFlags, pass_one
+from weft.graph.outcome import DONE
+from weft.graph.pause import Interrupt
+from weft.graph.state import StateView, checked_delta
+from weft.graph.stores import RunStores
+
+_CORO: Final = types.CoroutineType
+_FLAGS: Final = WorkGraphStopFlags
+_FAILED_CALL: Final = object()
+_PLAIN: Final = frozenset({str, int, bool, type(None)})
+
+
+class Inline(Dispatching):
+    """The inline calls of one run (mixed into ``Run``)."""
+
+    plain: bool
+    direct: bool
+    stores: RunStores | None
+    replay: deque[int]
+    results: list[Any]
+    remaining: list[int]
+    views: list[StateView | Any]
+
+    # Run's own (see there)
+    _started: Callable[[int], float]
+    _release_all: Callable[[int], None]
+    _admit: Callable[[int], None]
+    _fail_pass_down: Callable[[int, int, Exception], None]
+    _fail_commit: Callable[[int, WeftError], None]
+
+    def _run_inline(self, i: int) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
+        """Call ready sync node ``i`` here, then its successor while it is the only work."""
+        if self.plain:
+            return self._run_chain(i)
+        if self.direct and self.stores is not None and self.stores.inplace[i]:
+            i = self._run_state_chain(i)
+            if i < 0:
+                return None
+            self.ready.popleft()
+        schedule = self.schedule
+        fns, inline, ready = schedule.fns, schedule.inline, self.ready
+        while True:
+            args, kwargs = self._call_args(i)
+            started = self._started(i)
+            try:
+                result = fns[i](*args, **kwargs)
+            except Exception as exc:  # after its retries, the main loop takes the next node
+                result = self._retry_inline(i, args, kwargs, exc, started)
+                return self._after_inline(i, result, started)
+            except Interrupt as pause:
+                self._fail(i, pause, started, 1, 0.0)
+                return None
+            if result.__class__ is _CORO:
+                return self._after_inline(i, result, started)
+            self._complete(i, result, started, 0.0)
+            if len(ready) != 1 or self.running or self.halted or self.replay:
+                return None
+            i = ready[0]
+            if not inline[i]:
+                return None
+            ready.popleft()
+
+    def _run_chain(self, i: int) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
+        """``_run_inline`` for a run with no store, no state and no records: along a chain
+        (one successor that has one predecessor) the arguments stay in locals and each
+        step is a call and a few list stores."""
+        schedule = self.schedule
+        fns, chain, inline, codes = schedule.fns, schedule.chain, schedule.inline, schedule.codes
+        results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
+        args, kwargs = inputs[i]  # type: ignore[misc]
+        while True:
+            try:
+                result = fns[i](*args, **kwargs)
+            except Exception as exc:
+                inputs[i] = (args, kwargs)
+                return self._after_inline(i, self._retry_inline(i, args, kwargs, exc, 0.0))
+            cls = result.__class__
+            if cls is _CORO or (
+                cls is tuple and len(result) == 2 and result[0].__class__ is _FLAGS
+            ):
+                inputs[i] = (args, kwargs)
+                return self._after_inline(i, result)
+            results[i] = result
+            status[i] = DONE
+            s = chain[i]
+            if s < 0 or self.ready:
+                inputs[i] = (args, kwargs)
+                self._release_all(i)
+                return None
+            code = codes[i]
+            if code == FIRST:
+                args = (result, *args[1:]) if len(args) > 1 else (result,)
+            elif code != NO:
+                try:
+                    args, kwargs = pass_one(code, schedule.mode_args[i], result, (args, kwargs))
+                except Exception as exc:
+                    self._fail_pass_down(i, s, exc)
+                    return None
+            remaining[s] = 0
+            if not inline[s]:
+                inputs[s] = (args, kwargs)
+                self._admit(s)
+                return None
+            i = s
+
+    def _run_state_chain(self, i: int) -> int:
+        """``_run_inline`` for the state nodes of a chain that work in place (a run with no
+        run id and no observer): each node's delta goes straight into the run's store and
+        the next node is called in the same loop. Returns a ready node this loop leaves
+        to the general path (left in ``ready``), or -1."""
+        stores = self.stores
+        assert stores is not None
+        schedule = self.schedule
+        fns, chain, codes = schedule.fns, schedule.chain, schedule.codes
+        states, keys = schedule.states, schedule.keys
+        results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
+        store, finished, ready = stores.store, stores.finished, self.ready
+        direct = stores.direct
+        view = StateView(store)
+        args, kwargs = inputs[i]  # type: ignore[misc]
+        while True:
+            if not states[i]:
+                inputs[i] = (args, kwargs)
+                self.ready.appendleft(i)
+                return i
+            try:
+                result = fns[i](view, *args, **kwargs) if args or kwargs else fns[i](view)
+            except Exception as exc:
+                inputs[i] = (args, kwargs)
+                self.views[i] = view
+                result = self._retry_inline(i, (view, *args), kwargs, exc, 0.0)
+                self._after_inline(i, result)
+                return -1
+            if result.__class__ is not dict or not result:
+                if result is not None:  # a flag, a coroutine, a mapping: the general path
+                    inputs[i] = (args, kwargs)
+                    self.views[i] = view
+                    self._after_inline(i, result)
+                    return -1
+                delta = None
+            else:
+                delta = result
+                for path, value in result.items():  # plain values are stored as they are
+                    if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
+                        try:
+                            delta = checked_delta(result, keys[i], store)
+                        except (TypeError, ValueTypeError) as exc:
+                            self._fail(i, exc, 0.0, 1, 0.0)
+                            return -1
+                        break
+                if delta:
+                    try:
+                        if delta is result and len(result) == 1:  # the plain field just seen
+                            store._write_one("state", path, value, keys[i])
+                        else:
+                            store.write_many("state", delta, source=keys[i])
+                    except WeftError as exc:
+                        self._fail_commit(i, exc)
+                        return -1
+            finished[i] = True
+            stores.frontier = i + 1
+            results[i] = delta
+            status[i] = DONE
+            s = chain[i]
+            if s < 0 or ready or not direct[s]:
+                inputs[i] = (args, kwargs)
+                self._release_all(i)
+                return -1
+            code = codes[i]
+            if code == NO:
+                pass
+            elif code == FIRST:
+                args = (delta, *args[1:]) if len(args) > 1 else (delta,)
+            else:
+                try:
+                    args, kwargs = pass_one(code, schedule.mode_args[i], delta, (args, kwargs))
+                except Exception as exc:
+                    self._fail_pass_down(i, s, exc)
+                    return -1
+            remaining[s] = 0
+            i = s
+
+    def _after_inline(
+        self, i: int, result: Any, started: float = 0.0
+    ) -> tuple[int, Coroutine[Any, Any, Any], float] | None:
+        """Leave an inline loop with a result it does not handle (a flag, a coroutine)."""
+        if result is _FAILED_CALL:
+            return None
+        if result.__class__ is _CORO:
+            if not self.driven:
+                return i, result, started
+            try:
+                result = run_sync(result)
+            except (Exception, Interrupt) as exc:
+                self._fail(i, exc, started, 1, 0.0)
+                return None
+        self._complete(i, result, started, 0.0)
+        return None
+
+    def _retry_inline(
+        self, i: int, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception, started: float
+    ) -> Any:
+        retry = self.schedule.retries[i]
+        attempt = 1
+        while retry is not None and attempt < retry.attempts and isinstance(exc, retry.retry_on):
+            attempt += 1  # inline nodes have no backoff: nothing to wait for
+            self._rewind(i)
+            try:
+                return self.schedule.fns[i](*args, **kwargs)
+            except Exception as again:
+                exc = again
+            except Interrupt as pause:
+                self._fail(i, pause, started, 1, 0.0)
+                return _FAILED_CALL
+        self._fail(i, exc, started, attempt, 0.0)
+        return _FAILED_CALL
+
+    async def _settle_awaitable(
+        self, i: int, coro: Coroutine[Any, Any, Any], started: float
+    ) -> None:
+        try:
+            result = await coro
+        except (Exception, Interrupt) as exc:
+            self._fail(i, exc, started, 1, 0.0)
+            return
+        self._complete(i, result, started, 0.0)
+
+    async def _run_direct(self, i: int) -> None:
+        args, kwargs = self._call_args(i)
+        started = self._started(i)
+        try:
+            ok, value, attempts = await self._attempts(i, args, kwargs)
+        except Interrupt as pause:
+            ok, value, attempts = False, pause, 1
+        if ok:
+            self._complete(i, value, started, 0.0)
+        else:
+            self._fail(i, value, started, attempts, 0.0)

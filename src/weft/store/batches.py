@@ -1,0 +1,191 @@
+"""Writes in batches, the part of ``weft.store.Store`` that inherits ``Staging`` and that
+``Store`` inherits: ``write_many`` (with ``_write_one``, the hot case of a graph node's
+one-field delta) and ``note_many``. Each batch is one commit, as ``Store.write`` is."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from weft.errors import ReducerError
+from weft.store import reducers as _reducers
+from weft.store._staging import (
+    _KEYS,
+    _KIND_SET,
+    _REPLACE,
+    Staging,
+    _batch,
+    _check_kind,
+    _checked_key,
+    _not_a_triple,
+)
+from weft.store.events import EntryRow, EventRow
+from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW, _plain, freeze
+
+_REPLACE_FN: Final = _reducers.replace
+_now: Final = time.time
+
+
+class Batching(Staging):
+    """``write_many`` and ``note_many`` for ``Store``."""
+
+    __slots__ = ()
+
+    # Store's own (see there)
+    _journal: Any
+    _subscribers: list[Any]
+    _batch_subscribers: list[Any]
+
+    def write_many(
+        self,
+        kind: str,
+        writes: Iterable[tuple[str, Any, str | None]] | Mapping[str, Any],
+        *,
+        source: str | None = None,
+    ) -> int:
+        """Write many ``(path, value, source)`` updates of one kind, in order, as one commit.
+
+        ``writes`` may also be a mapping ``{path: value}`` (a graph node's delta, say), all
+        written with ``source``.
+
+        Each update goes through its field's reducer and is one event in the log, exactly
+        as ``write`` would make it, but the batch takes the lock once, has one timestamp,
+        and is all or nothing: if a value cannot be stored or a reducer fails, the error
+        names it and nothing of the batch is written. Returns how many updates were
+        written.
+
+        >>> from weft.store import Store, reducers
+        >>> store = Store(reducers={"state:log": reducers.append})
+        >>> store.write_many("state", [("log", "a", "n1"), ("log", "b", "n2"), ("ok", 1, None)])
+        3
+        >>> store.value("state", "log"), [e.source for e in store.events()]
+        (['a', 'b'], ['n1', 'n2', None])
+        """
+        if kind.__class__ is not str or kind not in _KIND_SET:
+            _check_kind(kind)
+        if writes.__class__ is dict or isinstance(writes, Mapping):
+            if len(writes) == 1:  # a one-field delta: the common case
+                for path, value in writes.items():
+                    return self._write_one(kind, path, value, source)
+            writes = [(path, value, source) for path, value in writes.items()]
+        elif writes.__class__ is list and len(writes) == 1:
+            try:
+                path, value, one_source = writes[0]
+            except (TypeError, ValueError):
+                raise _not_a_triple("write_many", writes[0]) from None
+            return self._write_one(kind, path, value, one_source)
+        types, name = self._types, self.name
+        declared_of = self._declared.get
+        items: list[tuple[str, str, Any, str | None, bool]] = []
+        for item in _batch("write_many", writes):
+            try:
+                path, value, source = item
+            except (TypeError, ValueError):
+                raise _not_a_triple("write_many", item) from None
+            key = _checked_key(kind, path, source)
+            if value.__class__ not in _AS_IS and not _plain(value):
+                merging = declared_of(key, _REPLACE).fn is _reducers.merge
+                value = freeze(value, where=key, types=types, allow_delete=merging)
+            items.append((kind, path, value, source or name, False))
+        if not items:
+            return 0
+        with self._lock:
+            mark = self._mark()
+            try:
+                events = self._stage_batch(items, time.time())
+            except ReducerError as exc:
+                raise ReducerError(f"{exc} of the batch. Nothing of the batch was written") from (
+                    exc.__cause__
+                )
+            self._publish(events, mark)
+        return len(events)
+
+    def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
+        """``write_many`` of one update: the same commit, with less bookkeeping (a graph
+        node's one-field delta is the common case)."""
+        kept = _KEYS.get(kind) if kind.__class__ is str else None
+        key = kept.get(path) if kept is not None and path.__class__ is str else None
+        if key is None or not (  # a path checked before: the hot path of a state chain
+            source is None or (source.__class__ is str and source.isascii())
+        ):
+            key = _checked_key(kind, path, source)
+        declared = self._declared.get(key, _REPLACE)
+        cls = value.__class__
+        if not (
+            (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
+            or cls in _AS_IS
+            or (cls is str and value.isascii())
+        ):
+            value = freeze(
+                value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
+            )
+        source = source or self.name
+        lock = self._lock  # acquire/release: a third of the cost of a with-block
+        lock.acquire()
+        try:
+            if self._journal is not None or declared.fn is not _REPLACE_FN:
+                mark = self._mark()
+                try:
+                    _, event = self._stage_write(
+                        key, kind, path, value, source, None, declared, time.time()
+                    )
+                except ReducerError as exc:
+                    raise ReducerError(
+                        f"reducer {declared.name!r} of {key} failed on update 1 of the batch "
+                        f"(from {source!r}): {exc.__cause__}. Nothing of the batch was written"
+                    ) from exc.__cause__
+                self._publish((event,), mark)
+                return 1
+            # a replace write with no journal: nothing can fail once it is staged
+            recent, index = self._recent, self._index
+            found = recent.get(key)  # _entries.lookup, inlined
+            old = self._settled.get(key) if found is None else found or None
+            seq = self._seq + 1
+            at = _now()
+            event = (seq, "write", kind, path, value, source, "replace", at, None)
+            row: EntryRow
+            if old is None:
+                self._index = index.add(key)
+                row = (kind, path, value, source, at, at, seq, None)
+            else:  # old[4], old[7]: created_at, meta
+                row = (kind, path, value, source, old[4], at, seq, old[7])
+            self._recent = recent.set(key, row)
+            self._seq = seq
+            self._own.append(event)
+            if self._subscribers or self._batch_subscribers:
+                before = (recent, self._settled, self._settle_at, index, seq - 1)
+                self._publish((event,), (*before, len(self._own) - 1))
+            if len(self._recent) > self._settle_at:
+                self._settle()
+        finally:
+            lock.release()
+        return 1
+
+    def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
+        """Log many ``(path, value, source)`` notes of one kind, in order, as one commit, as
+        ``note`` would, under one lock and one timestamp; a value that cannot be stored is
+        an error naming it, and then none of them is logged. Returns how many were logged."""
+        _check_kind(kind)
+        types, name = self._types, self.name
+        at = time.time()
+        with self._lock:
+            seq = self._seq
+            events: list[EventRow] = []
+            for item in _batch("note_many", notes):  # nothing is kept until all are good
+                try:
+                    path, value, source = item
+                except (TypeError, ValueError):
+                    raise _not_a_triple("note_many", item) from None
+                key = _checked_key(kind, path, source)
+                if value.__class__ not in _AS_IS and not _plain(value):
+                    value = freeze(value, where=f"note {key}", types=types)
+                seq += 1
+                events.append((seq, "note", kind, path, value, source or name, "replace", at, None))
+            if not events:
+                return 0
+            mark = self._mark()
+            self._seq = seq
+            self._own.extend(events)
+            self._publish(events, mark)
+        return len(events)
