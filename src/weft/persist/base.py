@@ -192,34 +192,18 @@ class Backend(Closeable):
         transaction, and older snapshots beyond the newest ``keep_snapshots`` are dropped."""
         check_id(thread_id, "thread_id")
         check_id(run_id, "run_id")
-        return self._append(
-            thread_id, run_id, expected_last_step, events, snapshot, max(keep_snapshots, 1)
-        )
-
-    def _append(
-        self,
-        thread_id: str,
-        run_id: str,
-        expected: int,
-        events: Sequence[Event],
-        snapshot: Snapshot | None,
-        keep_snapshots: int,
-    ) -> int:
-        """``append`` with ids checked already (a ``DurableRun`` checks its own once)."""
         if not events:
             raise PersistError(f"append to thread {thread_id!r} got no events; pass at least one")
-        last = expected
-        types = self.types
+        last = expected_last_step
         rows: list[EventRow] = []
         for event in events:
-            seq = event[0]
-            if seq <= last:
+            if event.seq <= last:
                 raise PersistError(
-                    f"append to thread {thread_id!r}: event {seq} does not come after step "
+                    f"append to thread {thread_id!r}: event {event.seq} does not come after step "
                     f"{last}; events are appended in step order after expected_last_step"
                 )
-            last = seq
-            rows.append((seq, run_id, encode_event(event, types)))
+            last = event.seq
+            rows.append((event.seq, run_id, encode_event(event, self.types)))
         snapshot_row = None
         if snapshot is not None:
             if snapshot.step != last:
@@ -228,9 +212,15 @@ class Backend(Closeable):
                     "a snapshot goes with the batch that ends at its step"
                 )
             with paused():
-                snapshot_row = (snapshot.step, encode_snapshot(snapshot, types))
+                snapshot_row = (snapshot.step, encode_snapshot(snapshot, self.types))
         self._append_rows(
-            thread_id, run_id, expected, rows, snapshot_row, keep_snapshots, time.time()
+            thread_id,
+            run_id,
+            expected_last_step,
+            rows,
+            snapshot_row,
+            max(keep_snapshots, 1),
+            time.time(),
         )
         return last
 

@@ -160,8 +160,8 @@ class DurableRun(Closeable):
             if not self._pending:
                 return
             batch, self._pending = self._pending, []
-            self._step = self.backend._append(
-                self.thread_id, self.run_id, self._step, batch, None, max(self.keep_snapshots, 1)
+            self._step = self.backend.append(
+                self.thread_id, self.run_id, self._step, batch, keep_snapshots=self.keep_snapshots
             )
             self._since_snapshot += len(batch)
 
@@ -182,16 +182,15 @@ class DurableRun(Closeable):
             every = self.snapshot_every
             due = every and since >= every and since >= self._snapshot_weight // 2
             snapshot = capture(store, step=batch[-1].seq) if due else None
-            self._step = self.backend._append(
+            self._step = self.backend.append(
                 self.thread_id,
                 self.run_id,
                 self._step,
                 batch,
-                snapshot,
-                max(self.keep_snapshots, 1),
+                snapshot=snapshot,
+                keep_snapshots=self.keep_snapshots,
             )
-            if self._pending:
-                self._pending = []
+            self._pending = []
             self._since_snapshot = since if snapshot is None else 0
             if snapshot is not None:
                 self._snapshot_weight = snapshot.weight
