@@ -525,7 +525,8 @@ class Agent:
         record: Any
         if (
             frozen is not None
-            and _text(chooser)
+            and chooser.__class__ is str
+            and (chooser.isascii() or _utf8(chooser))
             and iteration.__class__ is int
             and group.__class__ is int
             and index.__class__ is int
