@@ -112,7 +112,13 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             )
         top = root  # the fields without their wrapper: accept them
     groups: list[tuple[AgentAction, ...]] = []
-    next_actions = top.find("NextActions")
+    next_actions = holder = None  # the first of each, found in one pass
+    for child in top.children:
+        if child.tag == "NextActions":
+            if next_actions is None:
+                next_actions = child
+        elif child.tag == "Problems" and holder is None:
+            holder = child
     if next_actions is not None:
         for number, child in enumerate(next_actions.children, start=1):
             if child.tag == "ActionGroup":
@@ -129,7 +135,6 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             elif child.tag == "Action":
                 groups.append((_xml_action(child, number, 0),))
     problems: tuple[AgentAction, ...] = ()
-    holder = top.find("Problems")
     if holder is not None:
         problems = tuple(
             _problem(p.text("Request"), p.text("ProblemID"), f"<Problem> {n}", xml=True)
