@@ -5,7 +5,8 @@
 W3  the 200-node state chain of ``bench_graph.py`` (each node reads ``x`` and returns
     ``{"x": x + 1}``), durable: every node's work is committed before the next node
     starts. weft: ``DurableRun.open(SQLiteBackend(path, synchronous=...), thread)
-    .run_graph(graph)``; Burr: an application with its ``SQLitePersister`` (a state row
+    .run_graph(graph)``, each node's commit one ``INSERT`` guarded by the thread's last
+    step (autocommit: its own transaction); Burr: an application with its ``SQLitePersister`` (a state row
     committed after every step); LangGraph: ``invoke(..., durability="sync")`` with
     ``SqliteSaver``. Each sample is a fresh thread / app id on one database file per
     system and setting; opening the run, building the application or compiling the
@@ -202,7 +203,8 @@ def check_weft(folder: Path) -> Written:
     reader.close()
     return Written(
         rows=f"{states / CHAIN:.2f} state events and {nodes / CHAIN:.2f} step records per "
-        f"node, committed together (one transaction) as the node finishes; {others} run "
+        f"node, committed together as the node finishes (one `INSERT` statement in autocommit "
+        f"mode, guarded by the thread's last step: one transaction); {others} run "
         "records",
         checked=all(b > a for a, b in itertools.pairwise(seen)),
     )
@@ -322,7 +324,7 @@ def w3(folder: Path, rounds: int) -> str:
 
     does = {
         "floor": "one `INSERT` of a small row, then `COMMIT`",
-        "weft": "its state write and its step record, one transaction",
+        "weft": "its state write and its step record: one guarded `INSERT`, one transaction",
         "Burr": "its state row (`SQLitePersister.save`, a commit per step)",
         "LangGraph": "a checkpoint and its writes (`SqliteSaver`, `durability='sync'`)",
     }

@@ -283,3 +283,32 @@ def test_a_step_record_round_trips_and_both_encoders_agree(
         patch.setattr(codec, "_orjson", None)
         slow = encode_event(event)
     assert json.loads(fast) == json.loads(slow)
+
+
+def test_the_step_record_writer_knows_every_field() -> None:
+    """A step record is written by hand on the hot path: each field, set alone, is written
+    as the tagged path writes it, and a new field of ``StepRecord`` fails here first."""
+    samples: dict[str, object] = {
+        "kind": "task",
+        "label": "n0",
+        "result": 5,
+        "flag": "Terminate",
+        "tuple_result": True,
+        "committed": False,
+        "writes": 3,
+        "began": 4,
+        "started_at": 1.5,
+        "duration_ms": 0.25,
+    }
+    changes = (Event(1, "write", "state", "x", 1, "n0", "replace", 1.0, None),)
+    assert {*samples, "changes"} == {f.name for f in dataclasses.fields(StepRecord)}
+    for record in [
+        *(StepRecord(**{name: value}) for name, value in samples.items()),  # type: ignore[arg-type]
+        StepRecord(changes=changes, committed=False),
+    ]:
+        event = Event(2, "write", "step", "run-1/n0#0", record, "n0#0", "replace", 1.5, None)
+        fast = encode_event(event)
+        assert decode_event(fast, thread_id="t", step=2) == event
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(codec, "_orjson", None)
+            assert json.loads(fast) == json.loads(encode_event(event))

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from weft._sync import run_sync
 from weft.agent.actors import ActorSpec, ActorTable
-from weft.agent.branching import run_action_groups
+from weft.agent.branching import node_error_cause, run_action_groups
 from weft.agent.context import (
     AgentInputs,
     IterationContext,
@@ -43,7 +43,7 @@ from weft.agent.types import (
     action_record,
 )
 from weft.agent.watch import AgentWatch
-from weft.errors import AgentBuildError, AgentError, AgentResponseError, GraphError, NodeError
+from weft.errors import AgentBuildError, AgentError, AgentResponseError, NodeError
 from weft.graph.pause import Interrupt, Paused, enclosing, paused
 from weft.llm import areason
 from weft.store import MISSING, FrozenDict, FrozenList, Store, freeze, reducers
@@ -113,7 +113,8 @@ class Agent:
         self.branching_agent_start_as_new = branching_agent_start_as_new
         self._store = store if store is not None else Store(name=name)
         self._inherited = AgentStates()
-        self._spawning: dict[str, Any] | None = None  # the iteration whose actions run now
+        # the iteration whose actions run now: (iteration, user input, prompt, reply, response)
+        self._spawning: tuple[int, Any, str, str, AgentResponse] | None = None
         self._recorded: tuple[AgentAction, Any] | None = None  # the last action recorded
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
@@ -172,7 +173,7 @@ class Agent:
         states = AgentStates() if clear_states else self.states
         spawning = None if clear_states else self._spawning
         clone._inherited = (
-            states if spawning is None else AgentStates((*states, AgentStateItem(**spawning)))
+            states if spawning is None else AgentStates((*states, _spawned(*spawning)))
         )
         clone._spawning = None
         clone._recorded = None
@@ -334,10 +335,10 @@ class Agent:
                 else:  # the interrupted iteration: its recorded reply, parsed again
                     prompt, raw = reply
                     response = self.parse_response(raw)
-                plan = response_record(response, f"response of agent {name!r}")
+                plan = response_record(response, name)
                 current = FrozenDict({"iteration": iteration, "response": plan})
                 if run is None:  # one write, the store's single-write path
-                    store.write_many("state", [(self.current_path, current, name)])
+                    store.write_many("state", {self.current_path: current}, source=name)
                 elif reply is None:
                     run.record_reply(iteration, prompt, raw, current)
                 log, calls = (None, None) if run is None else run.at(iteration)
@@ -353,25 +354,29 @@ class Agent:
                 )
                 work = self.create_next_actions(response, step)
                 ran = bool(work)
-                fields = {
-                    "iteration": iteration,
-                    "new_task": user_input is not None,
-                    "task_status": response.task_status,
-                    "task_status_description": response.task_status_description,
-                    "task_status_description_extended": response.task_status_description_extended,
-                    "user_input": user_input,
-                    "reasoner_input": prompt,
-                    "raw_response": raw,
-                    "response": response,
-                }
                 results = None
                 if ran:  # a branch copied meanwhile inherits this item (its results unknown)
-                    self._spawning = fields
+                    self._spawning = (iteration, user_input, prompt, raw, response)
                     try:
-                        results = await self._work(work, step)
+                        results = await (
+                            run_action_groups(work, step)
+                            if work.__class__ is tuple
+                            else self._work(work, step)
+                        )
                     finally:
                         self._spawning = None
-                item = AgentStateItem(**fields, action_results=results)
+                item = AgentStateItem(
+                    iteration=iteration,
+                    new_task=user_input is not None,
+                    task_status=response.task_status,
+                    task_status_description=response.task_status_description,
+                    task_status_description_extended=response.task_status_description_extended,
+                    user_input=user_input,
+                    reasoner_input=prompt,
+                    raw_response=raw,
+                    response=response,
+                    action_results=results,
+                )
                 record = state_record(item, plan, self._recorded)
                 self._recorded = None
                 if run is None:
@@ -436,10 +441,11 @@ class Agent:
             ) from None
 
     async def _work(self, work: NextActions, step: IterationContext) -> Any:
-        """Run action groups (``weft.agent.branching``), or a callable as it is (seed 002)."""
+        """Run action groups (``weft.agent.branching``; the loop calls it directly for a
+        tuple of groups), or a callable as it is (seed 002)."""
+        if isinstance(work, tuple):
+            return await run_action_groups(work, step)
         try:
-            if isinstance(work, tuple):
-                return await run_action_groups(work, step)
             method = getattr(work, "arun", None)
             if callable(method):
                 return await method()
@@ -448,11 +454,10 @@ class Agent:
                 result = await result
             return result
         except NodeError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, Exception) and not isinstance(cause, GraphError):
-                cause.add_note(f"raised inside the actions of agent {self.name!r}: {exc}")
-                raise cause from None
-            raise
+            cause = node_error_cause(exc, self.name)
+            if cause is None:
+                raise
+            raise cause from None
 
     def construct_reasoner_input(self, inputs: AgentInputs) -> str:
         """The prompt of one iteration: here the input, the results and the attachments."""
@@ -520,11 +525,14 @@ class Agent:
         record: Any
         if (
             frozen is not None
-            and _text(chooser)
+            and chooser.__class__ is str
+            and (chooser.isascii() or _utf8(chooser))
             and iteration.__class__ is int
             and group.__class__ is int
             and index.__class__ is int
-            and -_BIG < min(iteration, group, index) <= max(iteration, group, index) < _BIG
+            and -_BIG < iteration < _BIG
+            and -_BIG < group < _BIG
+            and -_BIG < index < _BIG
         ):
             self._recorded = (action, frozen)  # the state item's record holds the same dict
             record = FrozenDict(
@@ -550,6 +558,23 @@ class Agent:
 # as it is (text it can save, small numbers, frozen values): the store's ``freeze`` would
 # walk them again to find nothing to change. Anything else (None returned) takes the
 # store's own path, whose errors say what cannot be stored.
+
+
+def _spawned(
+    iteration: int, user_input: Any, prompt: str, raw: str, response: AgentResponse
+) -> AgentStateItem:
+    """The state item of an iteration whose actions are running (``Agent._spawning``)."""
+    return AgentStateItem(
+        iteration=iteration,
+        new_task=user_input is not None,
+        task_status=response.task_status,
+        task_status_description=response.task_status_description,
+        task_status_description_extended=response.task_status_description_extended,
+        user_input=user_input,
+        reasoner_input=prompt,
+        raw_response=raw,
+        response=response,
+    )
 
 
 def _stored_as_is(value: Any) -> bool:
@@ -607,8 +632,9 @@ def action_dict(action: AgentAction) -> FrozenDict | None:
     return FrozenDict(out)
 
 
-def response_record(response: AgentResponse, where: str) -> Any:
-    """``response.to_dict()``, frozen (``ValueTypeError`` naming ``where`` if it cannot be)."""
+def response_record(response: AgentResponse, agent: str) -> Any:
+    """``response.to_dict()``, frozen (``ValueTypeError`` naming agent ``agent``'s response
+    if it cannot be)."""
     if not (
         response.__class__ is AgentResponse
         and not response.problems
@@ -620,14 +646,14 @@ def response_record(response: AgentResponse, where: str) -> Any:
             response.task_status_description_extended,
         )
     ):
-        return freeze(response.to_dict(), where=where)
+        return freeze(response.to_dict(), where=f"response of agent {agent!r}")
     groups = []
     for group in response.next_actions:
         records = []
         for action in group:
             record = action_dict(action)
             if record is None:
-                return freeze(response.to_dict(), where=where)
+                return freeze(response.to_dict(), where=f"response of agent {agent!r}")
             records.append(record)
         groups.append(FrozenList(records))
     out: dict[str, Any] = {

@@ -34,6 +34,7 @@ from weft.agent.types import (
     plain_results,
     to_plain_record,
 )
+from weft.errors import GraphError, NodeError
 from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
 from weft.graph.pause import Asking
 from weft.store import FrozenDict, FrozenList, StepRecord, Store, freeze
@@ -108,8 +109,25 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
             flow = out if out.__class__ is Flow else await out
         return flow.last
     graph = build_action_graph(groups, step)
-    done: Flow = await graph.arun(start)
+    try:
+        done: Flow = await graph.arun(start)
+    except NodeError as exc:
+        cause = node_error_cause(exc, step.agent.name)
+        if cause is None:
+            raise
+        raise cause from None
     return done.last
+
+
+def node_error_cause(exc: NodeError, agent: str) -> Exception | None:
+    """What to raise instead of ``exc`` out of agent ``agent``'s actions: the exception a
+    node raised (noted with where), not the graph's wrapper of it; None if ``exc`` is the
+    graph's own error, raised as it is."""
+    cause = exc.__cause__
+    if isinstance(cause, Exception) and not isinstance(cause, GraphError):
+        cause.add_note(f"raised inside the actions of agent {agent!r}: {exc}")
+        return cause
+    return None
 
 
 def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGraph:
@@ -187,20 +205,23 @@ def _run_one(action: AgentAction, g: int, step: IterationContext, flow: Flow) ->
     """A single action, run on the agent itself and recorded (or restored, on resume): the
     flow after it, or an awaitable of it (an async actor)."""
     agent = step.agent
-    unit = f"action/{g}"
     log = step.log
     if log is not None:
-        recorded = log.get(unit)
+        recorded = log.get(f"action/{g}")
         if recorded is not None:
             return flow.then(AgentAction.from_dict(recorded.result["action"]))
     bound = agent.actors.get(action.type)
     if bound is not None and not bound.is_async:
-        offered = _offered(agent, action, flow, step, unit)
+        offered = (
+            _NOTHING  # _offered's common case: an actor that takes no extras, no run id
+            if step.calls is None and not bound.extras
+            else _offered(agent, action, flow, step, f"action/{g}")
+        )
         out = run_sync_actor(agent.actors, action, offered)
         if out.__class__ is AgentAction or isinstance(out, AgentAction):
             return _one_done(flow, out, g, step)
         return _late(out, action, lambda executed: _one_done(flow, executed, g, step))
-    return _run_one_async(action, g, step, flow, unit)
+    return _run_one_async(action, g, step, flow, f"action/{g}")
 
 
 async def _run_one_async(

@@ -18,6 +18,7 @@ retry, so it says what was wrong and how to fix it.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable, Collection, Mapping
@@ -25,7 +26,7 @@ from math import isfinite
 from typing import Any, Final
 
 from weft.agent.types import AgentAction, AgentResponse, AgentTaskStatusFlags
-from weft.agent.xmlish import Element, Scanner, clean, simple_children, unescape
+from weft.agent.xmlish import Element, Scanner, simple_children
 from weft.errors import CodecError, ResponseProblem, ValueTypeError
 from weft.store import FrozenDict, freeze
 from weft.store.codec import parse
@@ -82,7 +83,7 @@ def parse_structured_response(
                 f"the reply holds a lone surrogate ({text[exc.start]!r} at character "
                 f"{exc.start}), which is not Unicode text; reply in plain text"
             ) from None
-    xml = _WRAPPER.search(body) is not None
+    xml = "<StructuredResponse" in body or _WRAPPER.search(body) is not None
     if not xml and body.startswith("```"):
         fenced = _FENCE.match(body)
         if fenced:
@@ -111,7 +112,13 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             )
         top = root  # the fields without their wrapper: accept them
     groups: list[tuple[AgentAction, ...]] = []
-    next_actions = top.find("NextActions")
+    next_actions = holder = None  # the first of each, found in one pass
+    for child in top.children:
+        if child.tag == "NextActions":
+            if next_actions is None:
+                next_actions = child
+        elif child.tag == "Problems" and holder is None:
+            holder = child
     if next_actions is not None:
         for number, child in enumerate(next_actions.children, start=1):
             if child.tag == "ActionGroup":
@@ -128,24 +135,31 @@ def _from_xml(text: str) -> tuple[AgentResponse, str | None]:
             elif child.tag == "Action":
                 groups.append((_xml_action(child, number, 0),))
     problems: tuple[AgentAction, ...] = ()
-    holder = top.find("Problems")
     if holder is not None:
         problems = tuple(
             _problem(p.text("Request"), p.text("ProblemID"), f"<Problem> {n}", xml=True)
             for n, p in enumerate(holder.find_all("Problem"), start=1)
         )
-    field = top.fields.get
+    field = _texts(top.fields).get
     response = _response(
-        instant_response=clean(field("InstantResponse")),
-        instant_learnings=clean(field("InstantLearnings")),
-        status=clean(field("TaskStatus")),
-        description=clean(field("TaskStatusDescription")),
-        extended=clean(field("TaskStatusDescriptionExtended")),
+        instant_response=field("InstantResponse"),
+        instant_learnings=field("InstantLearnings"),
+        status=field("TaskStatus"),
+        description=field("TaskStatusDescription"),
+        extended=field("TaskStatusDescriptionExtended"),
         groups=tuple(groups),
         problems=problems,
         status_name="<TaskStatus>",
     )
-    return response, clean(field("ProblemGraph"))
+    return response, field("ProblemGraph")
+
+
+def _texts(fields: Mapping[str, str]) -> dict[str, str]:
+    """``clean`` of every text an element holds (only those it holds: most are left out)."""
+    out = {}
+    for name, raw in fields.items():  # a loop, not a comprehension: one call fewer
+        out[name] = (html.unescape(raw) if "&" in raw else raw).strip()
+    return out
 
 
 def _where(number: int, index: int) -> str:
@@ -158,7 +172,8 @@ def _where(number: int, index: int) -> str:
 
 def _xml_action(element: Element, number: int, index: int) -> AgentAction:
     fields = element.fields
-    action_type = clean(fields.get("ActionType"))  # or <Type>, whichever comes first
+    text = _texts(fields).get
+    action_type = text("ActionType")  # or <Type>, whichever comes first
     if not action_type:
         raise ResponseProblem(
             f"{_where(number, index)} has no <ActionType>; give every <Action> an "
@@ -170,7 +185,8 @@ def _xml_action(element: Element, number: int, index: int) -> AgentAction:
         raw = fields.get("Arguments")
     if raw is not None and (raw := raw.strip()):
         if raw[0] == "{":
-            args = _json_args(unescape(raw).strip(), number, index, action_type)
+            body = html.unescape(raw).strip() if "&" in raw else raw  # raw is stripped
+            args = _json_args(body, number, index, action_type)
         else:
             pairs = simple_children(raw)
             if pairs is None:
@@ -182,10 +198,10 @@ def _xml_action(element: Element, number: int, index: int) -> AgentAction:
             args = pairs
     return AgentAction(
         type=action_type,
-        target=clean(fields.get("Target")) or None,
+        target=text("Target") or None,
         args=args,
-        reasoning=clean(fields.get("Reasoning")) or None,
-        id=clean(fields.get("ActionID")) or None,
+        reasoning=text("Reasoning") or None,
+        id=text("ActionID") or None,
     )
 
 
@@ -262,23 +278,23 @@ def _json_args(text: str, number: int, index: int, action_type: str) -> Mapping[
             data, end = _SCAN_ONCE(text, 0)  # the C scanner json.loads runs
         except (StopIteration, ValueError, RecursionError):
             data = end = None
-        if end == len(text) and data.__class__ is dict and all(map(_flat, data.items())):
-            return FrozenDict(data)
+        if end == len(text) and data.__class__ is dict:
+            for key, value in data.items():  # what freeze keeps as it is (the reply holds no
+                cls = value.__class__  # lone surrogate, so any text is)
+                if not (
+                    key.isascii()
+                    and (
+                        cls is str
+                        or cls is bool
+                        or value is None
+                        or (cls is int and -_BIG < value < _BIG)
+                        or (cls is float and isfinite(value))
+                    )
+                ):
+                    break
+            else:
+                return FrozenDict(data)
     return _json_object(text, f"the <Args> of {_where(number, index)} ({action_type})")
-
-
-def _flat(item: tuple[str, Any]) -> bool:
-    """Whether a key and value are what ``freeze`` keeps as they are (the reply holds no
-    lone surrogate, so any text is)."""
-    value = item[1]
-    cls = value.__class__
-    return item[0].isascii() and (
-        cls is str
-        or cls is bool
-        or value is None
-        or (cls is int and -_BIG < value < _BIG)
-        or (cls is float and isfinite(value))
-    )
 
 
 def _json_object(text: str, what: str) -> Mapping[str, Any]:

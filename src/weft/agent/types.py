@@ -16,6 +16,8 @@ from typing import Any, Final, Literal, overload
 from weft.store import MISSING, FrozenDict, FrozenList, freeze
 
 _NO_ARGS: Final = FrozenDict()
+_BIG: Final = 2**63
+_KEPT: Final = frozenset({bool, type(None), FrozenDict, FrozenList})
 
 
 class AgentTaskStatusFlags(enum.Enum):
@@ -79,13 +81,20 @@ class AgentAction:
 
     def with_result(self, result: Any, *, error: str | None = None) -> AgentAction:
         """This action, executed: a new record with ``result`` (frozen) and ``error``."""
+        cls = result.__class__
+        if not (  # what freeze keeps as it is, seen before its message is made
+            (cls is int and -_BIG < result < _BIG)
+            or (cls is str and result.isascii())
+            or cls in _KEPT
+        ):
+            result = freeze(result, where=f"result of {self.type}")
         return AgentAction(
             type=self.type,
             target=self.target,
             args=self.args,
             reasoning=self.reasoning,
             id=self.id,
-            result=freeze(result, where=f"result of {self.type}"),
+            result=result,
             error=error,
         )
 

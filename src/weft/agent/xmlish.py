@@ -138,7 +138,10 @@ class Scanner:
             # spelled as it was opened
             closed = not self_closing and i < count and pieces[i].startswith(shut)
             if field is None:  # a container
-                element = Element(tag)
+                element = _new(Element)  # Element(tag), without a Python call
+                element.tag = tag
+                element.children = []
+                element.fields = {}
                 node.children.append(element)
                 if closed:
                     i += 1
@@ -165,6 +168,7 @@ class Scanner:
         return root
 
 
+_new: Final = object.__new__
 _Kind = tuple[str, str | None, str, bool]
 """How the scanner knows a head: its tag, the field it fills (None: a container), and for an
 opening tag the rest of its closing tag as written ("/Name>"), for a closing one

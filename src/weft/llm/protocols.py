@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from inspect import CO_COROUTINE
 from time import perf_counter
 from types import FunctionType, MethodType
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from weft._sync import run_sync
 from weft.llm.messages import AssistantMessage, ChatMessage, Completion, MessageLike
@@ -113,6 +113,10 @@ async def areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     """
     if watching() and not isinstance(reasoner, ChatModelBase):  # a chat model tells itself
         return await watched(reasoner, "text_completion", _areason(reasoner, prompt))
+    method = getattr(reasoner, "areason", None)
+    if _async_method(method):  # the common case of _areason, without its coroutine
+        reply = await method(prompt)
+        return reply if reply.__class__ is Completion else as_completion(reply, reasoner=reasoner)
     return await _areason(reasoner, prompt)
 
 
@@ -129,7 +133,7 @@ async def _areason(reasoner: Reasoner | Any, prompt: str) -> Completion:
     return as_completion(result, reasoner=reasoner)
 
 
-def _async_method(method: Any) -> bool:
+def _async_method(method: Any) -> TypeGuard[Callable[[str], Awaitable[Any]]]:
     """Whether ``method`` is a bound ``async def`` method: ``inspect.iscoroutinefunction``'s
     answer in its common case, read without its unwrapping (once per model call)."""
     return (
