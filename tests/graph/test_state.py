@@ -355,7 +355,7 @@ def test_writes_may_name_their_writer(mode: Mode) -> None:
     assert store.get("state", "x").source == "call-7"  # type: ignore[union-attr]
 
 
-def test_shared_views_read_the_run_store_and_commit_as_each_node_finishes(mode: Mode) -> None:
+def test_shared_views_read_the_run_store_once_the_ancestors_are_committed(mode: Mode) -> None:
     store = Store(reducers={"state:items": reducers.append})
     first = state_node(mode, lambda view: {"base": 1}, id="start")
     for i, sleep in enumerate([0.0, 0.1]):  # b1 starts late on a thread, or after b0 inline
@@ -381,7 +381,7 @@ def test_a_recorded_run_with_shared_views_commits_each_node_with_its_record(mode
     graph = WorkGraph(start_nodes=[a], isolated=False)
     with pytest.raises(NodeError):
         mode.run(graph, store=store, run_id="r1")
-    assert store.value("state", "items") == ["a", "b"]  # committed as they finished
+    assert store.value("state", "items") == ["a", "b"]  # committed before c failed
     assert mode.run(graph, store=store, run_id="r1") == ["a", "b"]
     assert store.value("state", "items") == ["a", "b", "c"]
     assert calls == ["c", "c"]
@@ -391,3 +391,17 @@ def test_a_recorded_run_with_shared_views_commits_each_node_with_its_record(mode
 def test_isolated_must_be_a_bool() -> None:
     with pytest.raises(GraphBuildError, match="isolated"):
         WorkGraph(start_nodes=[WorkGraphNode(len)], isolated="no")  # type: ignore[arg-type]
+
+
+def test_shared_views_commit_in_graph_order_whichever_node_finishes_first(mode: Mode) -> None:
+    store = Store()
+
+    def put(name: str, sleep: float) -> WorkGraphNode:
+        return state_node(mode, lambda view: {name: 1}, id=name, sleep=sleep)
+
+    first = state_node(mode, lambda view: {"base": 1}, id="start")
+    first.add_next(put("slow", 0.2))
+    first.add_next(put("quick", 0.0))
+    mode.run(WorkGraph(start_nodes=[first], isolated=False), store=store)
+    written = [e.path for e in store.events() if e.kind == "state"]
+    assert written == ["base", "slow", "quick"]  # the order of the graph, not of finishing

@@ -3,10 +3,11 @@
 Each call (on each instance) is one state node (``WorkGraphNode(state=True)``) with edges
 from the data flow; data moves through the store, never by pass-down. A call reads the
 store and returns its ``Writes`` with its record. A call reads only what the calls it
-depends on write, so the engine gives it no view of its own (``WorkGraph(isolated=
-False)``) and commits its writes as it finishes; only a *sequenced* plan (unordered calls
-reducing one field, ``weft.calls.dataflow``) runs on isolated views, committed in graph
-order, so the field's value never depends on which call finished first. With a ``run_id`` the engine
+depends on write, so a call whose upstream calls are committed reads the run's store with
+no view of its own (``WorkGraph(isolated=False)``); only a *sequenced* plan (unordered
+calls reducing one field, ``weft.calls.dataflow``) runs on isolated views throughout.
+Writes are committed in graph order either way, so the log is the same whichever call
+finished first (on Ray too). With a ``run_id`` the engine
 records each finished call with its writes in one commit, so running again restores
 recorded calls instead of calling them (a call whose tool took effect but whose record
 was not stored runs again: at least once).

@@ -48,12 +48,12 @@ class WorkGraph:
     are called there, and the run is scheduled, merged and recorded here
     (``weft.graph.offload``).
 
-    ``isolated=False`` gives up the isolation of views for speed: every node reads the
-    run's store as it is, and each node's changes are committed as it finishes, not in
-    graph order, with no view built per node. Only for graphs where each node reads only
-    what its ancestors write and no two nodes without an order between them write one
-    field, so the store's content does not depend on which finished first (a plan of
-    tool calls, whose compiler checks both).
+    ``isolated=False`` gives up the isolation of views for speed: a node whose ancestors'
+    changes are all committed reads the run's store as it is, with no view built for it
+    (changes are still committed in graph order). Only for graphs where each node reads
+    only what its ancestors write and no two nodes without an order between them write
+    one field, so what else it sees there does not matter (a plan of tool calls, whose
+    compiler checks both).
     """
 
     __slots__ = ("_runnable", "_schedule", "isolated", "max_concurrency", "start_nodes")

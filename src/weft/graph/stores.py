@@ -22,10 +22,12 @@ state node at the frontier in a run without a run id writes its delta straight i
 store. A run that fails keeps what was committed before the failure; with a run id, what
 finished after it is recorded.
 
-Shared views (``WorkGraph(isolated=False)``). Every node reads the run store itself, and
-its changes (with its record, in a recorded run) are committed as it finishes: no view is
-built, nothing waits for the frontier. The graph's owner vouches that each node reads only
-what its ancestors wrote and that no two unordered nodes write one field.
+Shared views (``WorkGraph(isolated=False)``). A node whose predecessors the frontier has
+passed reads the run store itself (its ancestors' changes are all committed there), with
+no view built; one that starts before that gets its view as above. Changes are committed
+in canonical order either way, so the log is the same whichever node finished first. The
+graph's owner vouches that each node reads only what its ancestors wrote and that no two
+unordered nodes write one field.
 
 Records (a run with a ``run_id``, ``weft.store.records``). A node's ``StepRecord`` is
 committed with its changes, as one commit (one transaction of a durable backend). A node
@@ -157,6 +159,7 @@ class RunStores:
         "frontier",
         "inplace",
         "isolated",
+        "last_pred",
         "log",
         "marks",
         "posts",
@@ -178,11 +181,15 @@ class RunStores:
         self.log = log
         self.isolated = isolated
         memo = schedule.memo
-        views = memo.get("views" if isolated else "shared views")
+        views = memo.get("views")
         if views is None:
-            views = Views.of(schedule) if isolated else Views({}, {}, (False,) * n)
-            memo["views" if isolated else "shared views"] = views
+            views = memo["views"] = Views.of(schedule)
         self.views = views
+        last = memo.get("last pred")
+        if last is None:
+            last = memo["last pred"] = tuple(max(ps, default=-1) for ps in schedule.preds)
+        self.last_pred: tuple[int, ...] = last
+        """The last of each node's predecessors in canonical order (-1: none)."""
         self.start = store.fork()
         self.viewing: list[Store | None] = [None] * n
         """What each node reads (the run store itself, or a fork)."""
@@ -206,16 +213,6 @@ class RunStores:
         """Restored nodes (resume), by index."""
         if log is not None:
             self.inplace = self.direct = (False,) * n
-        elif not isolated:
-            found = memo.get("shared inplace")
-            if found is None:
-                inplace = tuple(not ctx for ctx in schedule.ctxs)
-                direct = tuple(
-                    p and s and f
-                    for p, s, f in zip(inplace, schedule.states, schedule.inline, strict=True)
-                )
-                found = memo["shared inplace"] = (inplace, direct)
-            self.inplace, self.direct = found
         else:
             found = memo.get("inplace")
             if found is None:
@@ -240,9 +237,9 @@ class RunStores:
         """Make node ``i``'s view (call once its predecessors settled); returns the store
         it reads: the run store itself, or a fork (its own, if it asks for ``ctx``)."""
         schedule = self.schedule
-        if not self.isolated:
-            view = self.store
-        elif schedule.full[i] and self.frontier >= i:
+        if (schedule.full[i] and self.frontier >= i) or (
+            not self.isolated and self.frontier > self.last_pred[i]
+        ):
             self.commit_due()
             view = self.store
         else:
@@ -354,11 +351,7 @@ class RunStores:
         elif delta:
             if self.inplace[i]:  # at the frontier, nobody to wait for: write it now
                 _write(self.store, delta, key)
-            elif (
-                self.log is not None
-                and (i == self.frontier or not self.isolated)
-                and not self.views.needed[i]
-            ):
+            elif self.log is not None and i == self.frontier and not self.views.needed[i]:
                 pending = delta  # made one delta with its record (``_record``)
             else:
                 assert view is not None
@@ -369,9 +362,6 @@ class RunStores:
                 )
         if self.log is not None:
             change = self._record(i, flag, result, change, pending, started_at, writes)
-        if change is not None and not self.isolated:  # committed as it finishes
-            self.store.merge([change])
-            change = self.forks[i] = None
         self.changes[i] = change
         finished = self.finished
         finished[i] = True
@@ -385,7 +375,9 @@ class RunStores:
                 self.advance()
         if view is self.store and self.views.needed[i]:
             self.commit_due()  # a later view starts from the store as this node left it
-            self.posts[i] = self.store.fork(name=key)
+            post = self.posts[i] = self.store.fork(name=key)
+            if change is not None and i >= self.frontier:  # not committed yet: add it
+                post.merge([change], check=False)
 
     def _record(
         self,
@@ -437,7 +429,7 @@ class RunStores:
                 "run_id records every result as JSON so it can resume; return plain data, or "
                 "register the type with weft.store.register_type(cls)"
             ) from exc
-        if self.frontier == i or not self.isolated:
+        if self.frontier == i:
             return _with_record(change, pending, self.viewing[i], log.path(key), record, key)
         # durable now, with its changes; committed when the frontier gets here
         log.record(key, replace(record, changes=changes, committed=False))
@@ -459,8 +451,6 @@ class RunStores:
         run's own writes, is taken as it was before the run.)"""
         log, store = self.log, self.store
         assert log is not None
-        if not self.isolated:  # every node reads the run store: no start to rebuild
-            return
         ranges: list[tuple[int, int]] = []
         for i, record in records.items():
             if record.committed:
