@@ -215,9 +215,10 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         # trip, one commit. Anything else (a new thread, a snapshot, a lost race) takes
         # the transaction below, which tells them apart.
         if snapshot is None and len(rows) <= _FAST_ROWS:
-            args: list[object] = [thread_id, run_id, expected]
-            for step, _run, record in rows:
-                args += (step, record)
+            args: dict[str, object] = {"t": thread_id, "r": run_id, "e": expected}
+            for i, (step, _run, record) in enumerate(rows):
+                args[f"s{i}"] = step
+                args[f"v{i}"] = record
             with self._lock:
                 try:
                     if self._conn.execute(_GUARDED[len(rows)], args).rowcount == len(rows):
@@ -239,14 +240,16 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
 
 def _guarded(n: int) -> str:
     """One INSERT of ``n`` events that writes only while the thread's last step is the
-    expected one (parameters: thread, run, expected, then step and record of each row); a
-    thread that does not exist yet inserts nothing."""
-    values = ", ".join(f"(?{4 + 2 * i}, ?{5 + 2 * i})" for i in range(n))
+    expected one (parameters: thread ``t``, run ``r``, expected ``e``, then step ``s<i>`` and
+    record ``v<i>`` of each row); a
+    thread that does not exist yet inserts nothing. Named parameters: Python 3.12 warns of
+    numbered ones given as a sequence."""
+    values = ", ".join(f"(:s{i}, :v{i})" for i in range(n))
     return (
         "INSERT INTO weft_events (thread_id, step, run_id, record) "
-        f"SELECT ?1, v.column1, ?2, v.column2 FROM (VALUES {values}) AS v "
+        f"SELECT :t, v.column1, :r, v.column2 FROM (VALUES {values}) AS v "
         "WHERE (SELECT max(t.first_step, coalesce((SELECT max(step) FROM weft_events "
-        "WHERE thread_id = ?1), 0)) FROM weft_threads AS t WHERE t.thread_id = ?1) = ?3"
+        "WHERE thread_id = :t), 0)) FROM weft_threads AS t WHERE t.thread_id = :t) = :e"
     )
 
 
