@@ -171,7 +171,9 @@ class Merging:
         writes. Nothing is merged if one of them conflicts. ``check=False`` folds them
         without that rule, for a store that is only read (the WorkGraph engine's views,
         whose writes meet the rule when they are committed)."""
-        if isinstance(forks, (Merging, Delta, str)) or not isinstance(forks, Iterable):
+        if forks.__class__ is not tuple and (
+            isinstance(forks, (Merging, Delta, str)) or not isinstance(forks, Iterable)
+        ):
             raise StoreError(
                 f"merge takes a list of forks and deltas, got {forks!r:.80}; wrap one: [fork]"
             )
