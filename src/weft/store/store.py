@@ -332,13 +332,8 @@ class Store(Batching):
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
             return Delta(self, tuple(items), frozenset(replaces) if replaces else _NOTHING)
-        if isinstance(writes, Mapping):
-            _check_kind(kind)
-            pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
-        else:
-            pairs = writes
-        if pairs.__class__ is list:  # a node's writes with its record: checks inlined
-            for item in pairs:
+        if writes.__class__ is list:  # a node's writes with its record: checks inlined
+            for item in writes:
                 if item.__class__ is not tuple or len(item) != 4:
                     break
                 k, path, value, by = item
@@ -346,6 +341,7 @@ class Store(Batching):
                     path.__class__ is str
                     and path
                     and path.isascii()
+                    and k.__class__ is str
                     and k in _KIND_SET
                     and (by is None or (by.__class__ is str and by.isascii()))
                 ):
@@ -366,6 +362,11 @@ class Store(Batching):
             else:
                 return Delta(self, tuple(items), frozenset(replaces))
             items, replaces = [], []  # an item needs the full checks: start over with them
+        if isinstance(writes, Mapping):
+            _check_kind(kind)
+            pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
+        else:
+            pairs = writes
         for item in _batch("delta", pairs):
             try:
                 k, path, value, by, *rest = item
