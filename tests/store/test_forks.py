@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from weft.errors import MergeConflictError, StoreError
+from weft.errors import InvalidKeyError, MergeConflictError, StoreError, ValueTypeError
 from weft.store import Store, reducers
 
 
@@ -189,3 +189,18 @@ def test_a_delta_write_marked_replace_replaces_a_reduced_field_and_conflicts_as_
         store.merge([one, other])
     with pytest.raises(StoreError, match="replace flag"):
         view.delta([("state", "log", 1, "a", "yes")])
+
+
+def test_a_delta_of_a_list_checks_every_write_as_a_delta_of_a_mapping_does() -> None:
+    store = Store()
+    delta = store.delta([("state", "x", 1, "n1"), ("step", "r/n1", {"a": [1]}, None)])
+    store.merge([delta])
+    assert store.value("state", "x") == 1 and store.value("step", "r/n1") == {"a": [1]}
+    for bad, error in (
+        ([("state", "x", 1, "n1"), (["state"], "y", 2, None)], InvalidKeyError),
+        ([("state", "x", 1, "n1"), ("state", "", 2, None)], InvalidKeyError),
+        ([("state", "x", 1, "n1"), ("state", "y", {1, 2}, None)], ValueTypeError),
+        ([("state", "x", 1, "n1"), ("state", "y")], StoreError),
+    ):
+        with pytest.raises(error):
+            store.delta(bad)

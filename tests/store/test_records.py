@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
@@ -141,3 +142,24 @@ def test_records_refuse_values_that_cannot_be_stored() -> None:
         StepRecord(kind="call", result=object())
     with pytest.raises(StoreError, match="changes are not events"):
         StepRecord(changes=(1, 2))  # type: ignore[arg-type]
+
+
+def test_a_step_record_keeps_each_field_it_is_given_under_its_own_name() -> None:
+    given: dict[str, Any] = {
+        "kind": "call",
+        "label": "fetch",
+        "result": [1],
+        "flag": "AbortBranch",
+        "tuple_result": True,
+        "changes": (),
+        "committed": False,
+        "writes": 3,
+        "began": 7,
+        "started_at": 1.5,
+        "duration_ms": 2.5,
+    }
+    record = StepRecord(**given)
+    assert {name: getattr(record, name) for name in given} == given
+    assert set(given) == {f.name for f in dataclasses.fields(StepRecord)}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.kind = "node"  # type: ignore[misc]

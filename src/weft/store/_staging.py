@@ -43,6 +43,7 @@ class _Declared:
 
 
 _REPLACE: Final = _Declared("replace", _reducers.replace, True)
+_REPLACE_FN: Final = _reducers.replace
 
 
 class Staging(Merging):
@@ -80,7 +81,9 @@ class Staging(Merging):
                 slot = [old, MISSING if old is None else old[2], kind, path, None, 0, None]
                 staged[key] = slot
             pending = slot[6]
-            if (
+            if pending is None and declared.fn is _REPLACE_FN:  # _reduce's first case
+                slot[1] = value
+            elif (
                 reducer in _GROWS
                 and (reducer == "append" or isinstance(value, list))
                 and (pending is not None or _can_grow(slot[1], reducer, value))

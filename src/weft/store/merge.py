@@ -171,15 +171,23 @@ class Merging:
         writes. Nothing is merged if one of them conflicts. ``check=False`` folds them
         without that rule, for a store that is only read (the WorkGraph engine's views,
         whose writes meet the rule when they are committed)."""
-        if isinstance(forks, (Merging, Delta, str)) or not isinstance(forks, Iterable):
+        if forks.__class__ is not tuple and (
+            isinstance(forks, (Merging, Delta, str)) or not isinstance(forks, Iterable)
+        ):
             raise StoreError(
                 f"merge takes a list of forks and deltas, got {forks!r:.80}; wrap one: [fork]"
             )
         given = list(forks)
         if not given:
             return
-        if len(given) == 1 and self._fast_forward(given[0]):
-            return
+        if len(given) == 1:
+            one = given[0]
+            if one.__class__ is Delta:  # a node's delta with its record: the common commit
+                assert isinstance(one, Delta)
+                self._merge_delta(one, check)
+                return
+            if self._fast_forward(one):
+                return
         self._check_family(given)
         with self._lock:
             mark = self._mark()
@@ -239,6 +247,33 @@ class Merging:
                     change._merged = [self]
                 else:
                     change._merged.append(self)
+
+    def _merge_delta(self, change: Delta, check: bool) -> None:
+        """``merge([change])`` of one delta: the same commit, without the walk over a list."""
+        root = self if self._root is None else self._root
+        if change._root is not root:
+            self._check_family([change])
+        merged = change._merged
+        if merged is not None and self in merged:  # identity: no __eq__
+            raise StoreError(f"{change!r} was merged already into {self!r}; a change merges once")
+        with self._lock:
+            mark = self._mark()
+            try:
+                if check and change.replaces:
+                    self._check_conflicts(change, 0)
+                events = self._apply_batch(change.writes)
+            except BaseException:
+                self._rollback(mark)
+                raise
+            self._publish(events, mark)
+            if len(self._recent) > self._settle_at:
+                self._settle()
+        if not check:
+            return
+        if merged is None:
+            change._merged = [self]
+        else:
+            merged.append(self)
 
     def _fast_forward(self, change: Merging | Delta) -> bool:
         """The common commit: one fork of this very store, nothing written here since it

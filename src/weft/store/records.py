@@ -69,7 +69,7 @@ class RunRecord:
             object.__setattr__(self, "output", freeze(output, where="the output of a run"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class StepRecord:
     """A unit of work that finished: its ``result`` and how it ended.
 
@@ -96,6 +96,37 @@ class StepRecord:
     started_at: float | None = None
     duration_ms: float | None = None
 
+    def __init__(
+        self,
+        *,
+        kind: str = "node",
+        label: str | None = None,
+        result: Any = None,
+        flag: str | None = None,
+        tuple_result: bool = False,
+        changes: tuple[Event, ...] | None = None,
+        committed: bool = True,
+        writes: int = 0,
+        began: int | None = None,
+        started_at: float | None = None,
+        duration_ms: float | None = None,
+    ) -> None:
+        # A frozen dataclass's own __init__ sets each field through object.__setattr__, at
+        # six times the cost of the slot's own setter; a recorded run makes one per node.
+        s = _STEP_SLOTS
+        s[0](self, kind)
+        s[1](self, label)
+        s[2](self, result)
+        s[3](self, flag)
+        s[4](self, tuple_result)
+        s[5](self, changes)
+        s[6](self, committed)
+        s[7](self, writes)
+        s[8](self, began)
+        s[9](self, started_at)
+        s[10](self, duration_ms)
+        self.__post_init__()
+
     def __post_init__(self) -> None:
         result = self.result
         if result is not None and result.__class__ not in _SCALARS:  # the hot path: inlined
@@ -116,6 +147,25 @@ class StepRecord:
         if self.tuple_result and isinstance(self.result, list):
             return tuple(self.result)
         return self.result
+
+
+_STEP_SLOTS: Final = tuple(
+    getattr(StepRecord, name).__set__
+    for name in (
+        "kind",
+        "label",
+        "result",
+        "flag",
+        "tuple_result",
+        "changes",
+        "committed",
+        "writes",
+        "began",
+        "started_at",
+        "duration_ms",
+    )
+)
+"""The slots' own setters, in ``StepRecord.__init__``'s order (a test pins it to the fields)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

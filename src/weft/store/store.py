@@ -333,6 +333,36 @@ class Store(Batching):
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
             return Delta(self, tuple(items), frozenset(replaces) if replaces else _NOTHING)
+        if writes.__class__ is list:  # a node's writes with its record: checks inlined
+            for item in writes:
+                if item.__class__ is not tuple or len(item) != 4:
+                    break
+                k, path, value, by = item
+                if not (
+                    path.__class__ is str
+                    and path
+                    and path.isascii()
+                    and k.__class__ is str
+                    and k in _KIND_SET
+                    and (by is None or (by.__class__ is str and by.isascii()))
+                ):
+                    break
+                key = f"{k}:{path}"
+                known = declared.get(key, _REPLACE)
+                if known.name == "replace":
+                    replaces.append(key)
+                cls = value.__class__
+                if not (
+                    (cls is int and _INT_LOW < value < _INT_HIGH)
+                    or cls in _AS_IS
+                    or (cls is str and value.isascii())
+                ):
+                    merging = known.fn is _reducers.merge
+                    value = freeze(value, where=key, types=types, allow_delete=merging)
+                items.append((k, path, value, by, False))
+            else:
+                return Delta(self, tuple(items), frozenset(replaces))
+            items, replaces = [], []  # an item needs the full checks: start over with them
         if isinstance(writes, Mapping):
             _check_kind(kind)
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())

@@ -124,7 +124,10 @@ BUILTIN_NAMES: Final[dict[str, type]] = {}
 
 
 def register_builtin(cls: type, name: str) -> type:
-    """Make one of weft's own record types known to every registry under ``name``."""
+    """Make one of weft's own record types known to every registry under ``name``: a
+    frozen dataclass, which ``freeze`` checks field by field and keeps as it is."""
+    params = getattr(cls, "__dataclass_params__", None)
+    assert params is not None and params.frozen, f"{cls.__qualname__} is not a frozen dataclass"
     BUILTIN_TYPES[cls] = name
     BUILTIN_NAMES[name] = cls
     return cls
@@ -254,6 +257,8 @@ def freeze(
     ):
         return value
     try:
+        if cls in BUILTIN_TYPES:  # weft's own record (one per node of a recorded run)
+            return _check_fields(value, types, 1)  # frozen: _freeze's registered case
         return _freeze(value, types, allow_delete, 0)
     except _Refusal as refusal:
         inside = "".join(reversed(refusal.path))
