@@ -15,7 +15,10 @@ W3  the 200-node state chain of ``bench_graph.py`` (each node reads ``x`` and re
     The physical floor is a bare ``INSERT`` of one small row and its commit, on the same
     disk, at the same setting. Before timing, one run of each system checks from a
     second connection that every node's write is visible before the next node starts,
-    and counts what each writes per node.
+    and counts what each writes per node. weft numbers a thread's events after the
+    thread, so a fresh thread's commits go to the end of the events table; the row
+    "weft, older thread" runs the chain on a thread that has a newer one after it, where
+    they go in the middle of the table (the case of a long-lived thread among others).
 W4  1,000 graph steps on one thread, each adding one ~100-byte message to a list field
     with an append reducer (weft: a one-node WorkGraph of a state node, run per step with
     its own run id on a DurableRun; LangGraph: one ``invoke`` per step, an
@@ -91,11 +94,19 @@ def weft_graph(probe: Callable[[], None] | None = None) -> WorkGraph:
     return WorkGraph(start_nodes=[nodes[0]])
 
 
-def weft_run(backend: SQLiteBackend, graph: WorkGraph) -> tuple[str, Callable[[], None]]:
-    """Open a fresh thread holding x=0 (not timed) and return the run to time."""
+def weft_run(
+    backend: SQLiteBackend, graph: WorkGraph, *, older: bool = False
+) -> tuple[str, Callable[[], None]]:
+    """Open a fresh thread holding x=0 (not timed) and return the run to time. ``older``:
+    start a newer thread after it, so that its events go in the middle of the table
+    rather than at its end (a thread's rows are numbered by the thread's number)."""
     thread = f"chain-{next(fresh)}"
     run = DurableRun.open(backend, thread)
     run.store.write("state", "x", 0)
+    if older:
+        newer = DurableRun.open(backend, f"{thread}-newer")
+        newer.store.write("state", "x", 0)
+        newer.close()
 
     def go() -> None:
         run.run_graph(graph)
@@ -188,7 +199,10 @@ def check_weft(folder: Path) -> Written:
     holder: dict[str, str] = {}
 
     def count(where: str = "1") -> int:
-        query = f"SELECT count(*) FROM weft_events WHERE thread_id = ? AND {where}"
+        query = (  # a thread's events are the rows numbered (its number << 32) + step
+            "SELECT count(*) FROM weft_events WHERE seq >> 32 = "
+            f"(SELECT num FROM weft_threads WHERE thread_id = ?) AND {where}"
+        )
         return int(reader.execute(query, (holder["thread"],)).fetchone()[0])
 
     with SQLiteBackend(path) as backend:
@@ -314,6 +328,9 @@ def w3(folder: Path, rounds: int) -> str:
         cells: dict[str, Cell] = {
             "floor": timed(floor_commits(floor_conn)),
             "weft": prepared(lambda b=weft_backend: weft_run(b, w_graph)[1]),
+            "weft, older thread": prepared(
+                lambda b=weft_backend: weft_run(b, w_graph, older=True)[1]
+            ),
             "Burr": prepared(lambda p=b_persister: burr_run(b_graph, p)[1]),
             "LangGraph": prepared(lambda a=lg_app: langgraph_run(a)[1]),
         }
@@ -325,6 +342,8 @@ def w3(folder: Path, rounds: int) -> str:
     does = {
         "floor": "one `INSERT` of a small row, then `COMMIT`",
         "weft": "its state write and its step record: one guarded `INSERT`, one transaction",
+        "weft, older thread": "the same, on a thread with a newer one after it: its rows go "
+        "in the middle of the events table, not at its end",
         "Burr": "its state row (`SQLitePersister.save`, a commit per step)",
         "LangGraph": "a checkpoint and its writes (`SqliteSaver`, `durability='sync'`)",
     }

@@ -141,8 +141,9 @@ def _poke(backend: Backend, thread: str, step: int, record: str) -> None:
     if isinstance(backend, SQLiteBackend):
         with backend._guard("test") as conn:
             conn.execute(
-                "UPDATE weft_events SET record = ? WHERE thread_id = ? AND step = ?",
-                (record, thread, step),
+                "UPDATE weft_events SET record = ? WHERE seq = "
+                "(SELECT (num << 32) + ? FROM weft_threads WHERE thread_id = ?)",
+                (record, step, thread),
             )
         return
     import psycopg

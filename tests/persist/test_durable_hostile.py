@@ -123,7 +123,7 @@ def test_a_stored_record_weft_would_not_write_is_a_corrupt_record_naming_the_ste
         run.close()
     record = f'{{"v":1,"op":"write","kind":"state","path":"r","time":1.0,"value":{value}}}'
     with sqlite3.connect(path) as conn:
-        conn.execute("UPDATE weft_events SET record = ? WHERE step = 2", (record,))
+        conn.execute("UPDATE weft_events SET record = ? WHERE seq & 4294967295 = 2", (record,))
     conn.close()
     with SQLiteBackend(path) as backend:
         with pytest.raises(CorruptRecordError, match=f"step 2 of thread 't'.*{why}"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from weft.errors import FutureFormatError, PersistError, StorageError
-from weft.persist import DurableRun, SQLiteBackend
+from weft.persist import DurableRun, SQLiteBackend, migrations
 from weft.store import Event
 
 
@@ -94,7 +94,7 @@ def test_a_database_from_a_newer_weft_is_refused_unchanged(tmp_path: Path) -> No
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(FutureFormatError, match=r"schema version 99.*up to 1.*Upgrade weft"):
+    with pytest.raises(FutureFormatError, match=r"schema version 99.*up to 2.*Upgrade weft"):
         SQLiteBackend(path)
 
 
@@ -114,3 +114,70 @@ def test_the_file_holds_the_event_log_tables_only(tmp_path: Path) -> None:
     with SQLiteBackend(tmp_path / "w.db") as backend, backend._guard("test") as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert names == {"weft_threads", "weft_events", "weft_snapshots"}
+
+
+def _old_file(path: Path) -> None:
+    """A file as weft wrote it before its events were numbered rows (schema version 1):
+    two threads whose events interleave, one forked from the other, and one pruned."""
+    with sqlite3.connect(path) as conn:
+        for statement in migrations.SQLITE[0].split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+        threads = [("b", 0, 2.0, None, None), ("a", 0, 1.0, None, None), ("c", 2, 3.0, "a", 2)]
+        conn.executemany("INSERT INTO weft_threads VALUES (?, ?, ?, ?, ?)", threads)
+        rows = []
+        for step in range(1, 5):
+            for thread in ("a", "b"):
+                record = (
+                    f'{{"v":1,"op":"write","kind":"state","path":"{thread}{step}",'
+                    f'"time":{step}.5,"value":{step}}}'
+                )
+                rows.append((thread, step, "r1" if step < 3 else "r2", record))
+        rows.append(("c", 3, "r3", '{"v":1,"op":"write","kind":"state","path":"x","time":9.0}'))
+        conn.executemany("INSERT INTO weft_events VALUES (?, ?, ?, ?)", rows)
+        snapshot = '{"v":1,"step":2,"entries":[],"reducers":{}}'
+        conn.execute("INSERT INTO weft_snapshots VALUES ('c', 2, ?)", (snapshot,))
+    conn.close()
+
+
+def test_a_file_of_the_first_schema_is_migrated_with_every_thread_and_event(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    _old_file(path)
+    with SQLiteBackend(path) as backend:
+        threads = backend.threads()
+        assert [(t.thread_id, t.first_step, t.last_step, t.updated_at) for t in threads] == [
+            ("a", 0, 4, 4.5),
+            ("b", 0, 4, 4.5),
+            ("c", 2, 3, 9.0),
+        ]  # fmt: skip
+        assert [e.event.path for e in backend.history("a")] == ["a1", "a2", "a3", "a4"]
+        assert [e.event.path for e in backend.history("b", after=1, upto=3)] == ["b2", "b3"]
+        assert [(r.run_id, r.first_step, r.last_step, r.events) for r in backend.runs("b")] == [
+            ("r1", 1, 2, 2),
+            ("r2", 3, 4, 2),
+        ]
+        assert backend.thread("c").parent_thread == "a"  # type: ignore[union-attr]
+        # the migrated threads go on where they stopped, and new ones after them
+        backend.append("a", "r4", 4, [Event(5, "write", "state", "a5", 5, None, "replace", 6.0)])
+        backend.append("new", "r5", 0, [Event(1, "write", "state", "n", 1, None, "replace", 7.0)])
+        assert [e.event.path for e in backend.history("a", after=3)] == ["a4", "a5"]
+        assert backend.last_step("new") == 1 and backend.last_step("b") == 4
+        assert backend.delete_thread("a") and backend.history("a") == []
+        assert [e.event.path for e in backend.history("b")] == ["b1", "b2", "b3", "b4"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations.SQLITE)
+    conn.close()
+
+
+def test_a_thread_past_the_last_step_an_sqlite_thread_holds_is_refused(tmp_path: Path) -> None:
+    from weft.persist.sqlite import MAX_STEP
+
+    with SQLiteBackend(tmp_path / "w.db") as backend:
+        backend.append("t", "r", 0, [Event(1, "write", "state", "k", 1, None, "replace", 1.0)])
+        late = Event(MAX_STEP + 1, "write", "state", "k", 2, None, "replace", 1.0)
+        with pytest.raises(PersistError, match="would pass step 4,294,967,295"):
+            backend.append("t", "r", 1, [late])
+        assert backend.last_step("t") == 1  # nothing written, nothing lost

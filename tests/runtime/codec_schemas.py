@@ -92,9 +92,10 @@ def install(database: Path, name: str, thread_id: str = THREAD) -> None:
                 "INSERT INTO weft_threads (thread_id, first_step, created_at) VALUES (?, 0, 0)",
                 (thread_id,),
             )
-            conn.executemany(
-                "INSERT INTO weft_events (thread_id, step, run_id, record) VALUES (?, ?, ?, ?)",
-                [(thread_id, r["step"], r["run_id"], r["record"]) for r in rows],
+            conn.executemany(  # a thread's events are numbered (its number << 32) + step
+                "INSERT INTO weft_events (seq, run_id, record) "
+                "SELECT (num << 32) + ?, ?, ? FROM weft_threads WHERE thread_id = ?",
+                [(r["step"], r["run_id"], r["record"], thread_id) for r in rows],
             )
     finally:
         conn.close()

@@ -2,7 +2,8 @@
 
 SQLite keeps the applied number in ``PRAGMA user_version``; its threads table has no
 ``last_step``: a thread's last step is its newest event's (or its ``first_step``), read
-inside the write transaction, so an append touches the events table only; PostgreSQL in the table
+inside the write transaction, so an append touches the events table only, whose rows are
+numbered ``(thread number << 32) + step`` (migration 2); PostgreSQL in the table
 ``<schema>.schema_migrations`` (one row per applied migration), inside one schema
 (``weft`` by default). A database whose number is higher than the newest migration here
 was made by a newer weft: opening it is a ``FutureFormatError``, and nothing is changed.
@@ -41,6 +42,37 @@ SQLITE: Final[tuple[str, ...]] = (
         record TEXT NOT NULL,
         PRIMARY KEY (thread_id, step)
     );
+    """,
+    # 2: a thread gets a number, and its events are the rows numbered (number << 32) + step
+    # of a rowid table: the events of a burst of appends (a run's nodes) go to the end of
+    # the table's B-tree, one page per commit. Keyed by (thread_id, step) in a WITHOUT
+    # ROWID table they went into the middle, where each full page is rebalanced with its
+    # siblings (2.4-2.9 WAL pages a commit against 1.3; a durable node's commit 2-3x as
+    # long at synchronous=NORMAL, measured in bench/bench_persist.py).
+    """
+    CREATE TABLE weft_threads_2 (
+        num INTEGER PRIMARY KEY,
+        thread_id TEXT NOT NULL UNIQUE,
+        first_step INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        parent_thread TEXT,
+        parent_step INTEGER
+    );
+    INSERT INTO weft_threads_2 (thread_id, first_step, created_at, parent_thread, parent_step)
+        SELECT thread_id, first_step, created_at, parent_thread, parent_step
+        FROM weft_threads ORDER BY created_at, thread_id;
+    CREATE TABLE weft_events_2 (
+        seq INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    INSERT INTO weft_events_2 (seq, run_id, record)
+        SELECT (t.num << 32) + e.step, e.run_id, e.record
+        FROM weft_events AS e JOIN weft_threads_2 AS t USING (thread_id) ORDER BY 1;
+    DROP TABLE weft_events;
+    DROP TABLE weft_threads;
+    ALTER TABLE weft_threads_2 RENAME TO weft_threads;
+    ALTER TABLE weft_events_2 RENAME TO weft_events;
     """,
 )
 """SQLite migrations; migration ``n`` is ``SQLITE[n - 1]``."""

@@ -32,14 +32,6 @@ _SNAPSHOT_AT: Final = (
     "SELECT step, record FROM {snapshots} WHERE thread_id = ? AND step <= ? "
     "ORDER BY step DESC LIMIT 1"
 )
-_EVENTS: Final = (
-    "SELECT step, run_id, record FROM {events} "
-    "WHERE thread_id = ? AND step > ? AND step <= ? ORDER BY step"
-)
-_RUNS: Final = (
-    "SELECT run_id, min(step), max(step), count(*) FROM {events} "
-    "WHERE thread_id = ? GROUP BY run_id ORDER BY min(step)"
-)
 _THREAD_FIELDS: Final = (
     "thread_id",
     "last_step",
@@ -57,11 +49,25 @@ class SQLBackend(Backend):
     A subclass gives ``_sql`` and ``_db`` (a connection mixin does), ``_THREADS`` (a
     ``SELECT`` of a thread's fields from ``{threads} AS t``), ``_NEW_THREAD`` (an insert
     that does nothing when the thread exists, with the named parameters ``t``, ``first``,
-    ``last``, ``now``, ``pt``, ``ps``) and ``_append_rows``.
+    ``last``, ``now``, ``pt``, ``ps``) and ``_append_rows``. The statements on the events
+    table are attributes, so that a backend that lays the table out otherwise (SQLite
+    numbers the rows) can give its own, with the same parameters.
     """
 
     _THREADS: str
     _NEW_THREAD: str
+    # thread, after, upto -> (step, run_id, record) in step order
+    _EVENTS: str = (
+        "SELECT step, run_id, record FROM {events} "
+        "WHERE thread_id = ? AND step > ? AND step <= ? ORDER BY step"
+    )
+    # thread -> (run_id, first step, last step, events) in the order the runs began
+    _RUNS: str = (
+        "SELECT run_id, min(step), max(step), count(*) FROM {events} "
+        "WHERE thread_id = ? GROUP BY run_id ORDER BY min(step)"
+    )
+    _DROP_EVENTS: str = "DELETE FROM {events} WHERE thread_id = ?"  # thread
+    _PRUNE_EVENTS: str = "DELETE FROM {events} WHERE thread_id = ? AND step <= ?"  # thread, cut
 
     @abstractmethod
     def _sql(self, statement: str) -> str: ...
@@ -83,14 +89,14 @@ class SQLBackend(Backend):
             target = info.last_step if step is None else step
             snapshot = conn.execute(self._sql(_SNAPSHOT_AT), (thread_id, target)).fetchone()
             after = 0 if snapshot is None else snapshot[0]
-            rows = conn.execute(self._sql(_EVENTS), (thread_id, after, target)).fetchall()
+            rows = conn.execute(self._sql(self._EVENTS), (thread_id, after, target)).fetchall()
         return info, None if snapshot is None else (snapshot[0], snapshot[1]), rows
 
     def _event_rows(self, thread_id: str, after: int, upto: int | None) -> list[EventRow]:
         upto = (1 << 62) if upto is None else upto
         with self._db(f"reading the history of thread {thread_id!r}") as conn:
             rows: list[EventRow] = conn.execute(
-                self._sql(_EVENTS), (thread_id, after, upto)
+                self._sql(self._EVENTS), (thread_id, after, upto)
             ).fetchall()
         return rows
 
@@ -105,7 +111,7 @@ class SQLBackend(Backend):
 
     def _run_infos(self, thread_id: str) -> list[RunInfo]:
         with self._db(f"listing the runs of thread {thread_id!r}") as conn:
-            rows = conn.execute(self._sql(_RUNS), (thread_id,)).fetchall()
+            rows = conn.execute(self._sql(self._RUNS), (thread_id,)).fetchall()
         return [
             RunInfo(thread_id=thread_id, run_id=r, first_step=a, last_step=b, events=n)
             for r, a, b, n in rows
@@ -113,7 +119,8 @@ class SQLBackend(Backend):
 
     def _delete(self, thread_id: str) -> bool:
         with self._db(f"deleting thread {thread_id!r}", "write") as conn:
-            for table in ("{events}", "{snapshots}", "{threads}"):
+            conn.execute(self._sql(self._DROP_EVENTS), (thread_id,))
+            for table in ("{snapshots}", "{threads}"):
                 sql = self._sql(f"DELETE FROM {table} WHERE thread_id = ?")
                 gone = conn.execute(sql, (thread_id,)).rowcount
         return bool(gone)
@@ -134,8 +141,7 @@ class SQLBackend(Backend):
         with self._db(f"pruning thread {thread_id!r}", "write") as conn:
             if snapshot is not None:
                 conn.execute(self._sql(_PUT_SNAPSHOT), (thread_id, *snapshot))
-            sql = self._sql("DELETE FROM {events} WHERE thread_id = ? AND step <= ?")
-            gone: int = conn.execute(sql, (thread_id, cut)).rowcount
+            gone: int = conn.execute(self._sql(self._PRUNE_EVENTS), (thread_id, cut)).rowcount
             sql = self._sql("DELETE FROM {snapshots} WHERE thread_id = ? AND step < ?")
             conn.execute(sql, (thread_id, cut))
             sql = self._sql("UPDATE {threads} SET first_step = ? WHERE thread_id = ?")

@@ -36,7 +36,7 @@ from typing import Final, Literal
 from weft.errors import PersistError, StorageError
 from weft.persist import migrations
 from weft.persist.base import EventRow, SnapshotRow, conflict
-from weft.persist.sql import INSERT_EVENT, Mode, SQLBackend
+from weft.persist.sql import Mode, SQLBackend
 from weft.store import TypeRegistry, registry
 
 DEFAULT_PATH: Final = Path(".weft") / "weft.db"
@@ -45,10 +45,18 @@ Synchronous = Literal["NORMAL", "FULL"]
 TABLES: Final = {
     name: f"weft_{name}" for name in ("threads", "events", "snapshots", "memory", "memory_owners")
 }
-_INSERT: Final = INSERT_EVENT.format_map(TABLES)
+# A thread's events are the rows numbered (thread number << 32) + step (migration 2).
+MAX_STEP: Final = (1 << 32) - 1
+_OF_THREAD: Final = "(SELECT num << 32 AS base FROM weft_threads WHERE thread_id = ?) AS t"
+_IN_THREAD: Final = "e.seq > t.base AND e.seq <= t.base + 4294967295"
+_INSERT: Final = (  # step, run, record, thread
+    "INSERT INTO weft_events (seq, run_id, record) "
+    "SELECT (num << 32) + ?, ?, ? FROM weft_threads WHERE thread_id = ?"
+)
 _LAST_STEP: Final = (
-    "SELECT (SELECT max(step) FROM weft_events WHERE thread_id = :thread), "
-    "(SELECT first_step FROM weft_threads WHERE thread_id = :thread)"
+    "SELECT (SELECT max(e.seq) - t.base FROM weft_events AS e WHERE " + _IN_THREAD + "), "
+    "t.first_step FROM (SELECT num << 32 AS base, first_step FROM weft_threads "
+    "WHERE thread_id = :thread) AS t"
 )
 
 
@@ -188,15 +196,32 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
     _SCRIPTS = migrations.SQLITE
 
     _THREADS = (
-        "SELECT t.thread_id, coalesce(max(t.first_step, (SELECT max(step) FROM weft_events "
-        "AS e WHERE e.thread_id = t.thread_id)), t.first_step), t.first_step, t.created_at, "
-        "coalesce((SELECT json_extract(record, '$.time') FROM weft_events AS e "
-        "WHERE e.thread_id = t.thread_id ORDER BY step DESC LIMIT 1), t.created_at), "
-        "t.parent_thread, t.parent_step FROM weft_threads AS t"
+        "SELECT t.thread_id, max(t.first_step, coalesce((SELECT max(e.seq) - t.base FROM "
+        f"weft_events AS e WHERE {_IN_THREAD}), 0)), t.first_step, t.created_at, "
+        "coalesce((SELECT json_extract(e.record, '$.time') FROM weft_events AS e "
+        f"WHERE {_IN_THREAD} ORDER BY e.seq DESC LIMIT 1), t.created_at), "
+        "t.parent_thread, t.parent_step "
+        "FROM (SELECT *, num << 32 AS base FROM weft_threads) AS t"
     )
     _NEW_THREAD = (
         "INSERT INTO weft_threads (thread_id, first_step, created_at, parent_thread, "
         "parent_step) VALUES (:t, :first, :now, :pt, :ps) ON CONFLICT (thread_id) DO NOTHING"
+    )
+    _EVENTS = (
+        f"SELECT e.seq - t.base, e.run_id, e.record FROM {_OF_THREAD} JOIN weft_events AS e "
+        "ON e.seq > t.base + max(?, 0) AND e.seq <= t.base + min(?, 4294967295) ORDER BY e.seq"
+    )
+    _RUNS = (
+        f"SELECT e.run_id, min(e.seq) - t.base, max(e.seq) - t.base, count(*) FROM {_OF_THREAD} "
+        f"JOIN weft_events AS e ON {_IN_THREAD} GROUP BY e.run_id ORDER BY min(e.seq)"
+    )
+    _DROP_EVENTS = (
+        f"DELETE FROM weft_events WHERE seq IN (SELECT e.seq FROM {_OF_THREAD} "
+        f"JOIN weft_events AS e ON {_IN_THREAD})"
+    )
+    _PRUNE_EVENTS = (
+        f"DELETE FROM weft_events WHERE seq IN (SELECT e.seq FROM {_OF_THREAD} "
+        "JOIN weft_events AS e ON e.seq > t.base AND e.seq <= t.base + ?)"
     )
 
     def _append_rows(
@@ -214,6 +239,11 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         # inserts only if it is still ``expected``: atomic as one statement is, one round
         # trip, one commit. Anything else (a new thread, a snapshot, a lost race) takes
         # the transaction below, which tells them apart.
+        if rows[-1][0] > MAX_STEP:
+            raise PersistError(
+                f"thread {thread_id!r} would pass step {MAX_STEP:,}, the most an SQLite thread "
+                "holds; prune it (weft prune) or go on in a new thread"
+            )
         if snapshot is None and len(rows) <= _FAST_ROWS:
             args: dict[str, object] = {"t": thread_id, "r": run_id, "e": expected}
             for i, (step, _run, record) in enumerate(rows):
@@ -226,14 +256,14 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
                 except sqlite3.Error as exc:
                     raise self._error(f"appending to thread {thread_id!r}", exc) from exc
         with self._db(f"appending to thread {thread_id!r}", "write") as conn:
-            last_event, first = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
-            actual = 0 if first is None else max(first, last_event or 0)
+            known = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
+            actual: int = 0 if known is None else max(known[1], known[0] or 0)
             if actual != expected:
                 raise conflict(thread_id, expected, actual)
-            if first is None:
+            if known is None:
                 new = {"t": thread_id, "first": 0, "now": now, "pt": None, "ps": None}
                 conn.execute(self._NEW_THREAD, new)
-            conn.executemany(_INSERT, [(thread_id, *row) for row in rows])
+            conn.executemany(_INSERT, [(*row, thread_id) for row in rows])
             if snapshot is not None:
                 self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
 
@@ -241,15 +271,18 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
 def _guarded(n: int) -> str:
     """One INSERT of ``n`` events that writes only while the thread's last step is the
     expected one (parameters: thread ``t``, run ``r``, expected ``e``, then step ``s<i>`` and
-    record ``v<i>`` of each row); a
-    thread that does not exist yet inserts nothing. Named parameters: Python 3.12 warns of
-    numbered ones given as a sequence."""
+    record ``v<i>`` of each row); a thread that does not exist yet inserts nothing. The
+    subqueries are not correlated: SQLite reads the thread's number and last step once,
+    before the first row goes in. Named parameters: Python 3.12 warns of numbered ones
+    given as a sequence."""
     values = ", ".join(f"(:s{i}, :v{i})" for i in range(n))
     return (
-        "INSERT INTO weft_events (thread_id, step, run_id, record) "
-        f"SELECT :t, v.column1, :r, v.column2 FROM (VALUES {values}) AS v "
-        "WHERE (SELECT max(t.first_step, coalesce((SELECT max(step) FROM weft_events "
-        "WHERE thread_id = :t), 0)) FROM weft_threads AS t WHERE t.thread_id = :t) = :e"
+        "INSERT INTO weft_events (seq, run_id, record) "
+        "SELECT (SELECT num << 32 FROM weft_threads WHERE thread_id = :t) + v.column1, :r, "
+        f"v.column2 FROM (VALUES {values}) AS v "
+        "WHERE (SELECT max(t.first_step, coalesce((SELECT max(e.seq) - t.base FROM weft_events "
+        f"AS e WHERE {_IN_THREAD}), 0)) FROM (SELECT num << 32 AS base, first_step "
+        "FROM weft_threads WHERE thread_id = :t) AS t) = :e"
     )
 
 
