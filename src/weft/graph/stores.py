@@ -598,6 +598,10 @@ def _with_record(
         change.write(KIND, path, record, source=key)
         return change
     assert view is not None
+    if pending.__class__ is dict:  # a state node's delta: the 4-tuples of delta's fast path
+        plain = [("state", p, v, key) for p, v in pending.items()]  # type: ignore[union-attr]
+        plain.append((KIND, path, record, key))
+        return view.delta(plain)
     writes: list[tuple[str, str, Any, str | None, bool]] = []
     if isinstance(pending, Writes):
         writes.extend(pending.items(key))
