@@ -452,7 +452,9 @@ class RunStores:
             ):  # a chain's node: committed as it finishes (see ``eager``)
                 both = [("state", p, v, key) for p, v in pending.items()]
                 both.append((KIND, log.path(key), record, key))
-                view._commit_writes(both)
+                # its fields are scalars the engine made (a state node's result is its
+                # delta, not kept): nothing in it for the store to check
+                view._commit_writes(both, last_frozen=record.result is None)
                 return None
             return _with_record(change, pending, view, log.path(key), record, key)
         # durable now, with its changes; committed when the frontier gets here

@@ -101,14 +101,19 @@ class Batching(Staging):
             self._publish(events, mark)
         return len(events)
 
-    def _commit_writes(self, writes: Sequence[tuple[str, str, Any, str | None]]) -> None:
+    def _commit_writes(
+        self, writes: Sequence[tuple[str, str, Any, str | None]], *, last_frozen: bool = False
+    ) -> None:
         """``merge([delta(writes)])`` of a delta made on this very store and merged at once,
         in one step: nothing can be written between the two, so there is no conflict to
         look for and no ``Delta`` to make. A recorded graph node's delta with its step record
-        (the commit of every node of a durable chain) goes this way."""
+        (the commit of every node of a durable chain) goes this way. ``last_frozen``: the
+        last write's value needs no check (a step record of scalars its caller just made,
+        whose check is a tenth of the node's commit)."""
         types, declared = self._types, self._declared
         items: list[tuple[str, str, Any, str | None, bool]] = []
-        for kind, path, value, source in writes:
+        unchecked = len(writes) - 1 if last_frozen else len(writes)
+        for n, (kind, path, value, source) in enumerate(writes):
             if not (  # _checked_key's common case, inlined; the checked path says what is wrong
                 path.__class__ is str
                 and path
@@ -124,6 +129,7 @@ class Batching(Staging):
                 (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
                 or cls in _AS_IS
                 or (cls is str and value.isascii())
+                or n == unchecked
             ):
                 key = f"{kind}:{path}"
                 merging = declared.get(key, _REPLACE).fn is _reducers.merge
