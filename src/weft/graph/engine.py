@@ -186,6 +186,8 @@ class Run(Inline):
             if events and watched(store)
             else None
         )
+        if self.stores is not None and self.observer is None:
+            self.stores.eager = True
         self.timed = self.observer is not None or self.log is not None
         self.plain = self.stores is None and self.observer is None  # no events, records, state
         # a run whose state nodes write straight into its store, nobody watching

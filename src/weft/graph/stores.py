@@ -153,6 +153,7 @@ class RunStores:
         "changes",
         "direct",
         "due",
+        "eager",
         "final",
         "finished",
         "forks",
@@ -211,6 +212,13 @@ class RunStores:
         """Nodes recorded with their changes, waiting for the frontier: their final records."""
         self.records: dict[int, StepRecord] = {}
         """Restored nodes (resume), by index."""
+        self.eager = False
+        """Set by the engine when nothing writes to the store between a node's finish and
+        its successor's start (no observer holding notes): a state node at the frontier that
+        reads the run store, and whose only successor enters next (which would commit it
+        first), is then committed as it finishes, with no ``Delta`` to hold (``Store.
+        _commit_writes``): the same commits with the same events, 179k -> 164k instructions
+        per node of a durable chain (callgrind, bench W3 with a no-op append)."""
         if log is not None:
             self.inplace = self.direct = (False,) * n
         else:
@@ -430,7 +438,25 @@ class RunStores:
                 "register the type with weft.store.register_type(cls)"
             ) from exc
         if self.frontier == i:
-            return _with_record(change, pending, self.viewing[i], log.path(key), record, key)
+            view = self.viewing[i]
+            if (
+                pending.__class__ is dict
+                and self.eager
+                and view is self.store
+                and flag is _CONTINUE
+                and schedule.chain[i] >= 0  # its successor (then i + 1) enters next, and
+                and schedule.full[schedule.chain[i]]  # commits it first: do it now
+                and not self.due
+                and not self.waiting
+                and not self.records
+            ):  # a chain's node: committed as it finishes (see ``eager``)
+                both = [("state", p, v, key) for p, v in pending.items()]
+                both.append((KIND, log.path(key), record, key))
+                # its fields are scalars the engine made (a state node's result is its
+                # delta, not kept): nothing in it for the store to check
+                view._commit_writes(both, last_frozen=record.result is None)
+                return None
+            return _with_record(change, pending, view, log.path(key), record, key)
         # durable now, with its changes; committed when the frontier gets here
         log.record(key, replace(record, changes=changes, committed=False))
         self.waiting[i] = record
@@ -598,6 +624,10 @@ def _with_record(
         change.write(KIND, path, record, source=key)
         return change
     assert view is not None
+    if pending.__class__ is dict:  # a state node's delta: the 4-tuples of delta's fast path
+        plain = [("state", p, v, key) for p, v in pending.items()]
+        plain.append((KIND, path, record, key))
+        return view.delta(plain)
     writes: list[tuple[str, str, Any, str | None, bool]] = []
     if isinstance(pending, Writes):
         writes.extend(pending.items(key))

@@ -5,7 +5,7 @@ one-field delta) and ``note_many``. Each batch is one commit, as ``Store.write``
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from weft.errors import ReducerError
@@ -35,6 +35,7 @@ class Batching(Staging):
     _journal: Any
     _subscribers: list[Any]
     _batch_subscribers: list[Any]
+    delta: Callable[..., Any]
 
     def write_many(
         self,
@@ -99,6 +100,49 @@ class Batching(Staging):
                 )
             self._publish(events, mark)
         return len(events)
+
+    def _commit_writes(
+        self, writes: Sequence[tuple[str, str, Any, str | None]], *, last_frozen: bool = False
+    ) -> None:
+        """``merge([delta(writes)])`` of a delta made on this very store and merged at once,
+        in one step: nothing can be written between the two, so there is no conflict to
+        look for and no ``Delta`` to make. A recorded graph node's delta with its step record
+        (the commit of every node of a durable chain) goes this way. ``last_frozen``: the
+        last write's value needs no check (a step record of scalars its caller just made,
+        whose check is a tenth of the node's commit)."""
+        types, declared = self._types, self._declared
+        items: list[tuple[str, str, Any, str | None, bool]] = []
+        unchecked = len(writes) - 1 if last_frozen else len(writes)
+        for n, (kind, path, value, source) in enumerate(writes):
+            if not (  # _checked_key's common case, inlined; the checked path says what is wrong
+                path.__class__ is str
+                and path
+                and path.isascii()
+                and kind.__class__ is str
+                and kind in _KIND_SET
+                and (source is None or (source.__class__ is str and source.isascii()))
+            ):
+                self.merge([self.delta(writes)])
+                return
+            cls = value.__class__
+            if not (
+                (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
+                or cls in _AS_IS
+                or (cls is str and value.isascii())
+                or n == unchecked
+            ):
+                key = f"{kind}:{path}"
+                merging = declared.get(key, _REPLACE).fn is _reducers.merge
+                value = freeze(value, where=key, types=types, allow_delete=merging)
+            items.append((kind, path, value, source, False))
+        with self._lock:
+            mark = self._mark()
+            try:
+                events = self._apply_batch(items)
+            except BaseException:
+                self._rollback(mark)
+                raise
+            self._publish(events, mark)
 
     def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
