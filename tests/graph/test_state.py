@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 from graph_helpers import Mode
 
-from weft.errors import GraphBuildError, MergeConflictError, NodeError, ReducerError
+from weft.errors import (
+    GraphBuildError,
+    MergeConflictError,
+    NodeError,
+    ReducerError,
+    ValueTypeError,
+)
 from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import DELETE, RunLog, Store, reducers
@@ -138,6 +144,22 @@ def test_gathered_branches_conflict_with_a_write_made_apart_from_their_view(mode
         first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=sleep))
     with pytest.raises(MergeConflictError, match=r"state:status .*'apart#1' and 'b1#3'"):
         mode.run(WorkGraph(start_nodes=[first, apart]), store=Store())
+
+
+def test_a_branch_delta_the_store_refuses_fails_that_branch_not_the_gathered_commit() -> None:
+    """A delta ``Store.delta`` would refuse is made as the branch finishes, never kept for
+    the commit: the run fails on it, and the branches before it are committed. (Sync
+    branches: a failure lets running threads finish, where it cancels async ones.)"""
+    mode = Mode("sync")
+    first = state_node(mode, lambda view: None, id="start")
+    deltas = ({}, {"items": 1}, {"items": 2}, {"bad": "x\ud800"}, {"items": 4})
+    for i, delta in enumerate(deltas):
+        sleep = 0.05 if i == 1 else 0.0  # b1 finishes last: b2 and b3 wait for it
+        first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=sleep))
+    store = Store(reducers={"state:items": reducers.append})
+    with pytest.raises(ValueTypeError, match="state:bad: the text holds a lone surrogate"):
+        mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert store.value("state", "items") == [1, 2]
 
 
 def test_parallel_replace_writes_with_no_join_conflict_at_commit(mode: Mode) -> None:

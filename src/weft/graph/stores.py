@@ -53,6 +53,7 @@ from weft.graph.modes import NO, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
 from weft.store.records import KIND
+from weft.store.values import _AS_IS, _plain
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -233,7 +234,8 @@ class RunStores:
         deferred = memo.get("deferred")
         if deferred is None:  # a state node's plain delta is kept as a dict until committed
             deferred = memo["deferred"] = tuple(
-                not n and c == NO for n, c in zip(views.needed, schedule.codes, strict=True)
+                not n and c == NO and key.isascii()
+                for n, c, key in zip(views.needed, schedule.codes, schedule.keys, strict=True)
             )
         self.deferred: tuple[bool, ...] = deferred if log is None else (False,) * n
         """``inplace[i]``: node ``i`` (a run without a run id) writes its delta straight
@@ -366,10 +368,14 @@ class RunStores:
                 pending = delta  # made one delta with its record (``_record``)
             else:
                 assert view is not None
-                if delta.__class__ is dict and self.deferred[i] and view is not self.store:
-                    # a fork nobody writes to any more: the Delta made on it as it is
-                    # committed is the one made now (``_gathered``)
-                    change = delta
+                if (
+                    delta.__class__ is dict
+                    and self.deferred[i]
+                    and view is not self.store
+                    and _kept_as_is(delta)
+                ):  # its view is a fork nobody writes to any more, and making the Delta
+                    # cannot fail: the one made as it is committed is the one made now
+                    change = delta  # (``_gathered``)
                 else:
                     change = (
                         view.delta(delta.items(key))
@@ -644,6 +650,20 @@ def _write(store: Store, delta: dict[str, Any] | Writes, key: str) -> None:
         delta.write_to(store, key)
     else:
         store.write_many("state", delta, source=key)
+
+
+def _kept_as_is(delta: dict[str, Any]) -> bool:
+    """Whether ``Store.delta`` keeps every path and value of ``delta`` as they are (so
+    making it later cannot fail where making it now would)."""
+    for path, value in delta.items():
+        if not (
+            path.__class__ is str
+            and path
+            and path.isascii()
+            and (value.__class__ in _AS_IS or _plain(value))
+        ):
+            return False
+    return True
 
 
 def _count(pending: dict[str, Any] | Writes) -> int:
