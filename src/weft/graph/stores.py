@@ -53,7 +53,7 @@ from weft.graph.modes import NO, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
 from weft.store.records import KIND
-from weft.store.values import _AS_IS, _plain
+from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -654,14 +654,19 @@ def _write(store: Store, delta: dict[str, Any] | Writes, key: str) -> None:
 
 def _kept_as_is(delta: dict[str, Any]) -> bool:
     """Whether ``Store.delta`` keeps every path and value of ``delta`` as they are (so
-    making it later cannot fail where making it now would)."""
+    making it later cannot fail where making it now would). Its paths are non-empty
+    strings: the engine checked them (``Run._complete``)."""
     for path, value in delta.items():
-        if not (
-            path.__class__ is str
-            and path
-            and path.isascii()
-            and (value.__class__ in _AS_IS or _plain(value))
-        ):
+        cls = value.__class__
+        if cls is str:
+            if not value.isascii():
+                return False
+        elif cls is int:
+            if not _INT_LOW < value < _INT_HIGH:
+                return False
+        elif cls not in _AS_IS:
+            return False
+        if not path.isascii():
             return False
     return True
 
