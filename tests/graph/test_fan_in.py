@@ -134,3 +134,24 @@ def test_base_arguments_come_from_the_first_predecessor(mode: Mode) -> None:
     b.add_next(d)
     c.add_next(d)
     assert mode.run(WorkGraph(start_nodes=[a]), "arg0", "arg1") == (("c", "arg1"), {})
+
+
+def test_a_join_of_quiet_predecessors_gets_the_arguments_of_the_first_that_finished(
+    mode: Mode,
+) -> None:
+    """A join whose predecessors all pass nothing down is called as its first contributing
+    predecessor was (the engine skips building their contributions: pass_many's rule)."""
+    for abort in (False, True):
+        start = WorkGraphNode(mode.fn(const("s")), R.ResultAsFirstArg, id="start")
+        mid = WorkGraphNode(mode.fn(const("m")), R.ResultAsFirstArg, id="mid")
+        first_value = (WorkGraphStopFlags.AbortBranch, 1) if abort else 1
+        first = WorkGraphNode(mode.fn(const(first_value)), R.NoPassDown, id="first")
+        second = WorkGraphNode(mode.fn(const(2)), R.NoPassDown, id="second")
+        join = WorkGraphNode(mode.fn(echo), id="join")
+        start.add_next(first)
+        start.add_next(mid)
+        mid.add_next(second)
+        first.add_next(join)
+        second.add_next(join)
+        expected = ("m" if abort else "s", "arg1")
+        assert mode.run(WorkGraph(start_nodes=[start]), "arg0", "arg1") == (expected, {})

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 from graph_helpers import Mode
 
-from weft.errors import GraphBuildError, MergeConflictError, NodeError, ReducerError
+from weft.errors import (
+    GraphBuildError,
+    MergeConflictError,
+    NodeError,
+    ReducerError,
+    ValueTypeError,
+)
 from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import DELETE, RunLog, Store, reducers
@@ -92,6 +98,68 @@ def test_parallel_writes_to_a_replace_field_conflict_naming_both_nodes(mode: Mod
         mode.run(WorkGraph(start_nodes=[first]), store=store)
     assert store.value("state", "status") == "mine"  # left was committed; right never was
     assert store.get("state", "status").source == "left#1"
+
+
+def test_branch_deltas_gathered_in_one_merge_keep_each_write_and_its_writer(mode: Mode) -> None:
+    """The plain deltas of a fan-out's branches go into the store as one Delta
+    (``RunStores._gathered``): each write is still its own event, by its node, in graph
+    order, and fields written once each are no conflict."""
+    store = Store(reducers={"state:items": reducers.append})
+    first = state_node(mode, lambda view: None, id="start")
+    join = state_node(mode, lambda view: None, id="join")
+    for i in range(4):
+        delta = {"items": i, f"own{i}": i * 10}
+        # b0 writes in place; b1 finishes last, so b1, b2 and b3 are committed together
+        node = state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=0.05 * (i == 1))
+        first.add_next(node)
+        node.add_next(join)
+    mode.run(WorkGraph(start_nodes=[first]), store=store)
+    writes = [(e.path, e.value, e.source, e.reducer) for e in store.events() if e.op == "write"]
+    assert writes == [
+        (path, value, f"b{i}#{i + 1}", reducer)
+        for i in range(4)
+        for path, value, reducer in (("items", i, "append"), (f"own{i}", i * 10, "replace"))
+    ]
+    assert store.value("state", "items") == [0, 1, 2, 3]
+
+
+def test_gathered_branches_writing_one_replace_field_conflict_naming_both(mode: Mode) -> None:
+    first = state_node(mode, lambda view: None, id="start")
+    # b0 writes in place (every node before it is its ancestor); b1 finishes last, so
+    # b1, b2 and b3 are committed together
+    for i, delta in enumerate(({}, {"status": "a"}, {"other": 1}, {"status": "c"})):
+        sleep = 0.05 if i == 1 else 0.0
+        first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=sleep))
+    store = Store()
+    with pytest.raises(MergeConflictError, match=r"state:status .*'b1#2' and 'b3#4'"):
+        mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert not store.has("state", "other")  # nothing of the conflicting merge was written
+
+
+def test_gathered_branches_conflict_with_a_write_made_apart_from_their_view(mode: Mode) -> None:
+    first = state_node(mode, lambda view: None, id="start")
+    apart = state_node(mode, lambda view: {"status": "apart"}, id="apart")
+    for i, delta in enumerate(({"other": 1}, {"status": "mine"})):
+        sleep = 0.05 if i == 0 else 0.0  # b0 finishes last: the two are committed together
+        first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=sleep))
+    with pytest.raises(MergeConflictError, match=r"state:status .*'apart#1' and 'b1#3'"):
+        mode.run(WorkGraph(start_nodes=[first, apart]), store=Store())
+
+
+def test_a_branch_delta_the_store_refuses_fails_that_branch_not_the_gathered_commit() -> None:
+    """A delta ``Store.delta`` would refuse is made as the branch finishes, never kept for
+    the commit: the run fails on it, and the branches before it are committed. (Sync
+    branches: a failure lets running threads finish, where it cancels async ones.)"""
+    mode = Mode("sync")
+    first = state_node(mode, lambda view: None, id="start")
+    deltas = ({}, {"items": 1}, {"items": 2}, {"bad": "x\ud800"}, {"items": 4})
+    for i, delta in enumerate(deltas):
+        sleep = 0.05 if i == 1 else 0.0  # b1 finishes last: b2 and b3 wait for it
+        first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=sleep))
+    store = Store(reducers={"state:items": reducers.append})
+    with pytest.raises(ValueTypeError, match="state:bad: the text holds a lone surrogate"):
+        mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert store.value("state", "items") == [1, 2]
 
 
 def test_parallel_replace_writes_with_no_join_conflict_at_commit(mode: Mode) -> None:

@@ -173,6 +173,13 @@ class Dispatching:
         room = len(ready) if self.limit is None else self.limit - self.running
         room = min(room, len(ready))
         self.running += max(room, 0)
+        if observer is None and schedule.loopless:
+            # every node is sync and untimed and nobody watches: the batch is the ready
+            # nodes with their tokens (a fan-out of 1,000 branches: 37 -> 14 opcodes each)
+            if room > 0:
+                tokens = self.tokens
+                self._queue().push([(i, tokens[i]) for i in [ready.popleft() for _ in range(room)]])
+            return
         batch: list[tuple[Any, ...]] = []
         if observer is not None:
             observer.hold()  # the started notes go in one batch, before any of the nodes runs
@@ -225,21 +232,25 @@ class Dispatching:
         # walk them over and over. (The context is the one of the latest dispatch: the
         # run's thread runs no node while sync nodes are queued.)
         context = self.context.copy()
-        # what makes the arguments sets context variables only when watched or recorded
-        direct = self.observer is None and self.asking is None
-        call: Args | None = None
-        fn, timed = self.schedule.fns[i], self.timed
-        retry = self.schedule.retries[i] if self.schedule.timeouts[i] is None else None
+        schedule, timed = self.schedule, self.timed
+        fn = schedule.fns[i]
         started = perf_counter() if timed else 0.0
+        call: Args | None = None
         attempt = 1
         while True:
             try:
-                if call is None:
-                    call = self._call_args(i) if direct else context.run(self._call_args, i)
+                if call is None:  # in its context only when watched or recorded: then it
+                    call = (  # sets context variables (its pause point)
+                        self._call_args(i)
+                        if self.observer is None and self.asking is None
+                        else context.run(self._call_args, i)
+                    )
                 value = context.run(fn, *call[0], **call[1])
                 if value.__class__ is _CORO:
                     value = run_sync(value)
             except BaseException as exc:  # a KeyboardInterrupt too: it must reach the run
+                # a node with a timeout is retried by the loop (``_drain``), not here
+                retry = schedule.retries[i] if schedule.timeouts[i] is None else None
                 if (
                     retry is None
                     or attempt >= retry.attempts

@@ -162,6 +162,13 @@ class Run(Inline):
             writes = schedule.memo["writes"] = any(schedule.states) or any(schedule.ctxs)
         if store is None and writes:
             store = Store()
+        quiet = schedule.memo.get("quiet joins")
+        if quiet is None:  # joins whose predecessors all pass nothing down (``_release``)
+            codes = schedule.codes
+            quiet = schedule.memo["quiet joins"] = tuple(
+                [len(ps) > 1 and all(codes[p] == NO for p in ps) for ps in schedule.preds]
+            )
+        self._quiet_joins: tuple[bool, ...] = quiet
         self.store = store
         # the forks and commits of a run whose nodes touch the store, or that is recorded
         self.stores = (
@@ -399,6 +406,15 @@ class Run(Inline):
                         return
                 self._admit(s)
                 return
+        elif self._quiet_joins[s]:
+            # a join none of whose predecessors passes anything down (a fan-out's join) is
+            # called as its first contributing one was, which is what pass_many gives it;
+            # this skips building 1,000 contributions for a join after 1,000 branches
+            for p in preds:
+                if status[p] == DONE:
+                    inputs[s] = inputs[p]
+                    self._admit(s)
+                    return
         else:
             contributing = [p for p in preds if status[p] == DONE]
             if contributing:

@@ -53,6 +53,7 @@ from weft.graph.modes import NO, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
 from weft.store.records import KIND
+from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -151,6 +152,7 @@ class RunStores:
     __slots__ = (
         "began",
         "changes",
+        "deferred",
         "direct",
         "due",
         "eager",
@@ -196,8 +198,9 @@ class RunStores:
         """What each node reads (the run store itself, or a fork)."""
         self.forks: list[Store | None] = [None] * n
         """The fork of a node that asks for ``ctx``: its view, and what it writes."""
-        self.changes: list[Delta | Store | None] = [None] * n
-        """What each node changed, once it finished: a delta, its fork, or nothing."""
+        self.changes: list[Delta | Store | dict[str, Any] | None] = [None] * n
+        """What each node changed, once it finished: a delta, its fork, or nothing; a
+        plain delta on a fork no later view is built from stays a dict until committed."""
         self.posts: list[Store | None] = [None] * n
         """A node's view with its changes, made when a later view needs it."""
         self.marks = [0] * n
@@ -236,6 +239,13 @@ class RunStores:
                 )
                 found = memo["inplace"] = (inplace, direct)
             self.inplace, self.direct = found
+        deferred = memo.get("deferred")
+        if deferred is None:  # a state node's plain delta is kept as a dict until committed
+            deferred = memo["deferred"] = tuple(
+                not n and c == NO and key.isascii()
+                for n, c, key in zip(views.needed, schedule.codes, schedule.keys, strict=True)
+            )
+        self.deferred: tuple[bool, ...] = deferred if log is None else (False,) * n
         """``inplace[i]``: node ``i`` (a run without a run id) writes its delta straight
         into the run store; ``direct[i]``: and it is a state node a chain may call inline."""
 
@@ -290,7 +300,9 @@ class RunStores:
     def _changes_of(self, u: int) -> Delta | Store | None:
         if u in self.records:  # restored: its rebuilt view holds its changes as its own
             return self._post(u)
-        return self.changes[u]
+        change = self.changes[u]
+        assert not isinstance(change, dict), "a later view is built from it: never deferred"
+        return change
 
     def _post(self, p: int) -> Store:
         """Node ``p``'s view with its changes (its view alone if it was aborted)."""
@@ -309,6 +321,7 @@ class RunStores:
             )
             post = view.fork(name=self.schedule.keys[p])
             change = self.changes[p]
+            assert not isinstance(change, dict), "a later view is built from it: never deferred"
             if change is not None:
                 post.merge([change], check=False)
         self.posts[p] = post
@@ -343,7 +356,7 @@ class RunStores:
         key = schedule.keys[i]
         view = self.viewing[i]
         fork = self.forks[i]
-        change: Delta | Store | None = None
+        change: Delta | Store | dict[str, Any] | None = None
         pending: dict[str, Any] | Writes | None = None
         writes = delta.__class__ is Writes
         if writes and not delta.writes:  # type: ignore[union-attr]
@@ -363,12 +376,22 @@ class RunStores:
                 pending = delta  # made one delta with its record (``_record``)
             else:
                 assert view is not None
-                change = (
-                    view.delta(delta.items(key))
-                    if isinstance(delta, Writes)
-                    else view.delta(delta, source=key)
-                )
+                if (
+                    delta.__class__ is dict
+                    and self.deferred[i]
+                    and view is not self.store
+                    and _kept_as_is(delta)
+                ):  # its view is a fork nobody writes to any more, and making the Delta
+                    # cannot fail: the one made as it is committed is the one made now
+                    change = delta  # (``_gathered``)
+                else:
+                    change = (
+                        view.delta(delta.items(key))
+                        if isinstance(delta, Writes)
+                        else view.delta(delta, source=key)
+                    )
         if self.log is not None:
+            assert not isinstance(change, dict), "a recorded run defers no delta"
             change = self._record(i, flag, result, change, pending, started_at, writes)
         self.changes[i] = change
         finished = self.finished
@@ -385,6 +408,7 @@ class RunStores:
             self.commit_due()  # a later view starts from the store as this node left it
             post = self.posts[i] = self.store.fork(name=key)
             if change is not None and i >= self.frontier:  # not committed yet: add it
+                assert not isinstance(change, dict), "a view on the run store defers no delta"
                 post.merge([change], check=False)
 
     def _record(
@@ -540,12 +564,12 @@ class RunStores:
             k = due[0]
             change = changes[k]
             if change is not None:
-                store.merge((change,))
+                store.merge(self._gathered(due) if isinstance(change, dict) else (change,))
                 if not self.views.needed[k]:  # in the store now, and no later view's
                     changes[k] = self.forks[k] = self.viewing[k] = None
             return
         if not waiting or not any(k in waiting for k in due):
-            ready: list[Delta | Store] = [c for k in due if (c := changes[k]) is not None]
+            ready = self._gathered(due)
             if final is not None:
                 ready.append(store.delta([(KIND, final[0], final[1], "weft.graph")]))
             if ready:
@@ -565,12 +589,59 @@ class RunStores:
                     if last is not None and last.changes and last.flag != _ABORT.name:
                         tx.apply(last.changes)
                 elif (change := changes[k]) is not None:
+                    assert not isinstance(change, dict), "a recorded run defers no delta"
                     tx.merge([change])
                 if last is not None:
                     kept = last if self.views.needed[k] else replace(last, changes=None)
                     log.record(keys[k], kept, into=tx)
             if final is not None:
                 tx.write(KIND, final[0], final[1], source="weft.graph")
+
+    def _gathered(self, due: list[int]) -> list[Delta | Store]:
+        """The changes of ``due`` as ``Store.merge`` takes them. The plain deltas that
+        ``finish`` kept as dicts become Deltas here, on the views they were made on; those
+        of consecutive nodes that read one view (the branches of a fan-out) make one Delta,
+        which merges as theirs would one after another when no field it replaces is
+        written twice in it (a fan-out of 1,000 appends: one Delta, not 1,000)."""
+        changes, viewing = self.changes, self.viewing
+        out: list[Delta | Store] = []
+        group: list[int] = []  # consecutive nodes with dict deltas on one view
+        for k in due:
+            change = changes[k]
+            if change is None:
+                continue
+            if change.__class__ is dict:
+                if group and viewing[group[0]] is not viewing[k]:
+                    out.extend(self._one_delta(group))
+                    group = []
+                group.append(k)
+                continue
+            if group:
+                out.extend(self._one_delta(group))
+                group = []
+            out.append(change)  # type: ignore[arg-type]
+        if group:
+            out.extend(self._one_delta(group))
+        return out
+
+    def _one_delta(self, group: list[int]) -> list[Delta]:
+        """The dict deltas of ``group`` (nodes that read one view) as one Delta, or one
+        each when a field the group replaces is written twice in it (then the conflict
+        rule must see them one after another)."""
+        changes, keys = self.changes, self.schedule.keys
+        view = self.viewing[group[0]]
+        assert view is not None
+        if len(group) == 1:
+            return [view.delta(changes[group[0]], source=keys[group[0]])]  # type: ignore[arg-type]
+        writes = [
+            ("state", path, value, keys[k])
+            for k in group
+            for path, value in changes[k].items()  # type: ignore[union-attr]
+        ]
+        delta = view.delta(writes)
+        if delta.replaces and len({w[1] for w in writes}) < len(writes):
+            return [view.delta(changes[k], source=keys[k]) for k in group]  # type: ignore[arg-type]
+        return [delta]
 
     def complete(self, started_at: float | None) -> None:
         """The run ended well: commit what is due and, past nodes that never ran (after
@@ -605,6 +676,25 @@ def _write(store: Store, delta: dict[str, Any] | Writes, key: str) -> None:
         delta.write_to(store, key)
     else:
         store.write_many("state", delta, source=key)
+
+
+def _kept_as_is(delta: dict[str, Any]) -> bool:
+    """Whether ``Store.delta`` keeps every path and value of ``delta`` as they are (so
+    making it later cannot fail where making it now would). Its paths are non-empty
+    strings: the engine checked them (``Run._complete``)."""
+    for path, value in delta.items():
+        cls = value.__class__
+        if cls is str:
+            if not value.isascii():
+                return False
+        elif cls is int:
+            if not _INT_LOW < value < _INT_HIGH:
+                return False
+        elif cls not in _AS_IS:
+            return False
+        if not path.isascii():
+            return False
+    return True
 
 
 def _count(pending: dict[str, Any] | Writes) -> int:
