@@ -48,7 +48,7 @@ def _graph(mode: Mode) -> WorkGraph:
         return WorkGraphNode(mode.fn(lambda view: out(view), sleep=sleep), state=True, id=name)
 
     nodes = [
-        step("a", lambda view: {"x": view["x"] + 1, "tag": "a"}),
+        step("a", lambda view: {"x": view["x"] + 1, "tag": "\u00e9t\u00e9"}),  # checked text
         step("b", lambda view: {"items": ["b"]}),  # not a plain value
         step("c", lambda view: Writes([("state", "x", view["x"] * 10, False)])),
         step("d", lambda view: None),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine
+from time import perf_counter, time
 from typing import Any, Final
 
 from weft._sync import run_sync
@@ -21,14 +22,26 @@ from weft.errors import ValueTypeError, WeftError
 from weft.graph.dispatch import Dispatching
 from weft.graph.modes import FIRST, NO, WorkGraphStopFlags, pass_one
 from weft.graph.outcome import DONE
-from weft.graph.pause import Interrupt
+from weft.graph.pause import _ASKING, Asking, Interrupt
 from weft.graph.state import StateView, Writes, checked_delta
 from weft.graph.stores import RunStores
+from weft.store import RunLog
 
 _CORO: Final = types.CoroutineType
 _FLAGS: Final = WorkGraphStopFlags
 _FAILED_CALL: Final = object()
 _PLAIN: Final = frozenset({str, int, bool, type(None)})
+
+
+def _plain_delta(delta: dict[str, Any]) -> bool:
+    """Whether a state node's non-empty ``delta`` holds only plain values under string
+    paths, which the engine keeps as the node returned it (``Run._complete``)."""
+    if not delta:
+        return False
+    for path, value in delta.items():
+        if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
+            return False
+    return True
 
 
 class Inline(Dispatching):
@@ -37,6 +50,9 @@ class Inline(Dispatching):
     plain: bool
     direct: bool
     stores: RunStores | None
+    log: RunLog | None
+    asking: list[Asking | None] | None
+    restored: dict[int, Any]
     replay: deque[int]
     results: list[Any]
     remaining: list[int]
@@ -60,20 +76,65 @@ class Inline(Dispatching):
             self.ready.popleft()
         schedule = self.schedule
         fns, inline, ready = schedule.fns, schedule.inline, self.ready
+        stores, log = self.stores, self.log
+        chained = stores.chained if stores is not None and stores.eager and log else None
         while True:
-            args, kwargs = self._call_args(i)
-            started = self._started(i)
-            try:
-                result = fns[i](*args, **kwargs)
-            except Exception as exc:  # after its retries, the main loop takes the next node
-                result = self._retry_inline(i, args, kwargs, exc, started)
-                return self._after_inline(i, result, started)
-            except Interrupt as pause:
-                self._fail(i, pause, started, 1, 0.0)
-                return None
-            if result.__class__ is _CORO:
-                return self._after_inline(i, result, started)
-            self._complete(i, result, started, 0.0)
+            if chained is not None and chained[i] and stores.can_chain(i):  # type: ignore[union-attr]
+                # A recorded chain's state node: what _call_args, _complete and finish do,
+                # for a delta of plain values, in one step (RunStores.finish_chained), and
+                # the node committed as it finishes. 154.7k -> 140.7k instructions per node of
+                # a durable chain (callgrind, bench W3 with a no-op append).
+                args, kwargs = self.inputs[i]  # type: ignore[misc]
+                view = self.views[i]
+                self.asking[i] = point = Asking(log, schedule.keys[i], schedule.labels[i])  # type: ignore[arg-type,index]
+                _ASKING.set(point)
+                started = perf_counter()
+                try:
+                    result = fns[i](view, *args, **kwargs)
+                except Exception as exc:
+                    result = self._retry_inline(i, (view, *args), kwargs, exc, started)
+                    return self._after_inline(i, result, started)
+                except Interrupt as pause:
+                    self._fail(i, pause, started, 1, 0.0)
+                    return None
+                if result.__class__ is dict and _plain_delta(result):
+                    try:
+                        stores.finish_chained(i, result, time() - (perf_counter() - started))  # type: ignore[union-attr]
+                    except WeftError as exc:
+                        self._fail_commit(i, exc)
+                        return None
+                    self.results[i] = result  # _settle, for a node that went on
+                    self.views[i] = None
+                    self.status[i] = DONE
+                    s = schedule.chain[i]
+                    if chained[s] and schedule.codes[i] == NO and not self.restored:
+                        # its successor, the same kind of node: admitted as _release_all,
+                        # _admit and enter would, to read the run store with the same args
+                        self.remaining[s] = 0
+                        self.inputs[s] = self.inputs[i]
+                        stores.viewing[s] = stores.store  # type: ignore[union-attr]
+                        self.views[s] = view
+                        ready.append(s)
+                    else:
+                        self._release_all(i)
+                elif result.__class__ is _CORO:
+                    return self._after_inline(i, result, started)
+                else:  # a flag, Writes, values to check: the general path
+                    self._complete(i, result, started, 0.0)
+            else:
+                args, kwargs = self._call_args(i)
+                started = self._started(i)
+                try:
+                    result = fns[i](*args, **kwargs)
+                except Exception as exc:  # after its retries, the main loop takes the next node
+                    result = self._retry_inline(i, args, kwargs, exc, started)
+                    return self._after_inline(i, result, started)
+                except Interrupt as pause:
+                    self._fail(i, pause, started, 1, 0.0)
+                    return None
+                if result.__class__ is _CORO:
+                    return self._after_inline(i, result, started)
+                self._complete(i, result, started, 0.0)
             if len(ready) != 1 or self.running or self.halted or self.replay:
                 return None
             i = ready[0]

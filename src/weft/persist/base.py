@@ -190,8 +190,18 @@ class Backend(Closeable):
         """Append ``events`` (steps after ``expected_last_step``) atomically; returns the new
         last step. ``snapshot`` (at the last of these steps) is stored in the same
         transaction, and older snapshots beyond the newest ``keep_snapshots`` are dropped."""
-        check_id(thread_id, "thread_id")
-        check_id(run_id, "run_id")
+        if not (  # check_id's common case, inlined: a durable run appends once per commit
+            thread_id.__class__ is str
+            and run_id.__class__ is str
+            and thread_id.isascii()
+            and run_id.isascii()
+            and "\x00" not in thread_id
+            and "\x00" not in run_id
+            and thread_id
+            and run_id
+        ):
+            check_id(thread_id, "thread_id")
+            check_id(run_id, "run_id")
         if not events:
             raise PersistError(f"append to thread {thread_id!r} got no events; pass at least one")
         last = expected_last_step

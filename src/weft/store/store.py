@@ -669,12 +669,16 @@ class Store(Batching):
         events: list[Event] = list(map(_build, itertools.repeat(Event, len(rows)), rows))
         if journal is not None:
             declared = self._declared
-            kept = [
-                e
-                for e in events
-                if (e.op != "write" and e.op != "delete")
-                or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
-            ]
+            kept = (
+                [
+                    e
+                    for e in events
+                    if (e.op != "write" and e.op != "delete")
+                    or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
+                ]
+                if declared  # else no field is declared never persisted
+                else events
+            )
             if kept:
                 try:
                     journal.commit(self, kept)
