@@ -601,20 +601,26 @@ class RunStores:
     def _one_delta(self, group: list[int]) -> list[Delta]:
         """The dict deltas of ``group`` (nodes that read one view) as one Delta, or one
         each when a field the group replaces is written twice in it (then the conflict
-        rule must see them one after another)."""
+        rule must see them one after another). ``finish`` checked that ``Store.delta``
+        keeps them as they are (``_kept_as_is``): ``Delta.kept`` makes it without
+        checking them again."""
         changes, keys = self.changes, self.schedule.keys
         view = self.viewing[group[0]]
         assert view is not None
-        if len(group) == 1:
-            return [view.delta(changes[group[0]], source=keys[group[0]])]  # type: ignore[arg-type]
+
         writes = [
-            ("state", path, value, keys[k])
+            ("state", path, value, keys[k], False)
             for k in group
             for path, value in changes[k].items()  # type: ignore[union-attr]
         ]
-        delta = view.delta(writes)
-        if delta.replaces and len({w[1] for w in writes}) < len(writes):
-            return [view.delta(changes[k], source=keys[k]) for k in group]  # type: ignore[arg-type]
+        delta = Delta.kept(view, writes)
+        if len(group) > 1 and delta.replaces and len({w[1] for w in writes}) < len(writes):
+            one_each, at = [], 0
+            for k in group:  # the writes of one node are consecutive
+                count = len(changes[k])  # type: ignore[arg-type]
+                one_each.append(Delta.kept(view, writes[at : at + count]))
+                at += count
+            return one_each
         return [delta]
 
     def complete(self, started_at: float | None) -> None:
