@@ -151,6 +151,7 @@ class RunStores:
 
     __slots__ = (
         "began",
+        "branches",
         "changes",
         "deferred",
         "direct",
@@ -238,6 +239,15 @@ class RunStores:
                 for n, c, key in zip(views.needed, schedule.codes, schedule.keys, strict=True)
             )
         self.deferred: tuple[bool, ...] = deferred if log is None else (False,) * n
+        branches = memo.get("branches")
+        if branches is None:  # the nodes ``take`` serves
+            branches = memo["branches"] = tuple(
+                d and s and not c and not p
+                for d, s, c, p in zip(
+                    deferred, schedule.states, schedule.ctxs, self.inplace, strict=True
+                )
+            )
+        self.branches: tuple[bool, ...] = branches if log is None else self.deferred
         """``inplace[i]``: node ``i`` (a run without a run id) writes its delta straight
         into the run store; ``direct[i]``: and it is a state node a chain may call inline."""
 
@@ -402,6 +412,26 @@ class RunStores:
             if change is not None and i >= self.frontier:  # not committed yet: add it
                 assert not isinstance(change, dict), "a view on the run store defers no delta"
                 post.merge([change], check=False)
+
+    def take(self, i: int, delta: dict[str, Any]) -> bool:
+        """``finish`` of a branch (``Run._complete``'s fast path): a state node that reads a
+        fork, takes no ``ctx``, passes nothing down and is no base of a later view, in a
+        run without a run id, whose delta ``Store.delta`` keeps as it is (the caller
+        checked): the delta waits for the commit. False, having done nothing, when its view
+        is the run store (then ``finish`` decides)."""
+        if self.viewing[i] is self.store:
+            return False
+        self.changes[i] = delta
+        finished = self.finished
+        finished[i] = True
+        if i == self.frontier:  # as in finish
+            f = i + 1
+            if f < len(finished) and not finished[f]:
+                self.due.append(i)
+                self.frontier = f
+            else:
+                self.advance()
+        return True
 
     def _record(
         self,
