@@ -162,6 +162,35 @@ def test_a_branch_delta_the_store_refuses_fails_that_branch_not_the_gathered_com
     assert store.value("state", "items") == [1, 2]
 
 
+def test_branches_settled_in_one_step_end_as_the_general_path_ends_them(mode: Mode) -> None:
+    """Unwatched, a branch with a plain delta is settled in one step (``Run._complete``'s
+    fast path); a subscriber sends every node down the general path: same state, same
+    writes in the same order, same output."""
+    deltas: list[Any] = [
+        {"items": 1, "n": 2},
+        {"items": "two", "flag": True, "nothing": None},
+        {"items": "tr\u00e9s"},  # not ASCII: the general path in both runs
+        {"items": 1.5},
+        {"items": [4], "big": 10**30},
+        {},
+        None,
+        {"items": 7},
+    ]
+    outcomes = []
+    for watched in (False, True):
+        store = Store(reducers={"state:items": reducers.append})
+        if watched:
+            store.subscribe(lambda batch: None)
+        first = state_node(mode, lambda view: None, id="start")
+        join = state_node(mode, lambda view: {"seen": list(view["items"])}, id="join")
+        for i, delta in enumerate(deltas):
+            first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}")).add_next(join)
+        output = mode.run(WorkGraph(start_nodes=[first]), store=store)
+        writes = [(e.path, e.value, e.source) for e in store.events() if e.op == "write"]
+        outcomes.append((output, store.to_dict(kind="state"), writes))
+    assert outcomes[0] == outcomes[1]
+
+
 def test_parallel_replace_writes_with_no_join_conflict_at_commit(mode: Mode) -> None:
     nodes = [state_node(mode, lambda view, i=i: {"status": i}, id=f"n{i}") for i in range(2)]
     with pytest.raises(MergeConflictError, match="'n0#0' and 'n1#1'"):

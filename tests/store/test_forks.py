@@ -204,3 +204,26 @@ def test_a_delta_of_a_list_checks_every_write_as_a_delta_of_a_mapping_does() -> 
     ):
         with pytest.raises(error):
             store.delta(bad)
+
+
+def test_a_kept_delta_is_the_delta_the_store_makes_of_the_same_writes() -> None:
+    """``Delta.kept`` (writes the caller checked) makes what ``Store.delta`` makes."""
+    from weft.store.merge import Delta
+
+    store = Store(reducers={"state:log": reducers.append, "state:tally": reducers.add})
+    view = store.fork()
+    writes = [
+        ("state", "log", "a", "n1", False),
+        ("state", "x", 1, "n1", False),
+        ("state", "tally", 2, "n2", False),
+        ("state", "log", None, "n2", False),
+        ("shared", "flag", True, None, False),
+        ("state", "log", "whole", "n3", True),
+    ]
+    for some in (writes, writes[:1], writes[:4], []):
+        kept, made = Delta.kept(view, some), view.delta(some)
+        assert (kept.writes, kept.replaces) == (made.writes, made.replaces)
+    other = Store(reducers={"state:log": reducers.append, "state:tally": reducers.add})
+    store.merge([Delta.kept(view, writes[:5])])
+    other.merge([other.fork().delta(writes[:5])])
+    assert store.to_dict() == other.to_dict()

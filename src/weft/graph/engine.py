@@ -76,6 +76,7 @@ from weft.graph.stores import RunStores
 from weft.store import Pause, RunLog, StepRecord, Store
 from weft.store.notes import watched
 from weft.store.runlog import check_run_id
+from weft.store.values import _INT_HIGH, _INT_LOW
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -199,6 +200,12 @@ class Run(Inline):
         self.plain = self.stores is None and self.observer is None  # no events, records, state
         # a run whose state nodes write straight into its store, nobody watching
         self.direct = self.stores is not None and self.observer is None and self.log is None
+        # the nodes whose plain deltas _complete settles in one step
+        self.branches = (
+            self.stores.branches
+            if self.stores is not None and self.observer is None
+            else (False,) * n
+        )
 
     # ------------------------------------------------------------------ the core
 
@@ -298,6 +305,32 @@ class Run(Inline):
 
     def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
         """Node ``i`` returned ``result``: record it and release its successors."""
+        if self.branches[i] and result.__class__ is dict and result:
+            # A fan-out branch's delta of plain values (``RunStores.take``): what the
+            # general path below, finish and _settle do for it, in one step. W2's 1,000
+            # branches: 4 calls and ~200 opcodes a branch less.
+            for path, value in result.items():
+                cls = value.__class__
+                if not (
+                    path.__class__ is str
+                    and path
+                    and path.isascii()
+                    and (
+                        value is None
+                        or cls is bool
+                        or (cls is str and value.isascii())
+                        or (cls is int and _INT_LOW < value < _INT_HIGH)
+                    )
+                ):
+                    break
+            else:
+                if self.stores.take(i, result):  # type: ignore[union-attr]
+                    self.results[i] = result
+                    self.views[i] = None
+                    self.status[i] = DONE
+                    if not self.halted:
+                        self._release_all(i)
+                    return
         flag = _CONTINUE
         if result.__class__ is tuple and len(result) == 2 and result[0].__class__ is _FLAGS:
             flag, result = result

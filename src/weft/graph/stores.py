@@ -151,6 +151,7 @@ class RunStores:
 
     __slots__ = (
         "began",
+        "branches",
         "chained",
         "changes",
         "deferred",
@@ -247,6 +248,15 @@ class RunStores:
                 for n, c, key in zip(views.needed, schedule.codes, schedule.keys, strict=True)
             )
         self.deferred: tuple[bool, ...] = deferred if log is None else (False,) * n
+        branches = memo.get("branches")
+        if branches is None:  # the nodes ``take`` serves
+            branches = memo["branches"] = tuple(
+                d and s and not c and not p
+                for d, s, c, p in zip(
+                    deferred, schedule.states, schedule.ctxs, self.inplace, strict=True
+                )
+            )
+        self.branches: tuple[bool, ...] = branches if log is None else self.deferred
         """``inplace[i]``: node ``i`` (a run without a run id) writes its delta straight
         into the run store; ``direct[i]``: and it is a state node a chain may call inline."""
         chained = memo.get("chained")
@@ -427,6 +437,26 @@ class RunStores:
             if change is not None and i >= self.frontier:  # not committed yet: add it
                 assert not isinstance(change, dict), "a view on the run store defers no delta"
                 post.merge([change], check=False)
+
+    def take(self, i: int, delta: dict[str, Any]) -> bool:
+        """``finish`` of a branch (``Run._complete``'s fast path): a state node that reads a
+        fork, takes no ``ctx``, passes nothing down and is no base of a later view, in a
+        run without a run id, whose delta ``Store.delta`` keeps as it is (the caller
+        checked): the delta waits for the commit. False, having done nothing, when its view
+        is the run store (then ``finish`` decides)."""
+        if self.viewing[i] is self.store:
+            return False
+        self.changes[i] = delta
+        finished = self.finished
+        finished[i] = True
+        if i == self.frontier:  # as in finish
+            f = i + 1
+            if f < len(finished) and not finished[f]:
+                self.due.append(i)
+                self.frontier = f
+            else:
+                self.advance()
+        return True
 
     def _record(
         self,
@@ -680,20 +710,26 @@ class RunStores:
     def _one_delta(self, group: list[int]) -> list[Delta]:
         """The dict deltas of ``group`` (nodes that read one view) as one Delta, or one
         each when a field the group replaces is written twice in it (then the conflict
-        rule must see them one after another)."""
+        rule must see them one after another). ``finish`` checked that ``Store.delta``
+        keeps them as they are (``_kept_as_is``): ``Delta.kept`` makes it without
+        checking them again."""
         changes, keys = self.changes, self.schedule.keys
         view = self.viewing[group[0]]
         assert view is not None
-        if len(group) == 1:
-            return [view.delta(changes[group[0]], source=keys[group[0]])]  # type: ignore[arg-type]
+
         writes = [
-            ("state", path, value, keys[k])
+            ("state", path, value, keys[k], False)
             for k in group
             for path, value in changes[k].items()  # type: ignore[union-attr]
         ]
-        delta = view.delta(writes)
-        if delta.replaces and len({w[1] for w in writes}) < len(writes):
-            return [view.delta(changes[k], source=keys[k]) for k in group]  # type: ignore[arg-type]
+        delta = Delta.kept(view, writes)
+        if len(group) > 1 and delta.replaces and len({w[1] for w in writes}) < len(writes):
+            one_each, at = [], 0
+            for k in group:  # the writes of one node are consecutive
+                count = len(changes[k])  # type: ignore[arg-type]
+                one_each.append(Delta.kept(view, writes[at : at + count]))
+                at += count
+            return one_each
         return [delta]
 
     def complete(self, started_at: float | None) -> None:

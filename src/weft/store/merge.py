@@ -43,6 +43,8 @@ from weft.store._entries import Recent, Settled, lookup
 from weft.store._index import SortedKeys
 from weft.store.events import EntryRow, Event, EventRow
 
+_NOTHING: frozenset[str] = frozenset()
+
 _Mark = tuple[Recent, Settled, int, SortedKeys, int, int]
 """What a commit rolls back to: (recent, settled, settle_at, index, seq, length of the own
 log)."""
@@ -79,6 +81,21 @@ class Delta:
         self.writes = writes
         self.replaces = replaces
         """The fields the delta replaces (the ones the conflict rule looks at)."""
+
+    @classmethod
+    def kept(cls, view: Merging, writes: Sequence[tuple[str, str, Any, str | None, bool]]) -> Delta:
+        """``view.delta(writes)`` of writes it keeps as they are, which the caller checked
+        (kinds, ASCII paths and writers, values ``freeze`` keeps as they are): nothing is
+        checked again. The WorkGraph engine gathers its branches' deltas so
+        (``weft.graph.stores``): 1,000 one-field deltas, ~100 opcodes a write less."""
+        declared = view._declared
+        replaces = []
+        for kind, path, _value, _source, whole in writes:
+            key = f"{kind}:{path}"
+            known = declared.get(key)
+            if whole or known is None or known.name == "replace":
+                replaces.append(key)
+        return cls(view, tuple(writes), frozenset(replaces) if replaces else _NOTHING)
 
     def events(self) -> tuple[Event, ...]:
         """The writes as events (numbered from 1), e.g. to record them."""
