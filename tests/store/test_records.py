@@ -10,7 +10,7 @@ import pytest
 
 from weft.errors import StoreError, ValueTypeError
 from weft.store import Event, RunLog, RunRecord, StepRecord, Store
-from weft.store.records import KIND
+from weft.store.records import KIND, node_record
 
 
 def test_a_new_run_is_begun_once_and_checked_when_it_begins_again() -> None:
@@ -163,3 +163,11 @@ def test_a_step_record_keeps_each_field_it_is_given_under_its_own_name() -> None
     assert set(given) == {f.name for f in dataclasses.fields(StepRecord)}
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.kind = "node"  # type: ignore[misc]
+
+
+def test_a_node_record_built_straight_equals_the_step_record_built_by_keywords() -> None:
+    record = node_record(2, 1.5, 0.25)
+    assert record == StepRecord(writes=2, started_at=1.5, duration_ms=0.25)
+    assert record.__class__ is StepRecord and hash(record) == hash(
+        StepRecord(**{f.name: getattr(record, f.name) for f in dataclasses.fields(StepRecord)})
+    )

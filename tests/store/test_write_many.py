@@ -187,3 +187,21 @@ def test_a_bad_note_path_logs_nothing() -> None:
     with pytest.raises(InvalidKeyError, match="non-empty string"):
         store.note_many("step", [("r1/a", 1, None), ("", 2, None)])
     assert store.events() == []
+
+
+def test_a_batch_in_a_store_with_no_reducer_stages_as_one_with_reducers_does() -> None:
+    """``_stage_replaces`` (no field declared) against ``_stage_batch``'s general loop."""
+
+    def staged(store: Store) -> tuple[list[Any], list[Any]]:
+        first = store.write("state", "x", 0, source="first").created_at
+        store.write_many("state", [("x", 1, "a"), ("y", 2, "b"), ("x", 3, "c")])
+        store.merge([store.delta([("state", "z", 4, "d"), ("step", "r/n", 5, "e")])])
+        events = [e._replace(time=0.0) for e in store.events()]
+        entries = [
+            (e.kind, e.path, e.value, e.source, e.seq, e.path != "x" or e.created_at == first)
+            for e in store.entries()
+        ]
+        return events, entries
+
+    general = Store(reducers={"state:log": reducers.append})  # declares one field
+    assert staged(Store()) == staged(general)

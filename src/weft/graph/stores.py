@@ -52,7 +52,7 @@ from weft.graph.build import Schedule
 from weft.graph.modes import NO, WorkGraphStopFlags
 from weft.graph.state import Writes
 from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
-from weft.store.records import KIND
+from weft.store.records import KIND, node_record
 from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
@@ -549,9 +549,13 @@ class RunStores:
         """``finish`` of a node that ``can_chain``, which returned a delta of plain values
         and went on: commit it with its record now (``_record``'s eager case), without the
         general path's bookkeeping (a chain of durable nodes, bench W3)."""
-        self._commit_now(
-            i, delta, self._new_record(i, _CONTINUE, delta, (), delta, started_at, False)
-        )
+        if self.schedule.codes[i] == NO:  # its result is its delta, not kept: the record
+            # is _new_record's with no result, built straight
+            ms = round((time() - started_at) * 1000, 3)
+            record = node_record(len(delta), started_at, ms)
+        else:
+            record = self._new_record(i, _CONTINUE, delta, (), delta, started_at, False)
+        self._commit_now(i, delta, record)
         finished = self.finished
         finished[i] = True
         f = i + 1  # advance(), inlined: nothing is due

@@ -166,6 +166,27 @@ _STEP_SLOTS: Final = tuple(
     )
 )
 """The slots' own setters, in ``StepRecord.__init__``'s order (a test pins it to the fields)."""
+_new: Final = object.__new__
+
+
+def node_record(writes: int, started_at: float, duration_ms: float) -> StepRecord:
+    """``StepRecord(writes=writes, started_at=started_at, duration_ms=duration_ms)``, built
+    without the keyword call (nothing to check: no result, no changes): the record of a
+    durable chain's node, one per node, 1.5 us -> 0.9 us."""
+    record: StepRecord = _new(StepRecord)
+    s = _STEP_SLOTS
+    s[0](record, "node")
+    s[1](record, None)
+    s[2](record, None)
+    s[3](record, None)
+    s[4](record, False)
+    s[5](record, None)
+    s[6](record, True)
+    s[7](record, writes)
+    s[8](record, None)
+    s[9](record, started_at)
+    s[10](record, duration_ms)
+    return record
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
