@@ -100,6 +100,9 @@ def test_the_package_states_the_python_versions_it_is_tested_on() -> None:
     assert versions == ["3.11", "3.12", "3.13"]
     assert "Typing :: Typed" in project["classifiers"]
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
-    loop = re.search(r"^for version in ([\d. ]+); do$", ci, re.M)
-    assert loop is not None, ".ci/run has no loop over the other Python versions"
-    assert loop.group(1).split() == versions[1:], "CI must run the suite on every stated version"
+    installs, suites = (
+        loop.split() for loop in re.findall(r"^for version in ([\d. ]+); do$", ci, re.M)
+    )
+    assert installs == versions, "CI must install weft for every stated version"
+    assert suites == versions[1:], "CI must run the suite on every stated version"
+    assert '".venv-$version/bin/pytest"' in ci
