@@ -16,9 +16,15 @@ from weft.errors import (
     ReducerError,
     ValueTypeError,
 )
-from weft.graph import StateView, WorkGraph, WorkGraphNode, WorkGraphStopFlags
+from weft.graph import (
+    ResultPassDownMode,
+    StateView,
+    WorkGraph,
+    WorkGraphNode,
+    WorkGraphStopFlags,
+)
 from weft.graph.state import Writes
-from weft.store import DELETE, RunLog, Store, reducers
+from weft.store import DELETE, FrozenList, RunLog, Store, reducers
 
 
 def state_node(mode: Mode, fn: Any, *, id: str, sleep: float = 0.0) -> WorkGraphNode:
@@ -147,9 +153,9 @@ def test_gathered_branches_conflict_with_a_write_made_apart_from_their_view(mode
 
 
 def test_a_branch_delta_the_store_refuses_fails_that_branch_not_the_gathered_commit() -> None:
-    """A delta ``Store.delta`` would refuse is made as the branch finishes, never kept for
-    the commit: the run fails on it, and the branches before it are committed. (Sync
-    branches: a failure lets running threads finish, where it cancels async ones.)"""
+    """A delta ``Store.delta`` would refuse is checked as the branch finishes, never kept
+    for the commit: the run fails on that node, and the branches before it are committed.
+    (Sync branches: a failure lets running threads finish, where it cancels async ones.)"""
     mode = Mode("sync")
     first = state_node(mode, lambda view: None, id="start")
     deltas = ({}, {"items": 1}, {"items": 2}, {"bad": "x\ud800"}, {"items": 4})
@@ -157,8 +163,11 @@ def test_a_branch_delta_the_store_refuses_fails_that_branch_not_the_gathered_com
         sleep = 0.05 if i == 1 else 0.0  # b1 finishes last: b2 and b3 wait for it
         first.add_next(state_node(mode, lambda view, d=delta: d, id=f"b{i}", sleep=sleep))
     store = Store(reducers={"state:items": reducers.append})
-    with pytest.raises(ValueTypeError, match="state:bad: the text holds a lone surrogate"):
+    with pytest.raises(
+        NodeError, match=r"node b3#4 .* state:bad in the delta of b3#4: the text"
+    ) as err:
         mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert isinstance(err.value.__cause__, ValueTypeError)
     assert store.value("state", "items") == [1, 2]
 
 
@@ -502,3 +511,54 @@ def test_shared_views_commit_in_graph_order_whichever_node_finishes_first(mode: 
     mode.run(WorkGraph(start_nodes=[first], isolated=False), store=store)
     written = [e.path for e in store.events() if e.kind == "state"]
     assert written == ["base", "slow", "quick"]  # the order of the graph, not of finishing
+
+
+def _keep(seen: list[Any], view: StateView, given: Any) -> None:
+    seen.append(given)
+
+
+@pytest.mark.parametrize(
+    "delta",
+    [{"items": [1, {"a": 2}]}, {"note": "tr\u00e9s"}, {"x": 1.5}, {"x": 3, "items": [4]}],
+)
+def test_a_chain_hands_down_what_the_store_kept_as_the_general_path_does(delta: Any) -> None:
+    """A state chain run in place (nobody watching) and the same chain watched (the general
+    path) hand the next node the same delta, its containers the frozen copies the store
+    holds (not the node's own mutable objects), and leave the same state."""
+    got = []
+    for watched in (False, True):
+        first = WorkGraphNode(
+            lambda view, d=delta: d, ResultPassDownMode.ResultAsFirstArg, id="a", state=True
+        )
+        seen: list[Any] = []
+        first.add_next(WorkGraphNode(partial(_keep, seen), id="b", state=True))
+        store = Store()
+        if watched:
+            store.subscribe(lambda event: None)
+        WorkGraph(start_nodes=[first]).run(store=store)
+        (given,) = seen
+        assert given == delta
+        for path, value in given.items():
+            if isinstance(value, list):
+                assert type(value) is FrozenList and value is not delta[path]
+                with pytest.raises(TypeError):
+                    value[0] = 0
+        got.append((given, store.to_dict(kind="state")))
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("watched", [False, True])
+def test_a_value_the_store_refuses_fails_its_node_in_a_chain(watched: bool) -> None:
+    """An int past the store's digits fails the node that returned it, named, whether the
+    chain runs in place or watched; the node before it is committed."""
+    ok = WorkGraphNode(lambda view: {"x": 1}, id="ok", state=True)
+    ok.add_next(WorkGraphNode(lambda view: {"x": 10**5000}, id="huge", state=True))
+    store = Store()
+    if watched:
+        store.subscribe(lambda event: None)
+    with pytest.raises(
+        NodeError, match=r"node huge#1 .* state:x in the delta of huge#1: an int"
+    ) as err:
+        WorkGraph(start_nodes=[ok]).run(store=store)
+    assert isinstance(err.value.__cause__, ValueTypeError)
+    assert store.value("state", "x") == 1

@@ -45,7 +45,7 @@ from weft.errors import GraphError, NodeError, PauseError, ValueTypeError, WeftE
 from weft.graph.build import Schedule
 from weft.graph.context import RunContext
 from weft.graph.dispatch import Completion
-from weft.graph.inline import _PLAIN, Inline
+from weft.graph.inline import Inline
 from weft.graph.modes import (
     CALL,
     FIRST,
@@ -71,12 +71,11 @@ from weft.graph.outcome import (
 )
 from weft.graph.pause import _ASKING, Asking, Interrupt, Paused, paused
 from weft.graph.pool import SyncQueue
-from weft.graph.state import StateView, Writes, checked_delta
+from weft.graph.state import StateView, Writes, checked_delta, kept_delta
 from weft.graph.stores import RunStores
 from weft.store import Pause, RunLog, StepRecord, Store
 from weft.store.notes import watched
 from weft.store.runlog import check_run_id
-from weft.store.values import _INT_HIGH, _INT_LOW
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -305,32 +304,21 @@ class Run(Inline):
 
     def _complete(self, i: int, result: Any, started: float, ended: float = 0.0) -> None:
         """Node ``i`` returned ``result``: record it and release its successors."""
-        if self.branches[i] and result.__class__ is dict and result:
-            # A fan-out branch's delta of plain values (``RunStores.take``): what the
-            # general path below, finish and _settle do for it, in one step. W2's 1,000
-            # branches: 4 calls and ~200 opcodes a branch less.
-            for path, value in result.items():
-                cls = value.__class__
-                if not (
-                    path.__class__ is str
-                    and path
-                    and path.isascii()
-                    and (
-                        value is None
-                        or cls is bool
-                        or (cls is str and value.isascii())
-                        or (cls is int and _INT_LOW < value < _INT_HIGH)
-                    )
-                ):
-                    break
-            else:
-                if self.stores.take(i, result):  # type: ignore[union-attr]
-                    self.results[i] = result
-                    self.views[i] = None
-                    self.status[i] = DONE
-                    if not self.halted:
-                        self._release_all(i)
-                    return
+        if (  # a fan-out branch's delta kept as it is (``RunStores.take``): what the general
+            # path below, finish and _settle do for it, in one step (W2's 1,000 branches:
+            # 4 calls and ~200 opcodes a branch less)
+            self.branches[i]
+            and result.__class__ is dict
+            and result
+            and kept_delta(result)
+            and self.stores.take(i, result)  # type: ignore[union-attr]
+        ):
+            self.results[i] = result
+            self.views[i] = None
+            self.status[i] = DONE
+            if not self.halted:
+                self._release_all(i)
+            return
         flag = _CONTINUE
         if result.__class__ is tuple and len(result) == 2 and result[0].__class__ is _FLAGS:
             flag, result = result
@@ -338,14 +326,8 @@ class Run(Inline):
         if stores is not None:
             delta: dict[str, Any] | Writes | None = None
             if self.schedule.states[i]:
-                plain = result.__class__ is dict and result
-                if plain:  # a delta of plain values is kept as the node returned it
-                    for path, value in result.items():
-                        if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
-                            plain = False
-                            break
-                if plain:
-                    delta = result
+                if result.__class__ is dict and result and kept_delta(result):
+                    delta = result  # kept as the node returned it
                 elif result.__class__ is Writes:
                     delta, result = result, result.result
                 else:

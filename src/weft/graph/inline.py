@@ -18,30 +18,18 @@ from time import perf_counter, time
 from typing import Any, Final
 
 from weft._sync import run_sync
-from weft.errors import ValueTypeError, WeftError
+from weft.errors import InvalidKeyError, ValueTypeError, WeftError
 from weft.graph.dispatch import Dispatching
 from weft.graph.modes import FIRST, NO, WorkGraphStopFlags, pass_one
 from weft.graph.outcome import DONE
 from weft.graph.pause import _ASKING, Asking, Interrupt
-from weft.graph.state import StateView, Writes, checked_delta
+from weft.graph.state import StateView, Writes, checked_delta, kept_delta
 from weft.graph.stores import RunStores
 from weft.store import RunLog
 
 _CORO: Final = types.CoroutineType
 _FLAGS: Final = WorkGraphStopFlags
 _FAILED_CALL: Final = object()
-_PLAIN: Final = frozenset({str, int, bool, type(None)})
-
-
-def _plain_delta(delta: dict[str, Any]) -> bool:
-    """Whether a state node's non-empty ``delta`` holds only plain values under string
-    paths, which the engine keeps as the node returned it (``Run._complete``)."""
-    if not delta:
-        return False
-    for path, value in delta.items():
-        if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
-            return False
-    return True
 
 
 class Inline(Dispatching):
@@ -97,7 +85,7 @@ class Inline(Dispatching):
                 except Interrupt as pause:
                     self._fail(i, pause, started, 1, 0.0)
                     return None
-                if result.__class__ is dict and _plain_delta(result):
+                if result.__class__ is dict and result and kept_delta(result):
                     try:
                         stores.finish_chained(i, result, time() - (perf_counter() - started))  # type: ignore[union-attr]
                     except WeftError as exc:
@@ -227,22 +215,33 @@ class Inline(Dispatching):
                     self._after_inline(i, result)
                     return -1
                 delta = None
+            elif len(result) == 1:  # one field: ``_write_one`` checks it as it stores it
+                ((path, value),) = result.items()
+                try:
+                    stored = store._write_one("state", path, value, keys[i])
+                except (InvalidKeyError, ValueTypeError) as exc:
+                    try:  # a bad delta: ``checked_delta`` names the node
+                        checked_delta(result, keys[i], store)
+                    except (TypeError, ValueTypeError) as bad:
+                        self._fail(i, bad, 0.0, 1, 0.0)
+                    else:
+                        self._fail_commit(i, exc)
+                    return -1
+                except WeftError as exc:
+                    self._fail_commit(i, exc)
+                    return -1
+                delta = result if stored is value else {path: stored}
             else:
                 delta = result
-                for path, value in result.items():  # plain values are stored as they are
-                    if path.__class__ is not str or not path or value.__class__ not in _PLAIN:
-                        try:
-                            delta = checked_delta(result, keys[i], store)
-                        except (TypeError, ValueTypeError) as exc:
-                            self._fail(i, exc, 0.0, 1, 0.0)
-                            return -1
-                        break
+                if not kept_delta(result):
+                    try:
+                        delta = checked_delta(result, keys[i], store)
+                    except (TypeError, ValueTypeError) as exc:
+                        self._fail(i, exc, 0.0, 1, 0.0)
+                        return -1
                 if delta:
                     try:
-                        if delta is result and len(result) == 1:  # the plain field just seen
-                            store._write_one("state", path, value, keys[i])
-                        else:
-                            store.write_many("state", delta, source=keys[i])
+                        store.write_many("state", delta, source=keys[i])
                     except WeftError as exc:
                         self._fail_commit(i, exc)
                         return -1

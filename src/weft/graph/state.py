@@ -17,6 +17,7 @@ from typing import Any
 
 from weft.store import MISSING, Store, freeze
 from weft.store._log import AppendLog
+from weft.store.values import kept
 
 
 class StateView:
@@ -128,7 +129,15 @@ class Writes:
         return f"Writes({self.writes!r}, result={self.result!r})"
 
 
-_PLAIN = (str, int, bool, type(None))
+def kept_delta(delta: dict[str, Any]) -> bool:
+    """Whether a state node's non-empty dict ``delta`` goes into the store as the node
+    returned it: every path an ASCII name and every value one the store ``kept`` (a scalar,
+    a frozen container). The engine then hands it on and commits it with no copy; any
+    other delta goes through ``checked_delta``."""
+    for path, value in delta.items():
+        if not (path.__class__ is str and path and path.isascii() and kept(value)):
+            return False
+    return True
 
 
 def checked_delta(delta: Any, node: str, store: Store) -> dict[str, Any] | None:
@@ -152,7 +161,7 @@ def checked_delta(delta: Any, node: str, store: Store) -> dict[str, Any] | None:
                 f"state node {node} returned a delta with the path {path!r}; paths are "
                 "non-empty strings such as 'plan' or 'notes.draft'"
             )
-        if value.__class__ in _PLAIN:
+        if kept(value):
             out[path] = value
             continue
         out[path] = freeze(

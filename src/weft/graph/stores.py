@@ -49,11 +49,10 @@ from typing import Any, Final
 from weft.errors import NodeError, ValueTypeError
 from weft.graph.build import Schedule
 from weft.graph.modes import NO, WorkGraphStopFlags
-from weft.graph.state import Writes
+from weft.graph.state import Writes, kept_delta
 from weft.graph.views import Views
 from weft.store import Delta, Event, RunLog, RunRecord, StepRecord, Store
 from weft.store.records import KIND, node_record
-from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 _ABORT: Final = WorkGraphStopFlags.AbortBranch
@@ -321,7 +320,7 @@ class RunStores:
                     delta.__class__ is dict
                     and self.deferred[i]
                     and view is not self.store
-                    and _kept_as_is(delta)
+                    and kept_delta(delta)
                 ):  # its view is a fork nobody writes to any more, and making the Delta
                     # cannot fail: the one made as it is committed is the one made now
                     change = delta  # (``_gathered``)
@@ -629,7 +628,7 @@ class RunStores:
         """The dict deltas of ``group`` (nodes that read one view) as one Delta, or one
         each when a field the group replaces is written twice in it (then the conflict
         rule must see them one after another). ``finish`` checked that ``Store.delta``
-        keeps them as they are (``_kept_as_is``): ``Delta.kept`` makes it without
+        keeps them as they are (``kept_delta``): ``Delta.kept`` makes it without
         checking them again."""
         changes, keys = self.changes, self.schedule.keys
         view = self.viewing[group[0]]
@@ -683,25 +682,6 @@ def _write(store: Store, delta: dict[str, Any] | Writes, key: str) -> None:
         delta.write_to(store, key)
     else:
         store.write_many("state", delta, source=key)
-
-
-def _kept_as_is(delta: dict[str, Any]) -> bool:
-    """Whether ``Store.delta`` keeps every path and value of ``delta`` as they are (so
-    making it later cannot fail where making it now would). Its paths are non-empty
-    strings: the engine checked them (``Run._complete``)."""
-    for path, value in delta.items():
-        cls = value.__class__
-        if cls is str:
-            if not value.isascii():
-                return False
-        elif cls is int:
-            if not _INT_LOW < value < _INT_HIGH:
-                return False
-        elif cls not in _AS_IS:
-            return False
-        if not path.isascii():
-            return False
-    return True
 
 
 def _count(pending: dict[str, Any] | Writes) -> int:

@@ -364,18 +364,24 @@ def _check_kind(kind: str) -> None:
         raise InvalidKeyError(f"unknown kind {kind!r}; the kinds are {', '.join(KINDS)}")
 
 
+def plain_key(kind: Any, path: Any, source: Any = None) -> bool:
+    """Whether ``_checked_key`` takes ``kind:path`` written by ``source`` with no more
+    look: an ASCII path, one of the kinds, an ASCII source or None. Every write path asks
+    this first; anything else goes through ``_checked_key``, which says what is wrong."""
+    if path.__class__ is not str or not path or not path.isascii():
+        return False
+    return (
+        kind.__class__ is str
+        and kind in _KIND_SET
+        and (source is None or (source.__class__ is str and source.isascii()))
+    )
+
+
 def _checked_key(kind: str, path: str, source: str | None = None) -> str:
     """``kind:path``, or ``InvalidKeyError``: a path is a non-empty string that UTF-8 can
     hold (every backend saves it), of one of the kinds; and ``source``, who writes, is
     checked too (``_checked_source``), so that one call checks every name a write logs."""
-    if (
-        path.__class__ is str
-        and path
-        and path.isascii()
-        and kind.__class__ is str
-        and kind in _KIND_SET
-        and (source is None or (source.__class__ is str and source.isascii()))
-    ):
+    if plain_key(kind, path, source):
         return f"{kind}:{path}"
     _checked_source(source)
     _check_kind(kind)

@@ -18,9 +18,10 @@ from weft.store._staging import (
     _check_kind,
     _checked_key,
     _not_a_triple,
+    plain_key,
 )
 from weft.store.events import EntryRow, EventRow
-from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW, _plain, freeze
+from weft.store.values import freeze, kept
 
 _REPLACE_FN: Final = _reducers.replace
 _now: Final = time.time
@@ -67,14 +68,16 @@ class Batching(Staging):
         if writes.__class__ is dict or isinstance(writes, Mapping):
             if len(writes) == 1:  # a one-field delta: the common case
                 for path, value in writes.items():
-                    return self._write_one(kind, path, value, source)
+                    self._write_one(kind, path, value, source)
+                    return 1
             writes = [(path, value, source) for path, value in writes.items()]
         elif writes.__class__ is list and len(writes) == 1:
             try:
                 path, value, one_source = writes[0]
             except (TypeError, ValueError):
                 raise _not_a_triple("write_many", writes[0]) from None
-            return self._write_one(kind, path, value, one_source)
+            self._write_one(kind, path, value, one_source)
+            return 1
         types, name = self._types, self.name
         declared_of = self._declared.get
         items: list[tuple[str, str, Any, str | None, bool]] = []
@@ -84,7 +87,7 @@ class Batching(Staging):
             except (TypeError, ValueError):
                 raise _not_a_triple("write_many", item) from None
             key = _checked_key(kind, path, source)
-            if value.__class__ not in _AS_IS and not _plain(value):
+            if not kept(value):
                 merging = declared_of(key, _REPLACE).fn is _reducers.merge
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((kind, path, value, source or name, False))
@@ -110,31 +113,10 @@ class Batching(Staging):
         (the commit of every node of a durable chain) goes this way. ``last_frozen``: the
         last write's value needs no check (a step record of scalars its caller just made,
         whose check is a tenth of the node's commit)."""
-        types, declared = self._types, self._declared
-        items: list[tuple[str, str, Any, str | None, bool]] = []
-        unchecked = len(writes) - 1 if last_frozen else len(writes)
-        for n, (kind, path, value, source) in enumerate(writes):
-            if not (  # _checked_key's common case, inlined; the checked path says what is wrong
-                path.__class__ is str
-                and path
-                and path.isascii()
-                and kind.__class__ is str
-                and kind in _KIND_SET
-                and (source is None or (source.__class__ is str and source.isascii()))
-            ):
-                self.merge([self.delta(writes)])
-                return
-            cls = value.__class__
-            if not (
-                (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
-                or cls in _AS_IS
-                or (cls is str and value.isascii())
-                or n == unchecked
-            ):
-                key = f"{kind}:{path}"
-                merging = declared.get(key, _REPLACE).fn is _reducers.merge
-                value = freeze(value, where=key, types=types, allow_delete=merging)
-            items.append((kind, path, value, source, False))
+        items = self._plain_items(writes, len(writes) - 1 if last_frozen else -1)
+        if items is None:  # a write that needs the full checks: ``delta`` says what is wrong
+            self.merge([self.delta(writes)])
+            return
         with self._lock:
             mark = self._mark()
             try:
@@ -144,27 +126,37 @@ class Batching(Staging):
                 raise
             self._publish(events, mark)
 
-    def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> int:
+    def _plain_items(
+        self, writes: Sequence[Any], unchecked: int = -1
+    ) -> list[tuple[str, str, Any, str | None, bool]] | None:
+        """The items of ``(kind, path, value, source)`` writes, their values frozen, or None
+        when one of them needs the full checks (not such a tuple, or not a ``plain_key``).
+        The value of write number ``unchecked`` is taken as it is (a record its caller just
+        made of scalars)."""
+        types, declared = self._types, self._declared
+        items: list[tuple[str, str, Any, str | None, bool]] = []
+        for n, write in enumerate(writes):
+            if write.__class__ is not tuple or len(write) != 4:
+                return None
+            kind, path, value, source = write
+            if not plain_key(kind, path, source):
+                return None
+            if n != unchecked and not kept(value):
+                key = f"{kind}:{path}"
+                merging = declared.get(key, _REPLACE).fn is _reducers.merge
+                value = freeze(value, where=key, types=types, allow_delete=merging)
+            items.append((kind, path, value, source, False))
+        return items
+
+    def _write_one(self, kind: str, path: Any, value: Any, source: str | None) -> Any:
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
-        node's one-field delta is the common case)."""
-        if (  # _checked_key's common case, inlined: the hot path of a chain of state nodes
-            path.__class__ is str
-            and path
-            and path.isascii()
-            and kind.__class__ is str
-            and kind in _KIND_SET
-            and (source is None or (source.__class__ is str and source.isascii()))
-        ):
-            key = f"{kind}:{path}"
-        else:
-            key = _checked_key(kind, path, source)
+        node's one-field delta is the common case). Returns the update as it was stored:
+        ``value`` itself when the store ``kept`` it, else its frozen copy."""
+        key = (
+            f"{kind}:{path}" if plain_key(kind, path, source) else _checked_key(kind, path, source)
+        )
         declared = self._declared.get(key, _REPLACE)
-        cls = value.__class__
-        if not (
-            (cls is int and _INT_LOW < value < _INT_HIGH)  # _plain, inlined
-            or cls in _AS_IS
-            or (cls is str and value.isascii())
-        ):
+        if not kept(value):
             value = freeze(
                 value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
             )
@@ -184,7 +176,7 @@ class Batching(Staging):
                         f"(from {source!r}): {exc.__cause__}. Nothing of the batch was written"
                     ) from exc.__cause__
                 self._publish((event,), mark)
-                return 1
+                return value
             # a replace write with no journal: nothing can fail once it is staged
             recent, index = self._recent, self._index
             found = recent.get(key)  # _entries.lookup, inlined
@@ -208,7 +200,7 @@ class Batching(Staging):
                 self._settle()
         finally:
             lock.release()
-        return 1
+        return value
 
     def note_many(self, kind: str, notes: Iterable[tuple[str, Any, str | None]]) -> int:
         """Log many ``(path, value, source)`` notes of one kind, in order, as one commit, as
@@ -226,7 +218,7 @@ class Batching(Staging):
                 except (TypeError, ValueError):
                     raise _not_a_triple("note_many", item) from None
                 key = _checked_key(kind, path, source)
-                if value.__class__ not in _AS_IS and not _plain(value):
+                if not kept(value):
                     value = freeze(value, where=f"note {key}", types=types)
                 seq += 1
                 events.append((seq, "note", kind, path, value, source or name, "replace", at, None))

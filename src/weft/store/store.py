@@ -48,20 +48,12 @@ from weft.store._staging import (
     _checked_source,
     _Declared,
     _kinds,
+    plain_key,
 )
 from weft.store.batches import Batching
 from weft.store.events import Entry, Event, EventRow, make_key
 from weft.store.merge import Delta, _Mark
-from weft.store.values import (
-    _AS_IS,
-    _INT_HIGH,
-    _INT_LOW,
-    MISSING,
-    TypeRegistry,
-    _plain,
-    freeze,
-    registry,
-)
+from weft.store.values import MISSING, TypeRegistry, freeze, kept, registry
 
 Subscriber = Callable[[Event], object]
 BatchSubscriber = Callable[[tuple[Event, ...]], object]
@@ -227,7 +219,7 @@ class Store(Batching):
             declared = declared.replacing()
         update = (
             value
-            if value.__class__ in _AS_IS or _plain(value)
+            if kept(value)
             else freeze(
                 value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
             )
@@ -300,69 +292,29 @@ class Store(Batching):
                 _checked_source(source)
             if len(writes) == 1:  # one plain field: a fan-out branch's delta
                 ((path, value),) = writes.items()
-                cls = value.__class__
-                if (
-                    path.__class__ is str
-                    and path
-                    and path.isascii()
-                    and (
-                        (cls is int and _INT_LOW < value < _INT_HIGH)
-                        or cls in _AS_IS
-                        or (cls is str and value.isascii())
-                    )
-                ):
+                if plain_key(kind, path, source) and kept(value):
                     key = f"{kind}:{path}"
                     one = ((kind, path, value, source, False),)
                     if declared.get(key, _REPLACE).name == "replace":
                         return Delta(self, one, frozenset((key,)))
                     return Delta(self, one, _NOTHING)
             for path, value in writes.items():
-                if path.__class__ is not str or not path or not path.isascii():
+                if not plain_key(kind, path, source):
                     _checked_key(kind, path)
                 key = f"{kind}:{path}"
                 known = declared.get(key, _REPLACE)
                 if known.name == "replace":
                     replaces.append(key)
-                cls = value.__class__
-                if not (  # _plain, inlined: a plain value is kept as it is
-                    (cls is int and _INT_LOW < value < _INT_HIGH)
-                    or cls in _AS_IS
-                    or (cls is str and value.isascii())
-                ):
+                if not kept(value):
                     merging = known.fn is _reducers.merge
                     value = freeze(value, where=key, types=types, allow_delete=merging)
                 items.append((kind, path, value, source, False))
             return Delta(self, tuple(items), frozenset(replaces) if replaces else _NOTHING)
-        if writes.__class__ is list:  # a node's writes with its record: checks inlined
-            for item in writes:
-                if item.__class__ is not tuple or len(item) != 4:
-                    break
-                k, path, value, by = item
-                if not (
-                    path.__class__ is str
-                    and path
-                    and path.isascii()
-                    and k.__class__ is str
-                    and k in _KIND_SET
-                    and (by is None or (by.__class__ is str and by.isascii()))
-                ):
-                    break
-                key = f"{k}:{path}"
-                known = declared.get(key, _REPLACE)
-                if known.name == "replace":
+        if writes.__class__ is list and (plain := self._plain_items(writes)) is not None:
+            for k, path, *_ in plain:  # a node's writes with its record
+                if declared.get(key := f"{k}:{path}", _REPLACE).name == "replace":
                     replaces.append(key)
-                cls = value.__class__
-                if not (
-                    (cls is int and _INT_LOW < value < _INT_HIGH)
-                    or cls in _AS_IS
-                    or (cls is str and value.isascii())
-                ):
-                    merging = known.fn is _reducers.merge
-                    value = freeze(value, where=key, types=types, allow_delete=merging)
-                items.append((k, path, value, by, False))
-            else:
-                return Delta(self, tuple(items), frozenset(replaces))
-            items, replaces = [], []  # an item needs the full checks: start over with them
+            return Delta(self, tuple(plain), frozenset(replaces))
         if isinstance(writes, Mapping):
             _check_kind(kind)
             pairs: Iterable[Any] = ((kind, path, value, source) for path, value in writes.items())
@@ -383,7 +335,7 @@ class Store(Batching):
                 raise StoreError(f"delta: the replace flag of {key} is {whole!r}, not a bool")
             if whole or known.name == "replace":
                 replaces.append(key)
-            if value.__class__ not in _AS_IS and not _plain(value):
+            if not kept(value):
                 merging = known.fn is _reducers.merge and not whole
                 value = freeze(value, where=key, types=types, allow_delete=merging)
             items.append((k, path, value, by, whole))

@@ -217,11 +217,17 @@ _INT_LOW: Final = -_INT_HIGH
 _isfinite: Final = math.isfinite
 
 
-def _plain(value: Any) -> bool:
-    """Whether ``value`` is a str or an int that ``freeze`` keeps as it is: the store's
-    check of a scalar before it calls ``freeze`` (a tenth of that call's cost)."""
-    cls = type(value)
-    return (cls is str and value.isascii()) or (cls is int and _INT_LOW < value < _INT_HIGH)
+def kept(value: Any) -> bool:
+    """Whether ``freeze`` keeps ``value`` as it is, with no copy and no look inside: an int
+    of at most ``MAX_INT_DIGITS`` digits, an ASCII str, None, a bool or a frozen container
+    (checked when it was made). Every write path asks this before it calls ``freeze`` (a
+    tenth of that call's cost), and ``freeze`` itself starts with it."""
+    cls = value.__class__
+    return (
+        (cls is int and _INT_LOW < value < _INT_HIGH)
+        or cls in _AS_IS
+        or (cls is str and value.isascii())
+    )
 
 
 class _Refusal(Exception):
@@ -249,13 +255,9 @@ def freeze(
     past ``MAX_DEPTH``, inside registered objects too: what a store holds, every backend
     can save.
     """
-    cls = type(value)
-    if (
-        (cls is str and value.isascii())
-        or cls in _AS_IS
-        or (cls is int and _INT_LOW < value < _INT_HIGH)
-    ):
+    if kept(value):
         return value
+    cls = type(value)
     try:
         if cls in BUILTIN_TYPES:  # weft's own record (one per node of a recorded run)
             return _check_fields(value, types, 1)  # frozen: _freeze's registered case
