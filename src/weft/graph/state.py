@@ -17,6 +17,7 @@ from typing import Any
 
 from weft.store import MISSING, Store, freeze
 from weft.store._log import AppendLog
+from weft.store._staging import plain_key
 from weft.store.values import kept
 
 
@@ -131,11 +132,11 @@ class Writes:
 
 def kept_delta(delta: dict[str, Any]) -> bool:
     """Whether a state node's non-empty dict ``delta`` goes into the store as the node
-    returned it: every path an ASCII name and every value one the store ``kept`` (a scalar,
-    a frozen container). The engine then hands it on and commits it with no copy; any
-    other delta goes through ``checked_delta``."""
-    for path, value in delta.items():
-        if not (path.__class__ is str and path and path.isascii() and kept(value)):
+    returned it: every path a ``plain_key`` of ``state`` and every value one the store
+    ``kept`` (a scalar, a frozen container). The engine then hands it on and commits it with
+    no copy; any other delta goes through ``checked_delta``."""
+    for path, value in delta.items():  # noqa: SIM110 (a loop: all() of a generator costs a frame)
+        if not (plain_key("state", path) and kept(value)):
             return False
     return True
 

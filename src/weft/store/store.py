@@ -621,7 +621,7 @@ class Store(Batching):
         events: list[Event] = list(map(_build, itertools.repeat(Event, len(rows)), rows))
         if journal is not None:
             declared = self._declared
-            kept = (
+            persisted = (
                 [
                     e
                     for e in events
@@ -631,9 +631,9 @@ class Store(Batching):
                 if declared  # else no field is declared never persisted
                 else events
             )
-            if kept:
+            if persisted:
                 try:
-                    journal.commit(self, kept)
+                    journal.commit(self, persisted)
                 except BaseException:
                     self._rollback(mark)
                     raise
