@@ -205,3 +205,40 @@ def test_a_batch_in_a_store_with_no_reducer_stages_as_one_with_reducers_does() -
 
     general = Store(reducers={"state:log": reducers.append})  # declares one field
     assert staged(Store()) == staged(general)
+
+
+def test_a_name_written_before_does_not_let_a_bad_one_through() -> None:
+    """A one-field write looks up the names ``plain_key`` passed before: a good name
+    remembered must not make a near one (another kind, a non-ASCII source, a path
+    that is no str, an unknown kind that cannot be hashed) pass unchecked."""
+    store = Store()
+    store.write_many("state", [("memo", 1, "writer")])  # remembered: state:memo, "writer"
+    store.write_many("state", [("memo", 2, "writer")])  # and looked up
+    with pytest.raises(InvalidKeyError, match="unknown kind 'stat'"):
+        store.write_many("stat", [("memo", 3, "writer")])
+    with pytest.raises(InvalidKeyError, match="unknown kind"):
+        store.write_many(["state"], [("memo", 3, "writer")])  # type: ignore[arg-type]
+    with pytest.raises(InvalidKeyError, match="non-empty string"):
+        store.write_many("state", [(5, 3, "writer")])
+    with pytest.raises(InvalidKeyError, match="non-empty string"):
+        store.write_many("state", [(["memo"], 3, "writer")])
+    with pytest.raises(StoreError, match="source='wr.udcffiter': the text holds a lone"):
+        store.write_many("state", [("memo", 3, "wr\udcffiter")])
+    with pytest.raises(StoreError, match=r"source=\['writer'\]"):
+        store.write_many("state", [("memo", 3, ["writer"])])
+    assert store.value("state", "memo") == 2 and store.last_seq == 2
+    assert store.get("state", "memo").source == "writer"  # type: ignore[union-attr]
+
+
+def test_more_names_than_the_store_remembers_are_written_and_read_as_any() -> None:
+    from weft.graph.state import StateView
+    from weft.store._staging import _KEYS, _REMEMBERED, _SOURCES
+
+    store = Store()
+    n = _REMEMBERED * 2 + 10
+    for i in range(n):
+        store.write_many("state", [(f"k{i}", i, f"s{i}")])
+    view = StateView(store)
+    assert [view[f"k{i}"] for i in range(n)] == list(range(n))
+    assert [store.get("state", f"k{i}").source for i in (0, n - 1)]  # type: ignore[union-attr] == ["s0", f"s{n - 1}"]
+    assert len(_KEYS["state"]) <= _REMEMBERED and len(_SOURCES) <= _REMEMBERED

@@ -13,12 +13,14 @@ returns ``AbortBranch`` contributes nothing, its delta included.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from weft.store import MISSING, Store, freeze
 from weft.store._log import AppendLog
-from weft.store._staging import plain_key
+from weft.store._staging import _KEYS, plain_key
 from weft.store.values import kept
+
+_STATE_KEYS: Final = _KEYS["state"]  # the state keys plain_key made, by path
 
 
 class StateView:
@@ -52,7 +54,7 @@ class StateView:
         # the hot read of every state node: Store.value's lookup, inlined for the one kind
         if path.__class__ is str:
             store = self._store
-            row = store._recent.get(key := "state:" + path)
+            row = store._recent.get(key := _STATE_KEYS.get(path) or "state:" + path)
             if row is None:
                 row = store._settled.get(key)
             if row:  # not None, nor GONE

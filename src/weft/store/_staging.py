@@ -377,6 +377,32 @@ def plain_key(kind: Any, path: Any, source: Any = None) -> bool:
     )
 
 
+# The plain keys of one-field writes, by kind and path, and their sources: such a write
+# (``Batching._write_one``, every state node of a chain) and a state view's read look a
+# name up here instead of calling ``plain_key`` and building the key string, which were
+# an eighth of a graph node's instructions (callgrind, bench W1). A full memo starts over.
+_KEYS: Final[dict[str, dict[str, str]]] = {kind: {} for kind in KINDS}
+_SOURCES: Final[set[str | None]] = {None}
+_REMEMBERED: Final = 4096
+
+
+def remembered_key(kind: Any, path: Any, source: Any) -> str | None:
+    """``kind:path`` of a ``plain_key``, now in the memo (``_KEYS``, ``_SOURCES``), or
+    None for a name ``_checked_key`` must look at."""
+    if not plain_key(kind, path, source):
+        return None
+    keys = _KEYS[kind]
+    if len(keys) >= _REMEMBERED:
+        keys.clear()
+    key = keys[path] = f"{kind}:{path}"
+    if source not in _SOURCES:
+        if len(_SOURCES) >= _REMEMBERED:
+            _SOURCES.clear()
+            _SOURCES.add(None)
+        _SOURCES.add(source)
+    return key
+
+
 def _checked_key(kind: str, path: str, source: str | None = None) -> str:
     """``kind:path``, or ``InvalidKeyError``: a path is a non-empty string that UTF-8 can
     hold (every backend saves it), of one of the kinds; and ``source``, who writes, is

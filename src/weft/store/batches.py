@@ -11,19 +11,21 @@ from typing import Any, Final
 from weft.errors import ReducerError
 from weft.store import reducers as _reducers
 from weft.store._staging import (
+    _KEYS,
     _KIND_SET,
     _REPLACE,
+    _SOURCES,
     Staging,
     _batch,
     _check_kind,
     _checked_key,
     _not_a_triple,
     plain_key,
+    remembered_key,
 )
 from weft.store.events import EntryRow, EventRow
 from weft.store.values import freeze, kept
 
-_REPLACE_FN: Final = _reducers.replace
 _now: Final = time.time
 
 
@@ -152,19 +154,23 @@ class Batching(Staging):
         """``write_many`` of one update: the same commit, with less bookkeeping (a graph
         node's one-field delta is the common case). Returns the update as it was stored:
         ``value`` itself when the store ``kept`` it, else its frozen copy."""
-        key = (
-            f"{kind}:{path}" if plain_key(kind, path, source) else _checked_key(kind, path, source)
-        )
-        declared = self._declared.get(key, _REPLACE)
+        try:  # a plain key written so before (``remembered_key``)
+            key = _KEYS[kind].get(path) if source in _SOURCES else None
+        except (KeyError, TypeError):  # an unknown kind, a name that is no str
+            key = None
+        if key is None:
+            key = remembered_key(kind, path, source) or _checked_key(kind, path, source)
+        declared = self._declared.get(key)  # None: a replaced field, kept by any journal
         if not kept(value):
-            value = freeze(
-                value, where=key, types=self._types, allow_delete=declared.fn is _reducers.merge
-            )
+            merging = declared is not None and declared.fn is _reducers.merge
+            value = freeze(value, where=key, types=self._types, allow_delete=merging)
         source = source or self.name
         lock = self._lock  # acquire/release: a third of the cost of a with-block
         lock.acquire()
         try:
-            if self._journal is not None or declared.fn is not _REPLACE_FN:
+            if declared is not None or self._journal is not None:
+                if declared is None:
+                    declared = _REPLACE
                 mark = self._mark()
                 try:
                     _, event = self._stage_write(
@@ -190,13 +196,13 @@ class Batching(Staging):
                 row = (kind, path, value, source, at, at, seq, None)
             else:  # old[4], old[7]: created_at, meta
                 row = (kind, path, value, source, old[4], at, seq, old[7])
-            self._recent = recent.set(key, row)
+            self._recent = written = recent.set(key, row)
             self._seq = seq
             self._own.append(event)
             if self._subscribers or self._batch_subscribers:
                 before = (recent, self._settled, self._settle_at, index, seq - 1)
                 self._publish((event,), (*before, len(self._own) - 1))
-            if len(self._recent) > self._settle_at:
+            if len(written) > self._settle_at:
                 self._settle()
         finally:
             lock.release()
