@@ -69,6 +69,11 @@ from weft.persist import DurableRun, SQLiteBackend
 from weft.store import reducers
 
 SETTINGS = ("NORMAL", "FULL")
+# Runs timed back to back in one W3 sample: SQLite checkpoints its WAL into the database
+# every 1,000 pages, which one system reaches every run and another every fourth (weft's
+# run of 200 nodes writes ~250 pages); a sample of one run carried a checkpoint or not, and
+# the medians and ratios depended on which samples did. Eight runs carry their share.
+W3_RUNS = 8
 W4_STEPS = 1000
 fresh = itertools.count()
 
@@ -326,13 +331,13 @@ def w3(folder: Path, rounds: int) -> str:
         floor_conn = connect(folder / f"floor-{sync}.db", sync)
         closers += [weft_backend.close, b_conn.close, lg_conn.close, floor_conn.close]
         cells: dict[str, Cell] = {
-            "floor": timed(floor_commits(floor_conn)),
-            "weft": prepared(lambda b=weft_backend: weft_run(b, w_graph)[1]),
+            "floor": timed(floor_commits(floor_conn), W3_RUNS),
+            "weft": prepared(lambda b=weft_backend: weft_run(b, w_graph)[1], W3_RUNS),
             "weft, older thread": prepared(
-                lambda b=weft_backend: weft_run(b, w_graph, older=True)[1]
+                lambda b=weft_backend: weft_run(b, w_graph, older=True)[1], W3_RUNS
             ),
-            "Burr": prepared(lambda p=b_persister: burr_run(b_graph, p)[1]),
-            "LangGraph": prepared(lambda a=lg_app: langgraph_run(a)[1]),
+            "Burr": prepared(lambda p=b_persister: burr_run(b_graph, p)[1], W3_RUNS),
+            "LangGraph": prepared(lambda a=lg_app: langgraph_run(a)[1], W3_RUNS),
         }
         got = samples(cells, rounds)
         taken[sync] = {name: [v / CHAIN for v in values] for name, values in got.items()}
@@ -382,8 +387,11 @@ def w3(folder: Path, rounds: int) -> str:
     return (
         "\n".join(lines)
         + "\n\nAll in WAL mode, one database file per system and setting, a fresh thread "
-        "(Burr: app id) per sample; opening the run, building the application and compiling "
-        "the graph are not timed. Per node: the median over rounds of the run's time / 200; "
+        "(Burr: app id) per run; opening the run, building the application and compiling "
+        f"the graph are not timed. A sample is {W3_RUNS} runs one after the other, so that each "
+        "carries its share of the checkpoints SQLite makes of its WAL every 1,000 pages (a "
+        "system that writes more pages a run pays for more of them). Per node: the median "
+        f"over rounds of the sample's time / ({W3_RUNS} x 200); "
         "the ratios are medians of per-round ratios (samples taken one after the other), "
         "because this VM's disk drifts: the floor's commit ranged over the rounds from "
         f"{spread}. Measured in one run of "

@@ -51,14 +51,17 @@ def timed(fn: Callable[[], Any], inner: int = 1) -> Cell:
     return sample
 
 
-def prepared(prepare: Callable[[], Callable[[], Any]]) -> Cell:
-    """A cell whose setup is not timed: ``prepare()`` returns the call to time once."""
+def prepared(prepare: Callable[[], Callable[[], Any]], inner: int = 1) -> Cell:
+    """A cell whose setup is not timed: ``prepare()`` returns a call to time; ``inner``
+    such calls, all prepared first, are timed back to back and the cell returns us per
+    call."""
 
     def sample() -> float:
-        run = prepare()
+        runs = [prepare() for _ in range(inner)]
         start = time.perf_counter_ns()
-        run()
-        return (time.perf_counter_ns() - start) / 1000
+        for run in runs:
+            run()
+        return (time.perf_counter_ns() - start) / inner / 1000
 
     return sample
 
