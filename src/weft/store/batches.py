@@ -160,7 +160,7 @@ class Batching(Staging):
             key = None
         if key is None:
             key = remembered_key(kind, path, source) or _checked_key(kind, path, source)
-        declared = self._declared.get(key)  # None: a replaced field, kept by any journal
+        declared = self._declared.get(key)  # None: a replaced field
         if not kept(value):
             merging = declared is not None and declared.fn is _reducers.merge
             value = freeze(value, where=key, types=self._types, allow_delete=merging)
@@ -168,7 +168,9 @@ class Batching(Staging):
         lock = self._lock  # acquire/release: a third of the cost of a with-block
         lock.acquire()
         try:
-            if declared is not None or self._journal is not None:
+            if self._journal is not None or (
+                declared is not None and declared.fn is not _reducers.replace
+            ):
                 if declared is None:
                     declared = _REPLACE
                 mark = self._mark()
