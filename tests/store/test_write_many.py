@@ -222,7 +222,7 @@ def test_a_name_written_before_does_not_let_a_bad_one_through() -> None:
         store.write_many("state", [(5, 3, "writer")])
     with pytest.raises(InvalidKeyError, match="non-empty string"):
         store.write_many("state", [(["memo"], 3, "writer")])
-    with pytest.raises(StoreError, match="source='wr.udcffiter': the text holds a lone"):
+    with pytest.raises(StoreError, match=r"source='wr\\udcffiter': the text holds a lone"):
         store.write_many("state", [("memo", 3, "wr\udcffiter")])
     with pytest.raises(StoreError, match=r"source=\['writer'\]"):
         store.write_many("state", [("memo", 3, ["writer"])])
