@@ -20,7 +20,7 @@ from weft.store._log import AppendLog
 from weft.store._staging import _KEYS, plain_key
 from weft.store.values import kept
 
-_STATE_KEYS: Final = _KEYS["state"]  # the state keys plain_key made, by path
+_STATE_KEYS: Final = _KEYS["state"]  # the state keys remembered_key made, by path
 
 
 class StateView:

@@ -160,7 +160,7 @@ class Batching(Staging):
             key = None
         if key is None:
             key = remembered_key(kind, path, source) or _checked_key(kind, path, source)
-        declared = self._declared.get(key)  # None: a replaced field
+        declared = self._declared.get(key)  # None: undeclared, so it replaces
         if not kept(value):
             merging = declared is not None and declared.fn is _reducers.merge
             value = freeze(value, where=key, types=self._types, allow_delete=merging)
