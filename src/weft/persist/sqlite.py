@@ -273,7 +273,7 @@ def _guarded(n: int) -> str:
     expected one (parameters, in order: the thread, the run, the step and record of each
     row, the thread again, the expected step); a thread that does not exist yet inserts
     nothing. The subqueries are not correlated: SQLite reads the thread's number and last
-    step once, before the first row goes in. Plain ``?`` parameters from a tuple: binding
+    step once, before the first row goes in. Plain ``?`` parameters from a list: binding
     names from a dict cost ~1.3 us more a commit (Python 3.12 warns only of names or
     numbered ``?NNN`` bound from a sequence)."""
     values = ", ".join(["(?, ?)"] * n)
