@@ -125,7 +125,12 @@ class Worker:
         deadline = time.monotonic() + timeout
         while not self.output().startswith("ready\n"):
             code = self.ended()
-            assert code is None, f"the worker ended ({code}) before it was ready: {self}"
+            if code is not None:
+                # it may have printed "ready" and finished between the two reads
+                assert self.output().startswith("ready\n"), (
+                    f"the worker ended ({code}) before it was ready: {self}"
+                )
+                return
             assert time.monotonic() < deadline, f"the worker is not ready: {self}"
             time.sleep(0.0005)
 
