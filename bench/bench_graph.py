@@ -469,8 +469,10 @@ def main() -> None:
     block(
         "w2",
         table + "\n\nEach branch appends one item to `items` and the join reads the list: "
-        "weft with state nodes and the store's `append` reducer (sync branches on threads, "
-        "their deltas committed to the store in one batch, one event each), LangGraph with "
+        "weft with state nodes and the store's `append` reducer (sync branches drained by "
+        "worker threads and by the calling thread as it waits for the join, or by the "
+        "threads alone with an observer; their deltas committed to the store in one batch, "
+        "one event each), LangGraph with "
         "an `Annotated[list, operator.add]` field; the floor appends to a list in a loop. "
         "Nobody is subscribed in the plain rows (LangGraph's `invoke` emits no events "
         "either); the observed rows add a store subscriber, so every node's started and "

@@ -9,7 +9,10 @@ import threading
 import time
 from typing import Any
 
-from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode
+import pytest
+
+from weft.errors import NodeError
+from weft.graph import ResultPassDownMode, WorkGraph, WorkGraphNode, dispatch, pool
 
 R = ResultPassDownMode
 
@@ -36,16 +39,88 @@ def test_a_chain_of_sync_nodes_runs_on_the_calling_thread() -> None:
     assert graph.run() == here
 
 
-def test_parallel_sync_nodes_run_on_threads() -> None:
-    here = threading.get_ident()
+def test_parallel_sync_nodes_run_side_by_side() -> None:
     barrier = threading.Barrier(2, timeout=5)
 
     def meet() -> int:
-        barrier.wait()
+        barrier.wait()  # breaks (an error) unless both run at the same time
         return threading.get_ident()
 
     idents = fan(2, meet).run()
-    assert here not in idents and len(set(idents)) == 2
+    assert len(set(idents)) == 2
+
+
+def joined(n: int, value: Any) -> WorkGraph:
+    """start -> n branches -> one join that gets their results."""
+    start = WorkGraphNode(lambda: None, id="start")
+    join = WorkGraphNode(lambda *results: list(results), id="join")
+    for i in range(n):
+        start.add_next(WorkGraphNode(value, R.ResultAsFirstArg, id=f"b{i}")).add_next(join)
+    return WorkGraph(start_nodes=[start])
+
+
+def test_the_calling_thread_runs_branches_of_a_fan_out_while_it_waits_for_the_join() -> None:
+    here = threading.get_ident()
+    idents = joined(50, lambda *_: threading.get_ident()).run()
+    assert len(idents) == 50 and here in idents
+
+
+def test_slow_branches_of_a_fan_out_still_run_side_by_side() -> None:
+    barrier = threading.Barrier(4, timeout=5)
+    assert joined(4, lambda *_: barrier.wait() >= 0).run() == [True] * 4
+    started = time.perf_counter()
+    joined(8, lambda *_: time.sleep(0.2)).run()
+    assert time.perf_counter() - started < 1.0  # 1.6 s one after the other
+
+
+def test_a_branch_whose_successor_may_start_early_is_not_run_by_the_waiting_thread() -> None:
+    """start -> a, and start -> b -> c, where a waits for c: c must start while a runs."""
+    c_ran = threading.Event()
+    a = WorkGraphNode(lambda *_: c_ran.wait(5), id="a")
+    b = WorkGraphNode(lambda *_: None, id="b")
+    c = WorkGraphNode(lambda *_: c_ran.set(), id="c")
+    start = WorkGraphNode(lambda: None, id="start")
+    start.add_next(a)
+    start.add_next(b).add_next(c)
+    assert WorkGraph(start_nodes=[start]).run()[0] is True
+
+
+class HeldThreads(pool.Threads):
+    """Threads whose jobs start only when released: a run's queue is drained by the run's
+    own thread alone until then, so what it does is not a race with the workers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[Any] = []
+
+    def submit(self, job: Any) -> None:
+        self.held.append(job)
+
+    def release(self) -> None:
+        for job in self.held:
+            super().submit(job)
+
+
+def test_a_failing_branch_drops_the_queued_ones_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    threads = HeldThreads()
+    monkeypatch.setattr(dispatch, "SyncQueue", lambda *args: pool.SyncQueue(*args, threads=threads))
+    ran: list[int] = []
+
+    def branch(i: int) -> int:
+        ran.append(i)
+        if i == 0:
+            raise ValueError("branch 0 failed")
+        return i
+
+    start = WorkGraphNode(lambda: None, id="start")
+    join = WorkGraphNode(lambda *results: list(results), id="join")
+    for i in range(10):
+        node = WorkGraphNode(lambda *_, i=i: branch(i), R.ResultAsFirstArg, id=f"b{i}")
+        start.add_next(node).add_next(join)
+    with pytest.raises(NodeError, match="branch 0 failed"):
+        WorkGraph(start_nodes=[start]).run()
+    threads.release()  # the worker asked for as b0 was taken finds nothing left
+    assert ran == [0]  # the calling thread took b0; b1..b9, still queued, were dropped
 
 
 async def test_parallel_async_nodes_run_at_the_same_time() -> None:

@@ -10,7 +10,10 @@ or been skipped). Then:
 - otherwise async values start as asyncio tasks and sync values go to the run's queue of
   sync work, drained by threads (``weft.graph.pool``); ``max_concurrency`` bounds the
   nodes in flight, tasks and threads together. ``run()`` of a graph with no async node
-  and no timeout has no event loop: it waits for its threads in a blocking wait.
+  and no timeout has no event loop: it waits for its threads in a blocking wait, or,
+  when the queued nodes are all that runs and lead only to what waits for all of them
+  (a fan-out and its join), drains the queue with them first
+  (``weft.graph.dispatch``).
 
 Failures. A node that raises (after its retries) stops the run: nothing new starts,
 running async nodes are cancelled, sync nodes queued for a thread are dropped, sync
@@ -126,6 +129,7 @@ class Run(Inline):
         self.timers: dict[int, asyncio.TimerHandle] = {}
         self.tasks: dict[asyncio.Task[tuple[bool, Any, int]], tuple[int, float]] = {}
         self.sync: SyncQueue | None = None
+        self.helper = 0
         self.context = contextvars.copy_context()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.waiter: asyncio.Future[None] | None = None

@@ -25,7 +25,6 @@ from weft.graph.outcome import DONE
 from weft.graph.pause import _ASKING, Asking, Interrupt
 from weft.graph.state import StateView, Writes, checked_delta, kept_delta
 from weft.graph.stores import RunStores
-from weft.store import RunLog
 
 _CORO: Final = types.CoroutineType
 _FLAGS: Final = WorkGraphStopFlags
@@ -38,12 +37,10 @@ class Inline(Dispatching):
     plain: bool
     direct: bool
     stores: RunStores | None
-    log: RunLog | None
     asking: list[Asking | None] | None
     restored: dict[int, Any]
     replay: deque[int]
     results: list[Any]
-    remaining: list[int]
     views: list[StateView | Any]
 
     # Run's own (see there)

@@ -2,11 +2,11 @@
 
 Submitting each ready sync node as its own thread-pool job costs a future, a lock and a
 wake-up per node (tens of microseconds). Instead a run puts its ready sync nodes in one
-queue, and at most ``width`` threads drain it, each taking the next node as it frees up;
-finished nodes are handed back in a batch with one wake-up of the run (its event loop,
-or the blocking wait of a run without one). So a
-thousand quick branches cost a few microseconds each, and slow ones (a model call) still
-get ``width`` threads.
+queue, and at most ``width`` workers drain it, each taking the next node as it frees
+up; finished nodes are handed back in a batch with one wake-up of the run (its event
+loop, or the blocking wait of a run without one). So a thousand quick branches cost a
+few microseconds each, and slow ones (a model call) still get ``width`` threads. The
+run's own thread may be one of the workers (``SyncQueue.help``) when it would only wait.
 
 The threads are shared by every run in the process and grow on demand, so a node that
 runs a nested graph never waits for a thread its own parent holds (a fixed-size pool
@@ -113,12 +113,30 @@ class SyncQueue:
         self._threads = threads
         self.cancelled = False
 
-    def push(self, items: list[Any]) -> None:
+    def push(self, items: list[Any], *, helped: bool = False) -> None:
+        """Queue ``items``; ``helped``: the caller drains them itself next (``help``), and
+        asks for threads from there."""
         with self._lock:
             self._items.extend(items)
-            spawn = self._want_thread()
+            spawn = not helped and self._want_thread()
         if spawn:
             self._threads.submit(self._drain)
+
+    def help(self) -> None:
+        """Drain the queue on the calling thread, as one of the ``width`` workers, until it
+        is empty: the run's thread, when it would only wait for these items (see
+        ``weft.graph.dispatch``). It asks for a thread as it takes its first item of
+        several, as any worker does, so slow items still get ``width`` threads."""
+        with self._lock:
+            if self._workers >= self._width:  # workers still in ``_take``: they see the
+                return  # items (they leave only once the queue is empty, under the lock)
+            self._workers += 1
+        try:
+            self._take()
+        except BaseException:  # Ctrl-C on the helping thread: it leaves the queue
+            with self._lock:
+                self._workers -= 1
+            raise
 
     def run_alone(self, item: Any) -> None:
         """Run one item on a thread of its own now (a node with a timeout: its clock is running)."""
@@ -135,9 +153,13 @@ class SyncQueue:
         return False
 
     def _drain(self) -> None:
-        items, lock = self._items, self._lock
-        with lock:
+        with self._lock:
             self._pending = False
+        self._take()
+
+    def _take(self) -> None:
+        """Run the queued items one after another until none is left (one worker's loop)."""
+        items, lock = self._items, self._lock
         while True:
             try:
                 item = items.popleft()
