@@ -71,7 +71,8 @@ from weft.store import reducers
 SETTINGS = ("NORMAL", "FULL")
 # Runs timed back to back in one W3 sample: SQLite checkpoints its WAL into the database
 # every 1,000 pages, which one system reaches every run and another every fourth (weft's
-# run of 200 nodes writes ~250 pages); a sample of one run carried a checkpoint or not, and
+# run of 200 nodes writes ~250 pages; at NORMAL its checkpoints run on a thread of their
+# own, see weft.persist.sqlite); a sample of one run carried a checkpoint or not, and
 # the medians and ratios depended on which samples did. Eight runs carry their share.
 W3_RUNS = 8
 W4_STEPS = 1000
@@ -389,8 +390,12 @@ def w3(folder: Path, rounds: int) -> str:
         + "\n\nAll in WAL mode, one database file per system and setting, a fresh thread "
         "(Burr: app id) per run; opening the run, building the application and compiling "
         f"the graph are not timed. A sample is {W3_RUNS} runs one after the other, so that each "
-        "carries its share of the checkpoints SQLite makes of its WAL every 1,000 pages (a "
-        "system that writes more pages a run pays for more of them). Per node: the median "
+        "carries its share of the checkpoints of its WAL (a system that writes more pages a "
+        "run pays for more of them): Burr, LangGraph and the floor make them on the "
+        "committing connection every 1,000 pages, as SQLite does by default, and so does "
+        "weft at FULL; weft at NORMAL makes them on a thread and connection of its own "
+        "(`PASSIVE`, 50 ms after commits ask), the committing connection only past 4,000 "
+        "pages. Per node: the median "
         f"over rounds of the sample's time / ({W3_RUNS} x 200); "
         "the ratios are medians of per-round ratios (samples taken one after the other), "
         "because this VM's disk drifts: the floor's commit ranged over the rounds from "

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import random
 import sqlite3
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from weft.errors import FutureFormatError, PersistError, StorageError
 from weft.persist import DurableRun, SQLiteBackend, migrations
+from weft.persist.sqlite import Checkpointer
 from weft.store import Event
 
 
@@ -181,3 +187,88 @@ def test_a_thread_past_the_last_step_an_sqlite_thread_holds_is_refused(tmp_path:
         with pytest.raises(PersistError, match="would pass step 4,294,967,295"):
             backend.append("t", "r", 1, [late])
         assert backend.last_step("t") == 1  # nothing written, nothing lost
+
+
+def _checkpointers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("weft checkpoints")]
+
+
+def _commit(backend: SQLiteBackend, thread: str, steps: int, size: int = 1000) -> None:
+    for s in range(1, steps + 1):
+        backend.append(thread, "r1", s - 1, [
+            Event(s, "write", "state", f"k{s}", "x" * size, None, "replace", 1.0)
+        ])  # fmt: skip
+
+
+def _eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_at_normal_the_wal_is_copied_into_the_database_off_the_committing_thread(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "w.db"
+    with SQLiteBackend(path) as backend:
+        assert _checkpointers() == []  # none before the first commit
+        _commit(backend, "t", 300)  # ~300 WAL pages: under the writer's own 4,000
+        # the database file grows only when a checkpoint copies pages into it, and nothing
+        # on the committing side makes one this early
+        assert _eventually(lambda: path.stat().st_size > 300 * 1000)
+        assert [t.daemon for t in _checkpointers()] == [True]
+        with sqlite3.connect(path) as other:  # a reader sees every commit meanwhile
+            assert other.execute("SELECT count(*) FROM weft_events").fetchone()[0] == 300
+    assert _checkpointers() == []  # close() stopped it and waited for it
+    with SQLiteBackend(path) as backend:
+        assert backend.last_step("t") == 300
+
+
+def test_at_full_and_in_memory_the_writer_checkpoints_as_sqlite_does(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db", synchronous="FULL") as backend:
+        _commit(backend, "t", 50)
+        assert _checkpointers() == []
+        with backend._guard("test") as conn:
+            assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    with SQLiteBackend(":memory:") as backend:
+        _commit(backend, "t", 50)
+        assert _checkpointers() == []
+
+
+def test_a_backend_dropped_unclosed_stops_its_checkpointer(tmp_path: Path) -> None:
+    backend = SQLiteBackend(tmp_path / "w.db")
+    _commit(backend, "t", 20)
+    assert len(_checkpointers()) == 1
+    del backend
+    gc.collect()
+    assert _eventually(lambda: _checkpointers() == [])
+
+
+def test_a_file_removed_under_an_open_backend_is_not_created_again_by_its_checkpointer(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    with SQLiteBackend(folder / "w.db") as backend:
+        for f in folder.iterdir():  # before the first commit: no checkpointer yet
+            f.unlink()
+        _commit(backend, "t", 5)  # to the unlinked file, through the open connection
+        time.sleep(4 * Checkpointer.DELAY)
+        assert not (folder / "w.db").exists()
+
+
+def test_close_returns_promptly_whenever_it_comes_in_the_checkpointer_s_cycle(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(7)
+    for n in range(40):
+        backend = SQLiteBackend(tmp_path / f"w{n}.db")
+        _commit(backend, "t", 2, size=10)
+        time.sleep(rng.uniform(0.0, 1.2 * Checkpointer.DELAY))
+        began = time.monotonic()
+        backend.close()
+        assert time.monotonic() - began < 2.0
+        assert _checkpointers() == []
