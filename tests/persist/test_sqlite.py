@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -220,7 +221,7 @@ def test_at_normal_the_wal_is_copied_into_the_database_off_the_committing_thread
         # on the committing side makes one this early
         assert _eventually(lambda: path.stat().st_size > 300 * 1000)
         assert [t.daemon for t in _checkpointers()] == [True]
-        with sqlite3.connect(path) as other:  # a reader sees every commit meanwhile
+        with closing(sqlite3.connect(path)) as other:  # a reader sees every commit meanwhile
             assert other.execute("SELECT count(*) FROM weft_events").fetchone()[0] == 300
     assert _checkpointers() == []  # close() stopped it and waited for it
     with SQLiteBackend(path) as backend:
