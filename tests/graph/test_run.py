@@ -123,6 +123,45 @@ def test_a_failing_branch_drops_the_queued_ones_at_once(monkeypatch: pytest.Monk
     assert ran == [0]  # the calling thread took b0; b1..b9, still queued, were dropped
 
 
+FORKED_RECORDED = """
+import os, sys, time
+from weft.graph import WorkGraph, WorkGraphNode
+from weft.store import Store
+
+start = WorkGraphNode(lambda: None, id="start")
+for i in range(4):
+    start.add_next(WorkGraphNode(lambda: time.sleep(0.01) or 1, id=f"b{i}"))
+graph = WorkGraph(start_nodes=[start])
+assert graph.run() == [1] * 4  # the parent's threads are now idle in the pool
+pid = os.fork()
+if pid == 0:  # a recorded run's branches go to threads; the parent's did not come along
+    os._exit(0 if graph.run(run_id="forked", store=Store()) == [1] * 4 else 1)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def forked(script: str) -> float:
+    """Run ``script`` (which forks) in a new interpreter; the seconds it took."""
+    import subprocess
+    import sys
+
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return time.perf_counter() - started
+
+
+def test_a_forked_child_starts_threads_of_its_own() -> None:
+    """The thread pool of a forked child counts no thread of its parent as idle."""
+    assert forked(FORKED_RECORDED) < 20
+
+
 async def test_parallel_async_nodes_run_at_the_same_time() -> None:
     arrived = 0
     everyone = asyncio.Event()

@@ -18,6 +18,7 @@ cancelled run) keeps running until it returns, and does not hold up interpreter 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 from collections import deque
@@ -33,11 +34,16 @@ class Threads:
     """A process-wide pool of daemon threads that starts a thread when none is idle."""
 
     def __init__(self, idle_seconds: float = IDLE_SECONDS) -> None:
+        self._idle_seconds = idle_seconds
+        self._started = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        """No threads (also in a forked child: its parent's threads did not come along,
+        so a job handed to one it counted as idle would never run)."""
         self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
         self._idle = 0  # idle threads not yet promised a job
         self._lock = threading.Lock()
-        self._idle_seconds = idle_seconds
-        self._started = 0
 
     def submit(self, job: Callable[[], None]) -> None:
         with self._lock:
@@ -69,6 +75,7 @@ class Threads:
 
 
 THREADS: Final = Threads()
+os.register_at_fork(after_in_child=THREADS._reset)
 
 
 class SyncQueue:
