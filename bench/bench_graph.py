@@ -470,9 +470,10 @@ def main() -> None:
         "w2",
         table + "\n\nEach branch appends one item to `items` and the join reads the list: "
         "weft with state nodes and the store's `append` reducer (sync branches drained by "
-        "worker threads and by the calling thread as it waits for the join, or by the "
-        "threads alone with an observer; their deltas committed to the store in one batch, "
-        "one event each), LangGraph with "
+        "the calling thread as it waits for the join, which, the branches having been "
+        "quick in the runs before, wakes no worker thread for them, or by worker threads "
+        "alone with an observer; their deltas committed to the store in one batch, one "
+        "event each), LangGraph with "
         "an `Annotated[list, operator.add]` field; the floor appends to a list in a loop. "
         "Nobody is subscribed in the plain rows (LangGraph's `invoke` emits no events "
         "either); the observed rows add a store subscriber, so every node's started and "

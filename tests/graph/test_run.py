@@ -123,6 +123,133 @@ def test_a_failing_branch_drops_the_queued_ones_at_once(monkeypatch: pytest.Monk
     assert ran == [0]  # the calling thread took b0; b1..b9, still queued, were dropped
 
 
+def quick_then(n: int, later: Any) -> tuple[WorkGraph, list[Any]]:
+    """A ``joined`` fan-out whose branches return at once until ``switch[0]`` is set, then
+    call ``later(i)``; it has run twice, so its branches are known to be quick."""
+    switch: list[Any] = [None]
+
+    def branch(i: int) -> Any:
+        return i if switch[0] is None else later(i)
+
+    start = WorkGraphNode(lambda: None, id="start")
+    join = WorkGraphNode(lambda *results: list(results), id="join")
+    for i in range(n):
+        node = WorkGraphNode(lambda *_, i=i: branch(i), R.ResultAsFirstArg, id=f"b{i}")
+        start.add_next(node).add_next(join)
+    graph = WorkGraph(start_nodes=[start])
+    assert graph.run() == graph.run() == list(range(n))
+    return graph, switch
+
+
+def test_a_fan_out_that_was_quick_runs_on_the_calling_thread_with_no_thread_woken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads = HeldThreads()
+    monkeypatch.setattr(dispatch, "SyncQueue", lambda *args: pool.SyncQueue(*args, threads=threads))
+    here = threading.get_ident()
+    graph = joined(20, lambda *_: threading.get_ident())
+    assert set(graph.run()) == {here}
+    assert len(threads.held) == 1  # its first run asked for a thread (held: never started)
+    for _ in range(3):
+        assert set(graph.run()) == {here}
+    assert len(threads.held) == 1  # the branches were quick: no thread asked for since
+    threads.release()
+
+
+def test_a_branch_that_blocks_on_a_sibling_in_a_fan_out_that_was_quick_is_not_stuck() -> None:
+    """The run's thread runs the first branch alone; it waits for the second, which only a
+    thread the standby asks for can run."""
+    met = threading.Event()
+
+    def later(i: int) -> int:
+        if i == 0:
+            assert met.wait(5), "the second branch never ran"
+        else:
+            met.set()
+        return i
+
+    graph, switch = quick_then(2, later)
+    switch[0] = True
+    started = time.perf_counter()
+    assert graph.run() == [0, 1]
+    assert time.perf_counter() - started < 1.0  # a tick of the standby (20 ms), not 5 s
+
+
+def test_slow_branches_of_a_fan_out_that_was_quick_still_run_side_by_side() -> None:
+    graph, switch = quick_then(8, lambda i: time.sleep(0.2) or i)
+    switch[0] = True
+    started = time.perf_counter()
+    assert graph.run() == list(range(8))
+    assert time.perf_counter() - started < 1.0  # 1.6 s one after the other
+    started = time.perf_counter()
+    assert graph.run() == list(range(8))  # now known to be slow: threads from the start
+    assert time.perf_counter() - started < 1.0
+
+
+def test_branches_of_a_millisecond_get_threads_though_the_fan_out_was_quick() -> None:
+    graph, switch = quick_then(100, lambda i: time.sleep(0.001) or i)
+    switch[0] = True
+    started = time.perf_counter()
+    assert graph.run() == list(range(100))
+    assert time.perf_counter() - started < 0.09  # 100 ms or more one after the other
+
+
+def test_a_helper_alone_asks_for_a_thread_once_it_has_run_quick_items_for_the_budget() -> None:
+    """Each item under ``QUICK``, but they add up: past ``BUDGET`` the helper asks."""
+    asked: list[float] = []
+
+    class Timed(HeldThreads):
+        def submit(self, job: Any) -> None:
+            asked.append(time.perf_counter())
+            super().submit(job)
+
+    def work(item: int) -> None:
+        until = time.perf_counter() + 0.00005
+        while time.perf_counter() < until:
+            pass
+
+    threads = Timed()
+    queue = pool.SyncQueue(4, work, lambda item: None, threads=threads)
+    queue.push(list(range(200)), helped=True)  # ~10 ms of items
+    began = time.perf_counter()
+    if queue.help(alone=True):  # every item was quick (a loaded machine may slow one)
+        assert len(asked) == 1 and asked[0] - began >= pool.BUDGET
+    assert len(asked) == 1  # asked for one, which (held) never came
+    threads.release()
+
+
+def test_the_standby_sleeps_once_no_fan_out_runs_alone() -> None:
+    graph, _switch = quick_then(4, lambda i: i)
+    graph.run()
+    assert pool.STANDBY._awake
+    time.sleep((pool.LINGER + 3) * pool.TICK)
+    assert not pool.STANDBY._awake  # asleep until the next fan-out run alone wakes it
+    graph.run()
+    assert pool.STANDBY._awake
+
+
+FORKED = """
+import os, sys, threading, time
+sys.path.insert(0, {tests!r})
+from graph.test_run import quick_then
+
+met = threading.Event()
+def later(i):
+    if i == 0:
+        return met.wait(5)
+    met.set()
+    return True
+
+graph, switch = quick_then(2, later)
+switch[0] = True
+pid = os.fork()
+if pid == 0:  # the standby thread did not come along: the child starts its own
+    os._exit(0 if graph.run() == [True, True] else 1)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 FORKED_RECORDED = """
 import os, sys, time
 from weft.graph import WorkGraph, WorkGraphNode
@@ -155,6 +282,13 @@ def forked(script: str) -> float:
     )
     assert done.returncode == 0, done.stderr
     return time.perf_counter() - started
+
+
+def test_a_forked_child_has_a_standby_of_its_own() -> None:
+    from pathlib import Path
+
+    tests = str(Path(__file__).resolve().parents[1])
+    assert forked(FORKED.format(tests=tests)) < 5  # the child's first branch did not wait 5 s
 
 
 def test_a_forked_child_starts_threads_of_its_own() -> None:

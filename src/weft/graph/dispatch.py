@@ -14,7 +14,10 @@ queued are all that runs and lead only to nodes that wait for all of them (``_jo
 a fan-out's branches and their join): nothing can become ready before the last of them
 is done, so its thread takes queued nodes too, as one of the queue's ``width`` workers.
 Quick branches then cost no thread hand-off (a wake-up each way, ~60 us on a 2-core
-VM); slow ones still get threads, asked for as the first is taken. A branch that fails
+VM); slow ones still get threads, asked for as the first is taken. When every branch it
+ran was quick the last time the same fan-out ran, it asks for no thread at first (waking
+one costs ~150 us a fan-out there); see ``weft.graph.pool`` for when it does, and for the
+standby thread that asks for one should a branch block. A branch that fails
 drops the queued ones at once (the run's thread may be busy in one), and Ctrl-C on the
 run's thread, inside a node it runs, stops the run as it does in a wait.
 
@@ -245,7 +248,11 @@ class Dispatching:
         ):
             sync.push(batch, helped=True)
             self.helper = threading.get_ident()
-            sync.help()
+            # whether this fan-out's branches were all quick the last time it ran (then
+            # the run's thread starts on them alone: ``SyncQueue.help``)
+            quick = self.schedule.memo.setdefault("quick fan-outs", {})
+            first = batch[0][0]
+            quick[first] = sync.help(alone=quick.get(first, False))
         else:
             sync.push(batch)
 

@@ -8,6 +8,14 @@ loop, or the blocking wait of a run without one). So a thousand quick branches c
 few microseconds each, and slow ones (a model call) still get ``width`` threads. The
 run's own thread may be one of the workers (``SyncQueue.help``) when it would only wait.
 
+Waking a worker costs the run more than the wake-up: the worker takes the GIL from it and
+gives it back, two thread switches (~150 us a fan-out on a 2-vCPU VM, 12% of a fan-out of
+100 quick branches). So a run's thread helping with a fan-out whose branches were all quick
+the last time (each under ``QUICK``) asks for no worker at first: it asks once it has been
+at it for ``BUDGET``, and a branch that takes long (a model call, or one waiting for a
+sibling) cannot ask, so the ``Standby`` thread, awake every ``TICK`` while such helping
+goes on, asks for it: no item waits behind a slow one for much more than ``TICK``.
+
 The threads are shared by every run in the process and grow on demand, so a node that
 runs a nested graph never waits for a thread its own parent holds (a fixed-size pool
 can deadlock there); a thread idle for ``IDLE_SECONDS`` exits. They are daemon threads:
@@ -21,6 +29,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
@@ -28,6 +37,15 @@ from typing import Any, Final
 logger: Final = logging.getLogger("weft.graph")
 
 IDLE_SECONDS: Final = 30.0
+
+QUICK: Final = 0.0002
+"""An item that takes less (200 us) is quick: a wake-up would cost about as much."""
+BUDGET: Final = 0.002
+"""How long a helper runs quick items alone before it asks for a worker (2 ms)."""
+TICK: Final = 0.02
+"""How often the standby looks at helpers running alone, while there are any (20 ms)."""
+LINGER: Final = 5
+"""Ticks with nobody helping alone after which the standby sleeps until asked again."""
 
 
 class Threads:
@@ -101,6 +119,7 @@ class SyncQueue:
         "_work",
         "_workers",
         "cancelled",
+        "running_since",
     )
 
     def __init__(
@@ -119,6 +138,8 @@ class SyncQueue:
         self._drop = drop
         self._threads = threads
         self.cancelled = False
+        self.running_since = 0.0
+        """When the item its helper runs alone started (0.0: none): read by the standby."""
 
     def push(self, items: list[Any], *, helped: bool = False) -> None:
         """Queue ``items``; ``helped``: the caller drains them itself next (``help``), and
@@ -129,21 +150,36 @@ class SyncQueue:
         if spawn:
             self._threads.submit(self._drain)
 
-    def help(self) -> None:
+    def help(self, *, alone: bool = False) -> bool:
         """Drain the queue on the calling thread, as one of the ``width`` workers, until it
         is empty: the run's thread, when it would only wait for these items (see
         ``weft.graph.dispatch``). It asks for a thread as it takes its first item of
-        several, as any worker does, so slow items still get ``width`` threads."""
+        several, as any worker does, so slow items still get ``width`` threads; ``alone``
+        (the items were quick the last time): not before the queue has kept it ``BUDGET``
+        long, the standby watching over it meanwhile (it asks should an item block).
+        Returns whether it ran at least one item and each took under ``QUICK``."""
         with self._lock:
             if self._workers >= self._width:  # workers still in ``_take``: they see the
-                return  # items (they leave only once the queue is empty, under the lock)
+                return False  # items (they leave only once the queue is empty, under the lock)
             self._workers += 1
+        if alone:
+            STANDBY.watch(self)
         try:
-            self._take()
+            return self._take(helper=True, alone=alone)
         except BaseException:  # Ctrl-C on the helping thread: it leaves the queue
             with self._lock:
                 self._workers -= 1
             raise
+        finally:
+            if alone:
+                STANDBY.unwatch(self)
+
+    def ask(self) -> None:
+        """From the standby: ask for a worker if items wait while the helper is busy."""
+        with self._lock:
+            spawn = self._want_thread()
+        if spawn:
+            self._threads.submit(self._drain)
 
     def run_alone(self, item: Any) -> None:
         """Run one item on a thread of its own now (a node with a timeout: its clock is running)."""
@@ -164,9 +200,14 @@ class SyncQueue:
             self._pending = False
         self._take()
 
-    def _take(self) -> None:
-        """Run the queued items one after another until none is left (one worker's loop)."""
-        items, lock = self._items, self._lock
+    def _take(self, *, helper: bool = False, alone: bool = False) -> bool:
+        """Run the queued items one after another until none is left (one worker's loop).
+        The ``helper`` (``help``) times its items for the standby, and returns whether it
+        ran some and each took under ``QUICK``; ``alone``: it asks for no worker before
+        ``BUDGET``."""
+        items, lock, clock = self._items, self._lock, time.perf_counter
+        quick = ran = False
+        began = clock() if alone else 0.0
         while True:
             try:
                 item = items.popleft()
@@ -175,13 +216,92 @@ class SyncQueue:
                     if items:
                         continue
                     self._workers -= 1
-                    return
-            if items and not self._pending and self._workers < self._width:
+                    return ran and quick
+            if alone and clock() - began > BUDGET:
+                alone = False
+            if items and not alone and not self._pending and self._workers < self._width:
                 with lock:
                     spawn = self._want_thread()
                 if spawn:
                     self._threads.submit(self._drain)
             if self.cancelled:
                 self._drop(item)
-            else:
+            elif not helper:
                 self._work(item)
+            else:
+                self.running_since = started = clock()
+                self._work(item)
+                self.running_since = 0.0
+                if not ran:
+                    ran = quick = True
+                if clock() - started >= QUICK:
+                    quick = False
+
+
+class Standby:
+    """A daemon thread that keeps helpers running alone from being stuck (see the module
+    docstring): while any helper runs alone it wakes every ``TICK`` and asks for a worker
+    for each queue whose helper has been inside one item for longer than ``TICK`` while
+    others wait. After ``LINGER`` ticks with nobody watched it sleeps until ``watch`` wakes
+    it again, so a process that runs no fan-outs pays nothing, and one that runs them back
+    to back pays one wake-up a tick rather than one a fan-out."""
+
+    def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        """Its state with no thread yet (also in a forked child: the thread did not come
+        along, and its lock may have been held as the process forked)."""
+        self._lock = threading.Lock()
+        self._watched: dict[SyncQueue, None] = {}
+        self._seen = False  # a queue was watched since the last tick
+        self._awake = False  # ticking (or about to): ``watch`` need not wake it
+        self._bell = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, queue: SyncQueue) -> None:
+        with self._lock:
+            self._watched[queue] = None
+            self._seen = True
+            if self._awake:
+                return
+            self._awake = True
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="weft-graph-standby", daemon=True
+                )
+                self._thread.start()
+            else:
+                self._bell.set()
+
+    def unwatch(self, queue: SyncQueue) -> None:
+        with self._lock:
+            self._watched.pop(queue, None)
+
+    def _run(self) -> None:
+        while True:
+            idle = 0
+            while idle < LINGER:
+                time.sleep(TICK)
+                now = time.perf_counter()
+                with self._lock:
+                    stuck = [
+                        q
+                        for q in self._watched
+                        if q._items and q.running_since and now - q.running_since > TICK
+                    ]
+                    idle = 0 if self._watched or self._seen else idle + 1
+                    self._seen = False
+                    if idle >= LINGER:
+                        self._awake = False  # the next ``watch`` rings the bell
+                for q in stuck:
+                    try:
+                        q.ask()
+                    except Exception:  # no thread to be had: the next tick asks again
+                        logger.exception("the weft.graph standby could not ask for a thread")
+            self._bell.wait()
+            self._bell.clear()
+
+
+STANDBY: Final = Standby()
+os.register_at_fork(after_in_child=STANDBY._start)
