@@ -389,8 +389,9 @@ def w3(folder: Path, rounds: int) -> str:
         "\n".join(lines)
         + "\n\nAll in WAL mode, one database file per system and setting, a fresh thread "
         "(Burr: app id) per run; opening the run, building the application and compiling "
-        f"the graph are not timed. A sample is {W3_RUNS} runs one after the other, so that each "
-        "carries its share of the checkpoints of its WAL (a system that writes more pages a "
+        f"the graph are not timed. A sample is {W3_RUNS} runs one after the other, each "
+        "prepared just before it (so a fresh thread's rows go at the end of weft's events "
+        "table), so that each carries its share of the checkpoints of its WAL (a system that writes more pages a "
         "run pays for more of them): Burr, LangGraph and the floor make them on the "
         "committing connection every 1,000 pages, as SQLite does by default, and so does "
         "weft at FULL; weft at NORMAL makes them on a thread and connection of its own "
