@@ -183,6 +183,7 @@ class Inline(Dispatching):
         results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
         store, finished, ready = stores.store, stores.finished, self.ready
         direct = stores.direct
+        write_one = store._write_one
         view = StateView(store)
         args, kwargs = inputs[i]  # type: ignore[misc]
         while True:
@@ -215,7 +216,7 @@ class Inline(Dispatching):
             elif len(result) == 1:  # one field: ``_write_one`` checks it as it stores it
                 ((path, value),) = result.items()
                 try:
-                    stored = store._write_one("state", path, value, keys[i])
+                    stored = write_one("state", path, value, keys[i])
                 except (InvalidKeyError, ValueTypeError) as exc:
                     try:  # a bad delta: ``checked_delta`` names the node
                         checked_delta(result, keys[i], store)

@@ -24,7 +24,7 @@ from weft.store._staging import (
     remembered_key,
 )
 from weft.store.events import EntryRow, EventRow
-from weft.store.values import freeze, kept
+from weft.store.values import _AS_IS, _INT_HIGH, _INT_LOW, freeze, kept
 
 _now: Final = time.time
 
@@ -161,7 +161,12 @@ class Batching(Staging):
         if key is None:
             key = remembered_key(kind, path, source) or _checked_key(kind, path, source)
         declared = self._declared.get(key)  # None: undeclared, so it replaces
-        if not kept(value):
+        cls = value.__class__  # ``kept(value)``, inlined: ~4% of a W1 node
+        if not (
+            (cls is int and _INT_LOW < value < _INT_HIGH)
+            or cls in _AS_IS
+            or (cls is str and value.isascii())
+        ):
             merging = declared is not None and declared.fn is _reducers.merge
             value = freeze(value, where=key, types=self._types, allow_delete=merging)
         source = source or self.name
