@@ -88,6 +88,8 @@ class Dispatching:
     asking: list[Any] | None
     remaining: list[int]
     log: RunLog | None
+    views: list[Any]
+    """Each node's view while it runs (the run store, a fork or a state view of one)."""
     helper: int
     """The thread that helps drain the sync queue (``SyncQueue.help``): the run's own."""
 
@@ -295,11 +297,14 @@ class Dispatching:
         while True:
             try:
                 if call is None:  # in its context only when watched or recorded: then it
-                    call = (  # sets context variables (its pause point)
-                        self._call_args(i)
-                        if self.observer is None and self.asking is None
-                        else context.run(self._call_args, i)
-                    )
+                    # sets context variables (its pause point)
+                    if self.observer is not None or self.asking is not None:
+                        call = context.run(self._call_args, i)
+                    elif schedule.states[i] and not schedule.ctxs[i]:  # a fan-out's branch
+                        args, kwargs = self.inputs[i]
+                        call = ((self.views[i], *args), kwargs)  # _call_args', inlined
+                    else:
+                        call = self._call_args(i)
                 value = context.run(fn, *call[0], **call[1])
                 if value.__class__ is _CORO:
                     value = run_sync(value)

@@ -320,8 +320,12 @@ class Run(Inline):
             self.results[i] = result
             self.views[i] = None
             self.status[i] = DONE
-            if not self.halted:
-                self._release_all(i)
+            if not self.halted:  # _release_all's loop: a branch passes nothing down
+                remaining = self.remaining
+                for s in self.schedule.succs[i]:
+                    left = remaining[s] = remaining[s] - 1
+                    if not left:
+                        self._release(s)
             return
         flag = _CONTINUE
         if result.__class__ is tuple and len(result) == 2 and result[0].__class__ is _FLAGS:

@@ -207,7 +207,7 @@ class SyncQueue:
         ``BUDGET``."""
         items, lock, clock = self._items, self._lock, time.perf_counter
         quick = ran = False
-        began = clock() if alone else 0.0
+        began = now = clock() if helper else 0.0  # now: as the last item ended
         while True:
             try:
                 item = items.popleft()
@@ -217,7 +217,7 @@ class SyncQueue:
                         continue
                     self._workers -= 1
                     return ran and quick
-            if alone and clock() - began > BUDGET:
+            if alone and now - began > BUDGET:
                 alone = False
             if items and not alone and not self._pending and self._workers < self._width:
                 with lock:
@@ -229,12 +229,13 @@ class SyncQueue:
             elif not helper:
                 self._work(item)
             else:
-                self.running_since = started = clock()
+                self.running_since = started = now
                 self._work(item)
                 self.running_since = 0.0
+                now = clock()
                 if not ran:
                     ran = quick = True
-                if clock() - started >= QUICK:
+                if now - started >= QUICK:
                     quick = False
 
 

@@ -72,7 +72,7 @@ class Staging(Merging):
         staged: dict[str, list[Any]] = {}
         events: list[EventRow] = []
         for kind, path, value, source, whole in items:
-            key = f"{kind}:{path}"
+            key = _KEYS[kind].get(path) or f"{kind}:{path}"  # the memo's: its hash is known
             declared = declared_of(key, _REPLACE)
             if whole:
                 declared = declared.replacing()
