@@ -136,21 +136,17 @@ class Staging(Merging):
         recent, settled, index = self._recent, self._settled, self._index
         seq = self._seq
         events: list[EventRow] = []
-        last: dict[str, tuple[str, str, Any, str | None, int]] = {}
         for kind, path, value, source, _whole in items:
             seq += 1
-            last[f"{kind}:{path}"] = (kind, path, value, source, seq)
-            events.append((seq, "write", kind, path, value, source, "replace", at, None))
-        for key, (kind, path, value, source, n) in last.items():
-            found = recent.get(key)  # _entries.lookup, inlined
-            old = settled.get(key) if found is None else found or None
-            row: EntryRow
+            key = f"{kind}:{path}"
+            found = recent.get(key)  # _entries.lookup, inlined; a key written twice in the
+            old = settled.get(key) if found is None else found or None  # batch finds its first
             if old is None:
                 index = index.add(key)
-                row = (kind, path, value, source, at, at, n, None)
+                recent = recent.set(key, (kind, path, value, source, at, at, seq, None))
             else:  # old[4], old[7]: created_at, meta
-                row = (kind, path, value, source, old[4], at, n, old[7])
-            recent = recent.set(key, row)
+                recent = recent.set(key, (kind, path, value, source, old[4], at, seq, old[7]))
+            events.append((seq, "write", kind, path, value, source, "replace", at, None))
         self._recent, self._index, self._seq = recent, index, seq
         self._own.extend(events)
         if len(recent) > self._settle_at:

@@ -119,6 +119,11 @@ class Batching(Staging):
         if items is None:  # a write that needs the full checks: ``delta`` says what is wrong
             self.merge([self.delta(writes)])
             return
+        self._commit_items(items)
+
+    def _commit_items(self, items: list[tuple[str, str, Any, str | None, bool]]) -> None:
+        """``_commit_writes`` of ``(kind, path, value, source, False)`` items its caller
+        checked: every name a ``plain_key``, every value one the store keeps as it is."""
         with self._lock:
             mark = self._mark()
             try:
