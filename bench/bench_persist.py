@@ -5,8 +5,9 @@
 W3  the 200-node state chain of ``bench_graph.py`` (each node reads ``x`` and returns
     ``{"x": x + 1}``), durable: every node's work is committed before the next node
     starts. weft: ``DurableRun.open(SQLiteBackend(path, synchronous=...), thread)
-    .run_graph(graph)``, each node's commit one ``INSERT`` guarded by the thread's last
-    step (autocommit: its own transaction); Burr: an application with its ``SQLitePersister`` (a state row
+    .run_graph(graph)``, each node's commit one ``INSERT`` that writes only if no
+    other connection has committed since the run's last one (autocommit: its own
+    transaction); Burr: an application with its ``SQLitePersister`` (a state row
     committed after every step); LangGraph: ``invoke(..., durability="sync")`` with
     ``SqliteSaver``. Each sample is a fresh thread / app id on one database file per
     system and setting; opening the run, building the application or compiling the
@@ -224,7 +225,8 @@ def check_weft(folder: Path) -> Written:
     return Written(
         rows=f"{states / CHAIN:.2f} state events and {nodes / CHAIN:.2f} step records per "
         f"node, committed together as the node finishes (one `INSERT` statement in autocommit "
-        f"mode, guarded by the thread's last step: one transaction); {others} run "
+        f"mode, which writes only if no other connection committed since the run's last "
+        f"commit: one transaction); {others} run "
         "records",
         checked=all(b > a for a, b in itertools.pairwise(seen)),
     )
@@ -347,7 +349,8 @@ def w3(folder: Path, rounds: int) -> str:
 
     does = {
         "floor": "one `INSERT` of a small row, then `COMMIT`",
-        "weft": "its state write and its step record: one guarded `INSERT`, one transaction",
+        "weft": "its state write and its step record: one `INSERT`, checked against other "
+        "writers, one transaction",
         "weft, older thread": "the same, on a thread with a newer one after it: its rows go "
         "in the middle of the events table, not at its end",
         "Burr": "its state row (`SQLitePersister.save`, a commit per step)",

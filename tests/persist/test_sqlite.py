@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from weft.errors import FutureFormatError, PersistError, StorageError
+from weft.errors import ConflictError, FutureFormatError, PersistError, StorageError
 from weft.persist import DurableRun, SQLiteBackend, migrations
 from weft.persist.sqlite import Checkpointer
 from weft.store import Event
@@ -188,6 +188,90 @@ def test_a_thread_past_the_last_step_an_sqlite_thread_holds_is_refused(tmp_path:
         with pytest.raises(PersistError, match="would pass step 4,294,967,295"):
             backend.append("t", "r", 1, [late])
         assert backend.last_step("t") == 1  # nothing written, nothing lost
+
+
+def _event(step: int, value: object = "v") -> list[Event]:
+    return [Event(step, "write", "state", "k", value, None, "replace", 1.0)]
+
+
+def _statements_of(backend: SQLiteBackend, append: Callable[[], object]) -> list[str]:
+    """The statements ``append`` ran on the backend's connection (not the parts SQLite
+    runs inside one, which its trace shows as ``-- ...``)."""
+    seen: list[str] = []
+    backend._conn.set_trace_callback(seen.append)
+    try:
+        append()
+    finally:
+        backend._conn.set_trace_callback(None)
+    return [statement for statement in seen if not statement.startswith("--")]
+
+
+def test_a_writer_that_knows_the_thread_appends_in_one_statement(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as backend:
+        first = _statements_of(backend, lambda: backend.append("t", "r", 0, _event(1)))
+        assert len(first) > 1  # the thread is new to it: read inside a transaction
+        again = _statements_of(backend, lambda: backend.append("t", "r", 1, _event(2)))
+        assert len(again) == 1 and again[0].startswith("INSERT")
+        assert "weft_events AS" not in again[0]  # it reads nothing of the events table
+        assert [e.event.seq for e in backend.history("t")] == [1, 2]
+
+
+def test_another_connection_s_append_is_a_conflict_even_when_the_next_step_is_free(
+    tmp_path: Path,
+) -> None:
+    """Steps may skip numbers, so the step a stale writer appends can be free: what it
+    knows of the thread is checked against every other connection's commits."""
+    with SQLiteBackend(tmp_path / "w.db") as a, SQLiteBackend(tmp_path / "w.db") as b:
+        a.append("t", "a", 0, _event(1))
+        a.append("t", "a", 1, _event(2))  # a knows the thread: its one-statement append
+        b.append("t", "b", 2, _event(7, "b"))  # b skips steps 3 to 6
+        with pytest.raises(ConflictError) as info:
+            a.append("t", "a", 2, _event(3, "late"))
+        assert (info.value.expected, info.value.actual) == (2, 7)
+        assert [(e.event.seq, e.event.value) for e in a.history("t")] == [
+            (1, "v"), (2, "v"), (7, "b"),
+        ]  # fmt: skip
+        a.append("t", "a", 7, _event(8))  # after reloading, it goes on
+        a.append("t", "a", 8, _event(9))
+        assert b.last_step("t") == 9
+
+
+def test_a_thread_deleted_and_begun_again_elsewhere_is_a_conflict(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as a, SQLiteBackend(tmp_path / "w.db") as b:
+        for step in (1, 2, 3):
+            a.append("t", "a", step - 1, _event(step))
+        assert b.delete_thread("t")
+        b.append("t", "b", 0, _event(1, "new"))  # likely under the thread's old number
+        with pytest.raises(ConflictError) as info:
+            a.append("t", "a", 3, _event(4))
+        assert (info.value.expected, info.value.actual) == (3, 1)
+        assert [e.event.value for e in b.history("t")] == ["new"]
+
+
+def test_a_writer_s_own_delete_and_prune_are_known_to_its_next_append(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as backend:
+        for step in (1, 2, 3):
+            backend.append("t", "r", step - 1, _event(step))
+        assert backend.delete_thread("t")
+        with pytest.raises(ConflictError):
+            backend.append("t", "r", 3, _event(4))
+        assert backend.thread("t") is None  # nothing written for a deleted thread
+        for step in (1, 2, 3, 4):
+            backend.append("u", "r", step - 1, _event(step))
+        backend.prune("u", keep_last=1)
+        backend.append("u", "r", 4, _event(5))
+        assert [e.event.seq for e in backend.history("u")] == [4, 5]
+
+
+def test_other_writes_to_the_file_only_cost_a_writer_one_transaction(tmp_path: Path) -> None:
+    """Long-term memory and other backends commit to the same file; a writer that knew a
+    thread reads it again once, and then appends in one statement as before."""
+    with SQLiteBackend(tmp_path / "w.db") as a, SQLiteBackend(tmp_path / "w.db") as b:
+        a.append("t", "a", 0, _event(1))
+        b.append("other", "b", 0, _event(1))
+        assert len(_statements_of(a, lambda: a.append("t", "a", 1, _event(2)))) > 1
+        assert len(_statements_of(a, lambda: a.append("t", "a", 2, _event(3)))) == 1
+        assert [e.event.seq for e in b.history("t")] == [1, 2, 3]
 
 
 def _checkpointers() -> list[threading.Thread]:

@@ -5,8 +5,9 @@ migrations of ``weft.persist.migrations``, applied under an advisory lock so tha
 several processes may start at once. psycopg is imported when a backend is made, so
 ``import weft`` never needs it (``pip install 'weft[postgres]'``).
 
-Appends use the same optimistic check as SQLite: ``UPDATE threads SET last_step = new
-WHERE thread_id = ... AND last_step = expected``; the row lock makes a concurrent writer
+Appends are checked as SQLite's are (the thread's last step must be the one the writer
+expected), here by ``UPDATE threads SET last_step = new WHERE thread_id = ... AND
+last_step = expected``; the row lock makes a concurrent writer
 wait, then find the step moved and get a ``ConflictError``. Every database failure is a
 ``StorageError`` naming the server and schema; an unreachable server says how to start
 one.
