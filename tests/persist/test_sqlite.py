@@ -216,6 +216,19 @@ def test_a_writer_that_knows_the_thread_appends_in_one_statement(tmp_path: Path)
         assert [e.event.seq for e in backend.history("t")] == [1, 2]
 
 
+def test_appends_to_threads_taken_in_turn_stay_one_statement_each(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as backend:
+        backend.append("a", "r", 0, _event(1))
+        backend.append("b", "r", 0, _event(1))  # a new thread: it forgets nothing of "a"
+        for step in (2, 3):
+            for thread in ("a", "b"):
+                done = _statements_of(backend, lambda t=thread, s=step: backend.append(
+                    t, "r", s - 1, _event(s)
+                ))  # fmt: skip
+                assert len(done) == 1, (thread, step, done)
+        assert backend.last_step("a") == backend.last_step("b") == 3
+
+
 def test_another_connection_s_append_is_a_conflict_even_when_the_next_step_is_free(
     tmp_path: Path,
 ) -> None:

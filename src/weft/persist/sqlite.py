@@ -244,27 +244,19 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         "JOIN weft_events AS e ON e.seq > t.base AND e.seq <= t.base + ?)"
     )
 
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        synchronous: Synchronous = "NORMAL",
-        timeout: float = 30.0,
-        types: TypeRegistry = registry,
-    ) -> None:
-        # What this connection knows of the threads it appended to: thread -> (its rows'
-        # base, its last step), true while no other connection has committed since
-        # ``_version`` (SQLite's ``data_version``, which only other connections' commits
-        # move); this connection's other writes (a delete, a prune, a new thread) forget it.
-        self._known: dict[str, tuple[int, int]] = {}
-        self._version = -1
-        super().__init__(path, synchronous=synchronous, timeout=timeout, types=types)
+    # What this connection knows of the threads it appended to: thread -> (its rows' base,
+    # its last step), true while no other connection has committed since ``_version``
+    # (SQLite's ``data_version``, which only other connections' commits move). Any write of
+    # this connection but an append (a delete, a prune, a new thread; the migrations as the
+    # backend opens) starts it anew.
+    _known: dict[str, tuple[int, int]]
+    _version = -1
 
     @contextmanager
     def _db(self, what: str, mode: Mode = "read") -> Iterator[sqlite3.Connection]:
         with super()._db(what, mode) as conn:
             if mode == "write":
-                self._known.clear()
+                self._known = {}
             yield conn
 
     def _append_rows(
@@ -312,6 +304,7 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
                     pass  # a step taken: the transaction below says by whom
                 except sqlite3.Error as exc:
                     raise self._error(f"appending to thread {thread_id!r}", exc) from exc
+            knowledge = self._known  # an append changes no other thread: kept
             with self._db(f"appending to thread {thread_id!r}", "write") as conn:
                 found = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
                 actual: int = 0 if found is None else max(found[1], found[0] or 0)
@@ -325,12 +318,11 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
                 if snapshot is not None:
                     self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._version:
-                self._known.clear()
+            if version != self._version or len(knowledge) >= _KNOWN_THREADS:
+                knowledge = {}  # others committed (or, a bound: threads are learnt again)
                 self._version = version
-            if len(self._known) >= _KNOWN_THREADS:
-                self._known.clear()  # a bound, not a cache policy: a thread is learnt again
-            self._known[thread_id] = (found[2], rows[-1][0])
+            knowledge[thread_id] = (found[2], rows[-1][0])
+            self._known = knowledge
             if self._checkpoints is not None:
                 self._checkpoints.due()
 
