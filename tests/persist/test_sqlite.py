@@ -209,7 +209,7 @@ def _statements_of(backend: SQLiteBackend, append: Callable[[], object]) -> list
 def test_a_writer_that_knows_the_thread_appends_in_one_statement(tmp_path: Path) -> None:
     with SQLiteBackend(tmp_path / "w.db") as backend:
         first = _statements_of(backend, lambda: backend.append("t", "r", 0, _event(1)))
-        assert len(first) > 1  # the thread is new to it: read inside a transaction
+        assert len(first) > 1  # a new thread: made in a transaction
         again = _statements_of(backend, lambda: backend.append("t", "r", 1, _event(2)))
         assert len(again) == 1 and again[0].startswith("INSERT")
         assert "weft_events AS" not in again[0]  # it reads nothing of the events table
@@ -276,15 +276,39 @@ def test_a_writer_s_own_delete_and_prune_are_known_to_its_next_append(tmp_path: 
         assert [e.event.seq for e in backend.history("u")] == [4, 5]
 
 
-def test_other_writes_to_the_file_only_cost_a_writer_one_transaction(tmp_path: Path) -> None:
-    """Long-term memory and other backends commit to the same file; a writer that knew a
-    thread reads it again once, and then appends in one statement as before."""
+def test_while_another_connection_commits_an_append_reads_the_thread_then_learns_it(
+    tmp_path: Path,
+) -> None:
+    """Another process, another backend or long-term memory commit to the same file: the
+    writer's appends read the thread's last step as they insert, a statement each, and
+    a while after the others stop it appends without reading it again."""
+    from weft.persist.sqlite import _GUARDED_RUN
+
     with SQLiteBackend(tmp_path / "w.db") as a, SQLiteBackend(tmp_path / "w.db") as b:
         a.append("t", "a", 0, _event(1))
+        a.append("t", "a", 1, _event(2))
         b.append("other", "b", 0, _event(1))
-        assert len(_statements_of(a, lambda: a.append("t", "a", 1, _event(2)))) > 1
-        assert len(_statements_of(a, lambda: a.append("t", "a", 2, _event(3)))) == 1
-        assert [e.event.seq for e in b.history("t")] == [1, 2, 3]
+        done = _statements_of(a, lambda: a.append("t", "a", 2, _event(3)))
+        assert len(done) == 2 and "weft_events AS" in done[1]  # the first one wrote nothing
+        for step in (4, 5, 6):
+            b.append("other", "b", step - 3, _event(step - 2))
+            done = _statements_of(a, lambda s=step: a.append("t", "a", s - 1, _event(s)))
+            assert len(done) == 1 and "weft_events AS" in done[0]
+        for step in range(7, 7 + _GUARDED_RUN + 2):
+            a.append("t", "a", step - 1, _event(step))
+        last = 7 + _GUARDED_RUN + 2
+        done = _statements_of(a, lambda: a.append("t", "a", last - 1, _event(last)))
+        assert len(done) == 1 and "weft_events AS" not in done[0]
+        assert [e.event.seq for e in b.history("t")] == list(range(1, last + 1))
+
+
+def test_a_backend_opened_on_a_thread_learns_it_at_its_first_append(tmp_path: Path) -> None:
+    with SQLiteBackend(tmp_path / "w.db") as backend:
+        backend.append("t", "r", 0, _event(1))
+    with SQLiteBackend(tmp_path / "w.db") as backend:
+        assert len(_statements_of(backend, lambda: backend.append("t", "r", 1, _event(2)))) > 1
+        assert len(_statements_of(backend, lambda: backend.append("t", "r", 2, _event(3)))) == 1
+        assert [e.event.seq for e in backend.history("t")] == [1, 2, 3]
 
 
 def _checkpointers() -> list[threading.Thread]:

@@ -18,10 +18,11 @@ SQLite's own checkpoint every 1,000 pages costs little, so nothing runs beside i
 One connection per backend object, shared by its threads under a lock; several
 processes may open the same file (writers take SQLite's write lock in turn, waiting up
 to ``timeout`` seconds). An append is refused (``ConflictError``) unless the thread's
-last step is the one its writer expected: the first append to a thread reads it inside
-the write transaction; after that the backend remembers it, and its next append is one
-``INSERT`` that writes only if no other connection has committed to the file since
-(SQLite's ``data_version``), else it reads the thread again. Every database failure is a
+last step is the one its writer expected. Once a backend knows a thread's last step (its
+first append to the thread learns it), an append is one ``INSERT`` that only checks that
+no other connection has committed to the file since (SQLite's ``data_version``); while
+other connections commit too, it is one ``INSERT`` that reads the thread's last step as
+it writes. Every database failure is a
 ``StorageError`` naming the file; a damaged file is never written to or "repaired" by
 weft.
 
@@ -251,6 +252,7 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
     # backend opens) starts it anew.
     _known: dict[str, tuple[int, int]]
     _version = -1
+    _guarded = 0  # how many more appends read the thread's last step (``_GUARDED_RUN``)
 
     @contextmanager
     def _db(self, what: str, mode: Mode = "read") -> Iterator[sqlite3.Connection]:
@@ -269,41 +271,36 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         keep_snapshots: int,
         now: float,
     ) -> None:
-        # The hot path of every durable run: one INSERT in autocommit mode, when this
-        # connection knows the thread's last step is ``expected`` and no other connection
-        # has committed since it learnt it. The statement checks the second as it holds
-        # the write lock, so it is one round trip and one commit, and reads nothing of the
-        # events table (a guard that read the thread's last step from it cost ~10-25 us a
-        # commit: SQLite copies the rows to a temporary table first). Anything else (a
-        # thread not known yet, another writer, a snapshot) takes the transaction below,
-        # which reads the thread and tells them apart.
+        # The hot path of every durable run is one INSERT in autocommit mode: one round
+        # trip, one commit. When this connection knows the thread's last step is
+        # ``expected`` and no other connection has committed since it learnt it, the
+        # INSERT checks only the second (``_UNCHANGED``) and reads nothing of the events
+        # table. Once it finds that others commit to the file too, its next ``_GUARDED_RUN``
+        # appends read the thread's last step there instead (``_GUARDED``: SQLite then
+        # copies the rows to a temporary table first, ~10-25 us more a commit); then it
+        # learns the thread again. A thread it does not know, a snapshot, a large batch or
+        # a lost race takes the transaction below, which tells them apart and learns the
+        # thread.
         if rows[-1][0] > MAX_STEP:
             raise PersistError(
                 f"thread {thread_id!r} would pass step {MAX_STEP:,}, the most an SQLite thread "
                 "holds; prune it (weft prune) or go on in a new thread"
             )
         with self._lock:
-            known = self._known.get(thread_id)
-            if (
-                known is not None
-                and known[1] == expected
-                and snapshot is None
-                and len(rows) <= _FAST_ROWS
-            ):
-                args: list[object] = [known[0], run_id]
-                for step, _run, record in rows:
-                    args += (step, record)
-                args.append(self._version)
+            if snapshot is None and len(rows) <= _FAST_ROWS:
                 try:
-                    if self._conn.execute(_UNCHANGED[len(rows)], args).rowcount:
-                        self._known[thread_id] = (known[0], rows[-1][0])
-                        if self._checkpoints is not None:
-                            self._checkpoints.due()
-                        return
-                except sqlite3.IntegrityError:
-                    pass  # a step taken: the transaction below says by whom
+                    done = not self._guarded and self._append_known(
+                        thread_id, run_id, expected, rows
+                    )
+                    if not done and self._guarded:
+                        self._guarded -= 1
+                        done = self._append_guarded(thread_id, run_id, expected, rows)
                 except sqlite3.Error as exc:
                     raise self._error(f"appending to thread {thread_id!r}", exc) from exc
+                if done:
+                    if self._checkpoints is not None:
+                        self._checkpoints.due()
+                    return
             knowledge = self._known  # an append changes no other thread: kept
             with self._db(f"appending to thread {thread_id!r}", "write") as conn:
                 found = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
@@ -325,6 +322,41 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
             self._known = knowledge
             if self._checkpoints is not None:
                 self._checkpoints.due()
+
+    def _append_known(
+        self, thread_id: str, run_id: str, expected: int, rows: Sequence[EventRow]
+    ) -> bool:
+        """Append with ``_UNCHANGED`` if the thread is known to be at ``expected``; False if
+        that was not tried, or wrote nothing: then others commit to the file, what was
+        known is dropped and the next appends are ``_GUARDED``."""
+        known = self._known.get(thread_id)
+        if known is None or known[1] != expected:
+            return False
+        args: list[object] = [known[0], run_id]
+        for step, _run, record in rows:
+            args += (step, record)
+        args.append(self._version)
+        try:
+            if self._conn.execute(_UNCHANGED[len(rows)], args).rowcount:
+                self._known[thread_id] = (known[0], rows[-1][0])
+                return True
+        except sqlite3.IntegrityError:
+            pass  # a step taken: another connection appended
+        self._known, self._guarded = {}, _GUARDED_RUN
+        return False
+
+    def _append_guarded(
+        self, thread_id: str, run_id: str, expected: int, rows: Sequence[EventRow]
+    ) -> bool:
+        """Append with ``_GUARDED``; False if the thread is not at ``expected`` (or new)."""
+        args: list[object] = [thread_id, run_id]
+        for step, _run, record in rows:
+            args += (step, record)
+        args += (thread_id, expected)
+        if not self._conn.execute(_GUARDED[len(rows)], args).rowcount:
+            return False
+        self._known.pop(thread_id, None)  # learnt by a transaction since, now behind
+        return True
 
 
 class Checkpointer:
@@ -430,9 +462,28 @@ def _unchanged(n: int) -> str:
     )
 
 
+def _guarded(n: int) -> str:
+    """One INSERT of ``n`` events that writes only while the thread's last step is the
+    expected one (parameters, in order: the thread, the run, the step and record of each
+    row, the thread again, the expected step); a thread that does not exist yet inserts
+    nothing. The subqueries are not correlated: SQLite reads the thread's number and last
+    step once, before the first row goes in."""
+    values = ", ".join(["(?, ?)"] * n)
+    return (
+        "INSERT INTO weft_events (seq, run_id, record) "
+        "SELECT (SELECT num << 32 FROM weft_threads WHERE thread_id = ?) + v.column1, ?, "
+        f"v.column2 FROM (VALUES {values}) AS v "
+        "WHERE (SELECT max(t.first_step, coalesce((SELECT max(e.seq) - t.base FROM weft_events "
+        f"AS e WHERE {_IN_THREAD}), 0)) FROM (SELECT num << 32 AS base, first_step "
+        "FROM weft_threads WHERE thread_id = ?) AS t) = ?"
+    )
+
+
 _FAST_ROWS: Final = 8  # larger batches are rare (a merge of many writes): the transaction
 _UNCHANGED: Final = {n: _unchanged(n) for n in range(1, _FAST_ROWS + 1)}
+_GUARDED: Final = {n: _guarded(n) for n in range(1, _FAST_ROWS + 1)}
 _KNOWN_THREADS: Final = 4096  # threads whose last step a backend remembers
+_GUARDED_RUN: Final = 64  # appends guarded by the thread's last step once others commit too
 
 
 def _statements(script: str) -> Iterator[str]:
