@@ -22,9 +22,8 @@ last step is the one its writer expected. Once a backend knows a thread's last s
 first append to the thread learns it), an append is one ``INSERT`` that only checks that
 no other connection has committed to the file since (SQLite's ``data_version``); while
 other connections commit too, it is one ``INSERT`` that reads the thread's last step as
-it writes. Every database failure is a
-``StorageError`` naming the file; a damaged file is never written to or "repaired" by
-weft.
+it writes. Every database failure is a ``StorageError`` naming the file; a damaged file
+is never written to or "repaired" by weft.
 
 >>> import tempfile, pathlib
 >>> from weft.persist import SQLiteBackend
