@@ -471,10 +471,11 @@ class RunStores:
         key, log = self.schedule.keys[i], self.log
         assert log is not None
         path = log.path(key)
-        if record.result is None and key.isascii() and path.isascii():
+        if record.result is None and path.isascii():
             # nothing for the store to check: the delta passed ``kept_delta`` (plain state
-            # paths, kept values), the record holds scalars the engine made, and the node's
-            # key and the record's path are ``plain_key`` names (-4.5k instructions a node)
+            # paths, kept values), the record holds scalars the engine made, and the record's
+            # path (``run/key``; the key is the source) is a ``plain_key`` name (-4.5k
+            # instructions a node)
             items: list[tuple[str, str, Any, str | None, bool]]
             items = [("state", p, v, key, False) for p, v in delta.items()]
             items.append((KIND, path, record, key, False))
