@@ -6,8 +6,8 @@ W3  the 200-node state chain of ``bench_graph.py`` (each node reads ``x`` and re
     ``{"x": x + 1}``), durable: every node's work is committed before the next node
     starts. weft: ``DurableRun.open(SQLiteBackend(path, synchronous=...), thread)
     .run_graph(graph)``, each node's commit one ``INSERT`` that writes only if no
-    other connection has committed since the run's last one (autocommit: its own
-    transaction); Burr: an application with its ``SQLitePersister`` (a state row
+    other connection has appended to the thread since the run's last commit
+    (autocommit: its own transaction); Burr: an application with its ``SQLitePersister`` (a state row
     committed after every step); LangGraph: ``invoke(..., durability="sync")`` with
     ``SqliteSaver``. Each sample is a fresh thread / app id on one database file per
     system and setting; opening the run, building the application or compiling the
@@ -225,8 +225,8 @@ def check_weft(folder: Path) -> Written:
     return Written(
         rows=f"{states / CHAIN:.2f} state events and {nodes / CHAIN:.2f} step records per "
         f"node, committed together as the node finishes (one `INSERT` statement in autocommit "
-        f"mode, which writes only if no other connection committed since the run's last "
-        f"commit: one transaction); {others} run "
+        f"mode, which writes only if no other connection appended to the thread since the "
+        f"run's last commit: one transaction); {others} run "
         "records",
         checked=all(b > a for a, b in itertools.pairwise(seen)),
     )

@@ -101,7 +101,8 @@ def test_a_database_from_a_newer_weft_is_refused_unchanged(tmp_path: Path) -> No
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(FutureFormatError, match=r"schema version 99.*up to 2.*Upgrade weft"):
+    newest = len(migrations.SQLITE)
+    with pytest.raises(FutureFormatError, match=rf"schema version 99.*up to {newest}.*Upgrade"):
         SQLiteBackend(path)
 
 
@@ -276,30 +277,60 @@ def test_a_writer_s_own_delete_and_prune_are_known_to_its_next_append(tmp_path: 
         assert [e.event.seq for e in backend.history("u")] == [4, 5]
 
 
-def test_while_another_connection_commits_an_append_reads_the_thread_then_learns_it(
+def test_other_connections_commits_elsewhere_leave_an_append_one_statement(
     tmp_path: Path,
 ) -> None:
-    """Another process, another backend or long-term memory commit to the same file: the
-    writer's appends read the thread's last step as they insert, a statement each, and
-    a while after the others stop it appends without reading it again."""
-    from weft.persist.sqlite import _GUARDED_RUN
+    """Another process or backend appends to other threads of the file, and long-term
+    memory writes its own tables: the writer's thread is still its claim."""
+    from weft.memory import LongTermMemory, Owner, SQLiteMemoryBackend
 
+    with (
+        SQLiteBackend(tmp_path / "w.db") as a,
+        SQLiteBackend(tmp_path / "w.db") as b,
+        SQLiteMemoryBackend(tmp_path / "w.db") as rows,
+    ):
+        memory = LongTermMemory(rows, owner=Owner(user_id="ada"))
+        a.append("t", "a", 0, _event(1))
+        for step in (2, 3, 4):
+            b.append("other", "b", step - 2, _event(step - 1))
+            memory.put("facts", f"k{step}", {"step": step})  # its own connection
+            done = _statements_of(a, lambda s=step: a.append("t", "a", s - 1, _event(s)))
+            assert len(done) == 1 and "weft_events AS" not in done[0], done
+        assert [e.event.seq for e in b.history("t")] == [1, 2, 3, 4]
+
+
+def test_another_backend_s_append_takes_the_thread_and_the_next_one_learns_it_again(
+    tmp_path: Path,
+) -> None:
     with SQLiteBackend(tmp_path / "w.db") as a, SQLiteBackend(tmp_path / "w.db") as b:
         a.append("t", "a", 0, _event(1))
-        a.append("t", "a", 1, _event(2))
-        b.append("other", "b", 0, _event(1))
+        b.append("t", "b", 1, _event(2, "b"))  # b learns the thread and claims it
         done = _statements_of(a, lambda: a.append("t", "a", 2, _event(3)))
-        assert len(done) == 2 and "weft_events AS" in done[1]  # the first one wrote nothing
-        for step in (4, 5, 6):
-            b.append("other", "b", step - 3, _event(step - 2))
-            done = _statements_of(a, lambda s=step: a.append("t", "a", s - 1, _event(s)))
-            assert len(done) == 1 and "weft_events AS" in done[0]
-        for step in range(7, 7 + _GUARDED_RUN + 2):
+        assert len(done) > 2  # the one INSERT wrote nothing; the transaction learnt the thread
+        done = _statements_of(a, lambda: a.append("t", "a", 3, _event(4)))
+        assert len(done) == 1
+        with pytest.raises(ConflictError) as info:  # b's claim went to a: b reads again
+            b.append("t", "b", 2, _event(3, "late"))
+        assert (info.value.expected, info.value.actual) == (2, 4)
+        assert [(e.event.seq, e.event.value) for e in b.history("t")] == [
+            (1, "v"), (2, "b"), (3, "v"), (4, "v"),
+        ]  # fmt: skip
+
+
+def test_a_thread_deleted_elsewhere_whose_number_went_to_a_new_thread_of_the_writer(
+    tmp_path: Path,
+) -> None:
+    """The writer's claim is on the thread's number *and* id: a new thread of its own
+    under the deleted thread's number takes none of the old thread's appends."""
+    with SQLiteBackend(tmp_path / "w.db") as a, SQLiteBackend(tmp_path / "w.db") as b:
+        for step in (1, 2):
             a.append("t", "a", step - 1, _event(step))
-        last = 7 + _GUARDED_RUN + 2
-        done = _statements_of(a, lambda: a.append("t", "a", last - 1, _event(last)))
-        assert len(done) == 1 and "weft_events AS" not in done[0]
-        assert [e.event.seq for e in b.history("t")] == list(range(1, last + 1))
+        assert b.delete_thread("t")
+        a.append("u", "a", 0, _event(1, "u"))  # most likely the number "t" had
+        with pytest.raises(ConflictError):
+            a.append("t", "a", 2, _event(3))
+        assert a.thread("t") is None
+        assert [(e.event.seq, e.event.value) for e in a.history("u")] == [(1, "u")]
 
 
 def test_a_backend_opened_on_a_thread_learns_it_at_its_first_append(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 SQLite keeps the applied number in ``PRAGMA user_version``; its threads table has no
 ``last_step``: a thread's last step is its newest event's (or its ``first_step``), read
-inside the write transaction, so an append touches the events table only, whose rows are
-numbered ``(thread number << 32) + step`` (migration 2); PostgreSQL in the table
+inside the write transaction, so an append touches the events table only (and the thread's
+``writer`` when another backend appended last: migration 3), whose rows are numbered
+``(thread number << 32) + step`` (migration 2); PostgreSQL in the table
 ``<schema>.schema_migrations`` (one row per applied migration), inside one schema
 (``weft`` by default). A database whose number is higher than the newest migration here
 was made by a newer weft: opening it is a ``FutureFormatError``, and nothing is changed.
@@ -73,6 +74,14 @@ SQLITE: Final[tuple[str, ...]] = (
     DROP TABLE weft_threads;
     ALTER TABLE weft_threads_2 RENAME TO weft_threads;
     ALTER TABLE weft_events_2 RENAME TO weft_events;
+    """,
+    # 3: the backend that appended last to a thread (a random number per backend object):
+    # while a thread names it, no other connection has appended since, so its next append
+    # checks this one row instead of reading the thread's newest event, which an INSERT
+    # into the events table can only do after copying the rows it reads (~7 us a commit
+    # less than checking SQLite's data_version, which any commit to the file moved).
+    """
+    ALTER TABLE weft_threads ADD COLUMN writer INTEGER;
     """,
 )
 """SQLite migrations; migration ``n`` is ``SQLITE[n - 1]``."""

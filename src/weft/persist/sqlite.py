@@ -18,12 +18,14 @@ SQLite's own checkpoint every 1,000 pages costs little, so nothing runs beside i
 One connection per backend object, shared by its threads under a lock; several
 processes may open the same file (writers take SQLite's write lock in turn, waiting up
 to ``timeout`` seconds). An append is refused (``ConflictError``) unless the thread's
-last step is the one its writer expected. Once a backend knows a thread's last step (its
-first append to the thread learns it), an append is one ``INSERT`` that only checks that
-no other connection has committed to the file since (SQLite's ``data_version``); while
-other connections commit too, it is one ``INSERT`` that reads the thread's last step as
-it writes. Every database failure is a ``StorageError`` naming the file; a damaged file
-is never written to or "repaired" by weft.
+last step is the one its writer expected. Every append claims its thread for the
+backend that made it (the thread's ``writer``); while a backend's claim holds, no other
+connection has appended to the thread since, so the last step it remembers is the
+thread's, and its append is one ``INSERT`` that checks the claim and reads nothing of
+the events table. Another writer's append to the thread takes the claim, and the next
+append here reads the thread again in a transaction. Every database failure is a
+``StorageError`` naming the file; a damaged file is never written to or "repaired" by
+weft.
 
 >>> import tempfile, pathlib
 >>> from weft.persist import SQLiteBackend
@@ -36,12 +38,14 @@ is never written to or "repaired" by weft.
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from functools import cached_property
 from pathlib import Path
 from typing import Final, Literal
 
@@ -244,21 +248,18 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         "JOIN weft_events AS e ON e.seq > t.base AND e.seq <= t.base + ?)"
     )
 
-    # What this connection knows of the threads it appended to: thread -> (its rows' base,
-    # its last step), true while no other connection has committed since ``_version``
-    # (SQLite's ``data_version``, which only other connections' commits move). Any write of
-    # this connection but an append (a delete, a prune, a new thread; the migrations as the
-    # backend opens) starts it anew.
-    _known: dict[str, tuple[int, int]]
-    _version = -1
-    _guarded = 0  # how many more appends read the thread's last step (``_GUARDED_RUN``)
+    # What this backend knows of the threads it claimed: thread -> (its rows' base, its last
+    # step), true while the thread's row (the number in the base, the same id) still names
+    # this backend as its ``writer``. Checked by the append that relies on it, so nothing
+    # else (a delete, a prune, a thread begun again under the same number) needs to forget it.
+    @cached_property
+    def _known(self) -> dict[str, tuple[int, int]]:
+        return {}
 
-    @contextmanager
-    def _db(self, what: str, mode: Mode = "read") -> Iterator[sqlite3.Connection]:
-        with super()._db(what, mode) as conn:
-            if mode == "write":
-                self._known = {}
-            yield conn
+    @cached_property
+    def _writer(self) -> int:
+        """This backend's claim on the threads it appends to: random, never 0 or NULL."""
+        return secrets.randbits(62) + 1
 
     def _append_rows(
         self,
@@ -271,15 +272,13 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         now: float,
     ) -> None:
         # The hot path of every durable run is one INSERT in autocommit mode: one round
-        # trip, one commit. When this connection knows the thread's last step is
-        # ``expected`` and no other connection has committed since it learnt it, the
-        # INSERT checks only the second (``_UNCHANGED``) and reads nothing of the events
-        # table. Once it finds that others commit to the file too, its next ``_GUARDED_RUN``
-        # appends read the thread's last step there instead (``_GUARDED``: SQLite then
-        # copies the rows to a temporary table first, ~10-25 us more a commit); then it
-        # learns the thread again. A thread it does not know, a snapshot, a large batch or
-        # a lost race takes the transaction below, which tells them apart and learns the
-        # thread.
+        # trip, one commit. When this backend knows the thread's last step is ``expected``,
+        # the INSERT checks only that the thread is still its claim (``_CLAIMED``: a lookup
+        # of the thread's row; reading the events table in an INSERT into it would make
+        # SQLite copy the rows to a temporary table first, ~10-25 us a commit). A thread it
+        # does not know or another writer claimed, a snapshot, a large batch or a lost race
+        # takes the transaction below, which tells them apart, claims the thread and
+        # learns it.
         if rows[-1][0] > MAX_STEP:
             raise PersistError(
                 f"thread {thread_id!r} would pass step {MAX_STEP:,}, the most an SQLite thread "
@@ -288,19 +287,13 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         with self._lock:
             if snapshot is None and len(rows) <= _FAST_ROWS:
                 try:
-                    done = not self._guarded and self._append_known(
-                        thread_id, run_id, expected, rows
-                    )
-                    if not done and self._guarded:
-                        self._guarded -= 1
-                        done = self._append_guarded(thread_id, run_id, expected, rows)
+                    done = self._append_claimed(thread_id, run_id, expected, rows)
                 except sqlite3.Error as exc:
                     raise self._error(f"appending to thread {thread_id!r}", exc) from exc
                 if done:
                     if self._checkpoints is not None:
                         self._checkpoints.due()
                     return
-            knowledge = self._known  # an append changes no other thread: kept
             with self._db(f"appending to thread {thread_id!r}", "write") as conn:
                 found = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
                 actual: int = 0 if found is None else max(found[1], found[0] or 0)
@@ -310,51 +303,37 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
                     new = {"t": thread_id, "first": 0, "now": now, "pt": None, "ps": None}
                     conn.execute(self._NEW_THREAD, new)
                     found = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
+                conn.execute(_CLAIM, {"thread": thread_id, "writer": self._writer})
                 conn.executemany(_INSERT, [(*row, thread_id) for row in rows])
                 if snapshot is not None:
                     self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._version or len(knowledge) >= _KNOWN_THREADS:
-                knowledge = {}  # others committed (or, a bound: threads are learnt again)
-                self._version = version
-            knowledge[thread_id] = (found[2], rows[-1][0])
-            self._known = knowledge
+            known = self._known
+            if len(known) >= _KNOWN_THREADS:
+                known = self._known = {}  # a bound: past it, threads are learnt again
+            known[thread_id] = (found[2], rows[-1][0])
             if self._checkpoints is not None:
                 self._checkpoints.due()
 
-    def _append_known(
+    def _append_claimed(
         self, thread_id: str, run_id: str, expected: int, rows: Sequence[EventRow]
     ) -> bool:
-        """Append with ``_UNCHANGED`` if the thread is known to be at ``expected``; False if
-        that was not tried, or wrote nothing: then others commit to the file, what was
-        known is dropped and the next appends are ``_GUARDED``."""
-        known = self._known.get(thread_id)
-        if known is None or known[1] != expected:
+        """Append with ``_CLAIMED`` if the thread is known to be at ``expected``; False if
+        that was not tried, or wrote nothing (another writer claimed the thread since)."""
+        known = self._known
+        found = known.get(thread_id)
+        if found is None or found[1] != expected:
             return False
-        args: list[object] = [known[0], run_id]
+        base = found[0]
+        args: list[object] = [base, run_id]
         for step, _run, record in rows:
             args += (step, record)
-        args.append(self._version)
+        args += (base >> 32, thread_id, self._writer)
         try:
-            if self._conn.execute(_UNCHANGED[len(rows)], args).rowcount:
-                self._known[thread_id] = (known[0], rows[-1][0])
-                return True
+            if not self._conn.execute(_CLAIMED[len(rows)], args).rowcount:
+                return False
         except sqlite3.IntegrityError:
-            pass  # a step taken: another connection appended
-        self._known, self._guarded = {}, _GUARDED_RUN
-        return False
-
-    def _append_guarded(
-        self, thread_id: str, run_id: str, expected: int, rows: Sequence[EventRow]
-    ) -> bool:
-        """Append with ``_GUARDED``; False if the thread is not at ``expected`` (or new)."""
-        args: list[object] = [thread_id, run_id]
-        for step, _run, record in rows:
-            args += (step, record)
-        args += (thread_id, expected)
-        if not self._conn.execute(_GUARDED[len(rows)], args).rowcount:
-            return False
-        self._known.pop(thread_id, None)  # learnt by a transaction since, now behind
+            return False  # a step taken: the transaction says by whom
+        known[thread_id] = (base, rows[-1][0])
         return True
 
 
@@ -446,43 +425,27 @@ def _close(conn: sqlite3.Connection, checkpoints: Checkpointer | None) -> None:
     conn.close()
 
 
-def _unchanged(n: int) -> str:
-    """One INSERT of ``n`` events that writes only while no other connection has committed
-    since ``data_version`` was read (parameters, in order: the thread's rows' base, the
-    run, the step and record of each row, the data version). SQLite evaluates the pragma
-    under the statement's write lock, so nobody commits between the check and the rows.
-    Plain ``?`` parameters from a list: binding names from a dict cost ~1.3 us more a
-    commit."""
+def _claimed(n: int) -> str:
+    """One INSERT of ``n`` events that writes only while the thread's row still names this
+    backend as its writer (parameters, in order: the thread's rows' base, the run, the step
+    and record of each row, the thread's number and id, the writer). The statement takes
+    SQLite's write lock before it reads the row, so nobody appends between the check and
+    the rows. Plain ``?`` parameters from a list: binding names from a dict cost ~1.3 us
+    more a commit."""
     values = ", ".join(["(?, ?)"] * n)
     return (
         "INSERT INTO weft_events (seq, run_id, record) SELECT ? + v.column1, ?, v.column2 "
         f"FROM (VALUES {values}) AS v "
-        "WHERE (SELECT data_version FROM pragma_data_version) = ?"
+        "WHERE (SELECT writer FROM weft_threads WHERE num = ? AND thread_id = ?) = ?"
     )
 
 
-def _guarded(n: int) -> str:
-    """One INSERT of ``n`` events that writes only while the thread's last step is the
-    expected one (parameters, in order: the thread, the run, the step and record of each
-    row, the thread again, the expected step); a thread that does not exist yet inserts
-    nothing. The subqueries are not correlated: SQLite reads the thread's number and last
-    step once, before the first row goes in."""
-    values = ", ".join(["(?, ?)"] * n)
-    return (
-        "INSERT INTO weft_events (seq, run_id, record) "
-        "SELECT (SELECT num << 32 FROM weft_threads WHERE thread_id = ?) + v.column1, ?, "
-        f"v.column2 FROM (VALUES {values}) AS v "
-        "WHERE (SELECT max(t.first_step, coalesce((SELECT max(e.seq) - t.base FROM weft_events "
-        f"AS e WHERE {_IN_THREAD}), 0)) FROM (SELECT num << 32 AS base, first_step "
-        "FROM weft_threads WHERE thread_id = ?) AS t) = ?"
-    )
-
-
+_CLAIM: Final = (  # an append's transaction makes its backend the thread's writer
+    "UPDATE weft_threads SET writer = :writer WHERE thread_id = :thread AND writer IS NOT :writer"
+)
 _FAST_ROWS: Final = 8  # larger batches are rare (a merge of many writes): the transaction
-_UNCHANGED: Final = {n: _unchanged(n) for n in range(1, _FAST_ROWS + 1)}
-_GUARDED: Final = {n: _guarded(n) for n in range(1, _FAST_ROWS + 1)}
+_CLAIMED: Final = {n: _claimed(n) for n in range(1, _FAST_ROWS + 1)}
 _KNOWN_THREADS: Final = 4096  # threads whose last step a backend remembers
-_GUARDED_RUN: Final = 64  # appends guarded by the thread's last step once others commit too
 
 
 def _statements(script: str) -> Iterator[str]:
