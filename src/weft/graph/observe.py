@@ -93,8 +93,8 @@ class Observer:
         if not watched(self.store):
             return
         paths = self._paths
-        if paths is None:
-            paths = self._paths = [f"{self.run_id}/{key}" for key in self._keys]
+        if paths is None:  # once (its comprehension apart, or ``self`` is a cell every call)
+            paths = self._paths = _paths_of(self.run_id, self._keys)
         key = self._keys[i]
         note = Note(event=event, unit=key, label=self._labels[i], run_id=self.run_id, **fields)
         if self._held is not None:
@@ -135,3 +135,8 @@ class Observer:
 
     def skipped(self, i: int, reason: str) -> None:
         self._send(i, "skipped", reason=reason)
+
+
+def _paths_of(run_id: str, keys: Sequence[str]) -> list[str]:
+    """The notes' paths of a run's units: ``run/key``."""
+    return [f"{run_id}/{key}" for key in keys]

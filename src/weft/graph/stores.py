@@ -476,8 +476,9 @@ class RunStores:
             # paths, kept values), the record holds scalars the engine made, and the record's
             # path (``run/key``; the key is the source) is a ``plain_key`` name (-4.5k
             # instructions a node)
-            items: list[tuple[str, str, Any, str | None, bool]]
-            items = [("state", p, v, key, False) for p, v in delta.items()]
+            items: list[tuple[str, str, Any, str | None, bool]] = []
+            for p, v in delta.items():  # a loop: a comprehension made ``key`` a cell
+                items.append(("state", p, v, key, False))
             items.append((KIND, path, record, key, False))
             self.store._commit_items(items)
         else:

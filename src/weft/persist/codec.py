@@ -161,6 +161,12 @@ def encode_event(event: Event, types: TypeRegistry = registry) -> str:
                 return _orjson.dumps(raw).decode("utf-8")
             except TypeError:  # an int past 64 bits, a lone surrogate: the slow path says
                 raw["value"] = value
+    return _encode_event(raw, value, meta, types)
+
+
+def _encode_event(raw: dict[str, Any], value: Any, meta: Any, types: TypeRegistry) -> str:
+    """``encode_event`` past its hot path: values that may need tags. (A function apart:
+    its closure inside ``encode_event`` made four cells at every event.)"""
 
     def tagged() -> dict[str, Any]:
         record = dict(raw)
@@ -173,7 +179,7 @@ def encode_event(event: Event, types: TypeRegistry = registry) -> str:
     try:
         return _encode(raw, tagged)
     except ValueTypeError as exc:
-        raise ValueTypeError(f"{kind}:{path}: {exc}") from None
+        raise ValueTypeError(f"{raw['kind']}:{raw['path']}: {exc}") from None
 
 
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})

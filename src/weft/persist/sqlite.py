@@ -304,7 +304,7 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
                     conn.execute(self._NEW_THREAD, new)
                     found = conn.execute(_LAST_STEP, {"thread": thread_id}).fetchone()
                 conn.execute(_CLAIM, {"thread": thread_id, "writer": self._writer})
-                conn.executemany(_INSERT, [(*row, thread_id) for row in rows])
+                conn.executemany(_INSERT, _with(rows, thread_id))
                 if snapshot is not None:
                     self._store_snapshot(conn, thread_id, snapshot, keep_snapshots)
             known = self._known
@@ -446,6 +446,12 @@ _CLAIM: Final = (  # an append's transaction makes its backend the thread's writ
 _FAST_ROWS: Final = 8  # larger batches are rare (a merge of many writes): the transaction
 _CLAIMED: Final = {n: _claimed(n) for n in range(1, _FAST_ROWS + 1)}
 _KNOWN_THREADS: Final = 4096  # threads whose last step a backend remembers
+
+
+def _with(rows: Sequence[EventRow], thread_id: str) -> list[tuple[int, str, str, str]]:
+    """The rows with their thread, as ``_INSERT`` takes them (a function apart: inside
+    ``_append_rows`` the comprehension made ``thread_id`` a cell at every append)."""
+    return [(*row, thread_id) for row in rows]
 
 
 def _statements(script: str) -> Iterator[str]:

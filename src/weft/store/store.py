@@ -621,16 +621,8 @@ class Store(Batching):
         events: list[Event] = list(map(_build, itertools.repeat(Event, len(rows)), rows))
         if journal is not None:
             declared = self._declared
-            persisted = (
-                [
-                    e
-                    for e in events
-                    if (e.op != "write" and e.op != "delete")
-                    or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
-                ]
-                if declared  # else no field is declared never persisted
-                else events
-            )
+            # else no field is declared never persisted
+            persisted = _persisted(events, declared) if declared else events
             if persisted:
                 try:
                     journal.commit(self, persisted)
@@ -653,3 +645,15 @@ class Store(Batching):
             f"nothing is stored at {key}; {kind} holds: {known}. Check the path for a typo, "
             "or pass a default to read a key that may be absent"
         )
+
+
+def _persisted(events: list[Event], declared: dict[str, _Declared]) -> list[Event]:
+    """The events of a commit that its journal keeps: all but writes and deletes of the
+    fields declared never persisted. (A function apart: as a comprehension inside
+    ``_publish`` it made every commit set up a cell for ``declared``.)"""
+    return [
+        e
+        for e in events
+        if (e.op != "write" and e.op != "delete")
+        or declared.get(f"{e.kind}:{e.path}", _REPLACE).persist
+    ]
