@@ -45,10 +45,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness import block, machine
+from harness import block, machine, postgres_dsn
 
 CPU_LOOP = 800_000  # about 20 ms of Python on the machine measured
-PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
 SIDES = ("in-process", "Ray, 1 worker", "Ray, 2 workers")
 
 
@@ -130,7 +129,7 @@ def run_case(case: Case, executor: Any) -> Cell:
     from weft.persist import DurableRun, PostgresBackend
 
     schema = f"bench_{uuid.uuid4().hex[:10]}"
-    backend = PostgresBackend(PG, schema=schema, timeout=10)
+    backend = PostgresBackend(postgres_dsn(), schema=schema, timeout=10)
     commits = 0
     append = backend.append
 
@@ -145,7 +144,7 @@ def run_case(case: Case, executor: Any) -> Cell:
         cell = measured(lambda: run.run_graph(graph, 0, **options))
     finally:
         backend.close()
-        with psycopg.connect(PG, autocommit=True) as conn:
+        with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     return Cell(cell.wall, cell.cpu, commits)
 
@@ -242,7 +241,7 @@ def appends(writers: int, per_writer: int, batch: int) -> float:
     from weft.persist import DurableRun, PostgresBackend
 
     schema = f"bench_{uuid.uuid4().hex[:10]}"
-    backends = [PostgresBackend(PG, schema=schema, timeout=10) for _ in range(writers)]
+    backends = [PostgresBackend(postgres_dsn(), schema=schema, timeout=10) for _ in range(writers)]
     runs = [DurableRun.open(b, f"writer-{i}") for i, b in enumerate(backends)]
     for run in runs:
         run.store.write("state", "warm", 0)
@@ -265,7 +264,7 @@ def appends(writers: int, per_writer: int, batch: int) -> float:
     elapsed = time.perf_counter() - started
     for b in backends:
         b.close()
-    with psycopg.connect(PG, autocommit=True) as conn:
+    with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     return writers * (per_writer // batch) * batch / elapsed
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness import block, machine, verdict
+from harness import block, machine, postgres_dsn, verdict
 
 from weft.memory import LongTermMemory, Owner, PostgresMemoryBackend, SQLiteMemoryBackend
 from weft.memory.backends.base import MemoryBackend, pack_vector, unpack_vector
@@ -43,7 +43,6 @@ from weft.store import registry
 
 DIMENSIONS = 384
 MODEL = "bench-384"
-PG = "postgresql://postgres@127.0.0.1:5432/weft_test"
 TOPICS = [
     "tea",
     "boss",
@@ -121,7 +120,7 @@ def fill(backend: MemoryBackend, owner: str, count: int) -> None:
         # during the measurements (planner statistics, GIN's pending list merged)
         import psycopg
 
-        with psycopg.connect(PG, autocommit=True) as conn:
+        with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
             conn.execute(f'VACUUM ANALYZE "{backend.schema}".memory')
 
 
@@ -168,7 +167,7 @@ def postgres() -> Iterator[Callable[[], MemoryBackend]]:
     opened: list[MemoryBackend] = []
 
     def make() -> MemoryBackend:
-        opened.append(PostgresMemoryBackend(PG, schema=schema, timeout=10))
+        opened.append(PostgresMemoryBackend(postgres_dsn(), schema=schema, timeout=10))
         return opened[-1]
 
     try:
@@ -178,7 +177,7 @@ def postgres() -> Iterator[Callable[[], MemoryBackend]]:
             backend.close()
         import psycopg
 
-        with psycopg.connect(PG, autocommit=True) as conn:
+        with psycopg.connect(postgres_dsn(), autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 

@@ -9,6 +9,8 @@ the run slows every column alike, so the ratios stay meaningful. Each sample sta
 sample.
 
 SQLite: ``connect`` opens the peers' connections at the settings weft's backend runs at.
+PostgreSQL: ``postgres_dsn`` gives the address of the database the benchmarks use (the test
+suite's), creating it on a server where nothing else was set up.
 
 Blocks: a script prints each table between ``<!-- bench:NAME -->`` and
 ``<!-- /bench:NAME -->`` lines; ``run_all.py`` collects them into ``bench/RESULTS.md``
@@ -17,6 +19,8 @@ and, with ``--docs``, into ``docs/performance.md``.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import os
 import platform
@@ -126,6 +130,28 @@ def connect(path: Path, synchronous: str) -> sqlite3.Connection:
     level = conn.execute("PRAGMA synchronous").fetchone()[0]
     assert (mode, level) == ("wal", {"NORMAL": 1, "FULL": 2}[synchronous]), (mode, level)
     return conn
+
+
+POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+POSTGRES_DATABASE = "weft_test"
+
+
+@functools.cache
+def postgres_dsn() -> str:
+    """The address of the benchmarks' PostgreSQL database on 127.0.0.1, made if the server
+    has none by that name yet (as the test suite does), so that ``run_all.py`` measures the
+    PostgreSQL rows on a fresh machine. An unreachable server is left to the caller's
+    connection, whose error says how to start one."""
+    import psycopg
+
+    with (
+        contextlib.suppress(psycopg.OperationalError),
+        psycopg.connect(POSTGRES_ADMIN, autocommit=True, connect_timeout=3) as conn,
+    ):
+        query = "SELECT 1 FROM pg_database WHERE datname = %s"
+        if conn.execute(query, (POSTGRES_DATABASE,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{POSTGRES_DATABASE}"')
+    return f"postgresql://postgres@127.0.0.1:5432/{POSTGRES_DATABASE}"
 
 
 def db_bytes(path: Path) -> int:
