@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import pytest
@@ -166,3 +167,85 @@ def test_the_log_keeps_the_order_things_happened_in_a_fan_out(mode: Mode) -> Non
         assert at("note", "r1/start#0", "finished") < started
         assert finished < at("note", "r1/join#4", "started")
     assert [e for e in log if e[0] == "note"].count(("note", "r1/join#4", "finished")) == 1
+
+
+def _chain(*fns: Any) -> WorkGraph:
+    nodes = [WorkGraphNode(fn, state=True, id=name) for name, fn in fns]
+    for a, b in itertools.pairwise(nodes):
+        a.add_next(b)
+    return WorkGraph(start_nodes=[nodes[0]])
+
+
+def _log(store: Store) -> list[tuple[str, ...]]:
+    """The store's log as (op, what): a write's path, a node note's event and unit."""
+    return [
+        ("note", e.value.event, e.value.unit) if e.op == "note" else (e.op, e.path)
+        for e in store.events()
+        if e.op != "note" or isinstance(e.value, Note)
+    ]
+
+
+def test_a_watched_chain_of_state_nodes_logs_each_write_between_its_nodes_notes(
+    mode: Mode,
+) -> None:
+    store = Store()
+    store.write("state", "x", 0)
+    seen = listen(store)
+
+    def step(view: Any) -> dict[str, int]:
+        return {"x": view["x"] + 1}
+
+    mode.run(_chain(("a", step), ("b", step), ("c", step)), store=store)
+    assert store.value("state", "x") == 3
+    assert _log(store) == [
+        ("write", "x"),
+        *[
+            entry
+            for unit in ("a#0", "b#1", "c#2")
+            for entry in (("note", "started", unit), ("write", "x"), ("note", "finished", unit))
+        ],
+    ]
+    finished = [e for e in seen if e["event"] == "finished"]
+    assert len(finished) == 3 and all(0 <= e["duration_ms"] < 60_000 for e in finished)
+    assert {e["label"] for e in seen} == {"a", "b", "c"} and len({e["run_id"] for e in seen}) == 1
+
+
+@pytest.mark.parametrize(
+    ("second", "error"),
+    [
+        (lambda view: 1 / 0, "ZeroDivisionError"),
+        (lambda view: {"x": object()}, "object"),  # a delta the store cannot keep
+    ],
+)
+def test_a_node_that_fails_in_a_watched_chain_of_state_nodes_is_noted_failed(
+    mode: Mode, second: Any, error: str
+) -> None:
+    store = Store()
+    seen = listen(store)
+    with pytest.raises(NodeError):
+        mode.run(_chain(("a", lambda view: {"x": 1}), ("b", second)), store=store)
+    assert [(e["event"], e["unit"]) for e in seen] == [
+        ("started", "a#0"),
+        ("finished", "a#0"),
+        ("started", "b#1"),
+        ("failed", "b#1"),
+    ]
+    assert error in seen[-1]["error"] and 0 <= seen[-1]["duration_ms"] < 60_000
+    assert store.value("state", "x") == 1
+
+
+@pytest.mark.parametrize("run_id", [None, "ünï"])
+def test_nodes_named_in_any_script_are_noted_under_their_names(run_id: str | None) -> None:
+    store = Store()
+    seen = listen(store)
+    _chain(("résumé", lambda view: {"x": 1}), ("要約", lambda view: {"y": 2})).run(
+        store=store, run_id=run_id
+    )
+    run = seen[0]["run_id"]
+    assert run_id is None or run == run_id
+    assert [(e["event"], e["label"], e["path"]) for e in seen] == [
+        ("started", "résumé", f"{run}/résumé#0"),
+        ("finished", "résumé", f"{run}/résumé#0"),
+        ("started", "要約", f"{run}/要約#1"),
+        ("finished", "要約", f"{run}/要約#1"),
+    ]

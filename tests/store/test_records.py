@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from weft.errors import StoreError, ValueTypeError
-from weft.store import Event, RunLog, RunRecord, StepRecord, Store
-from weft.store.records import KIND, node_record
+from weft.store import Event, Note, RunLog, RunRecord, StepRecord, Store
+from weft.store.records import KIND, node_note, node_record
 
 
 def test_a_new_run_is_begun_once_and_checked_when_it_begins_again() -> None:
@@ -170,4 +170,36 @@ def test_a_node_record_built_straight_equals_the_step_record_built_by_keywords()
     assert record == StepRecord(writes=2, started_at=1.5, duration_ms=0.25)
     assert record.__class__ is StepRecord and hash(record) == hash(
         StepRecord(**{f.name: getattr(record, f.name) for f in dataclasses.fields(StepRecord)})
+    )
+
+
+def test_a_note_keeps_each_field_it_is_given_under_its_own_name() -> None:
+    given: dict[str, Any] = {
+        "event": "failed",
+        "unit": "fetch#2",
+        "kind": "action",
+        "label": "fetch",
+        "run_id": "run-1",
+        "duration_ms": 2.5,
+        "flag": "AbortBranch",
+        "error": "ValueError: no",
+        "reason": "cancelled",
+    }
+    note = Note(**given)
+    assert {name: getattr(note, name) for name in given} == given
+    assert set(given) == {f.name for f in dataclasses.fields(Note)}
+    assert Note(event="started", unit="a#0") == Note(
+        event="started", unit="a#0", kind="node", label=None, run_id=None
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        note.unit = "other"  # type: ignore[misc]
+
+
+def test_a_node_note_built_straight_equals_the_note_built_by_keywords() -> None:
+    note = node_note("finished", "a#0", "a", "run-1", 0.25, "Terminate")
+    assert note == Note(
+        event="finished", unit="a#0", label="a", run_id="run-1", duration_ms=0.25, flag="Terminate"
+    )
+    assert note.__class__ is Note and hash(note) == hash(
+        Note(**{f.name: getattr(note, f.name) for f in dataclasses.fields(Note)})
     )

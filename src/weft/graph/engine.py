@@ -201,8 +201,8 @@ class Run(Inline):
             self.stores.eager = True
         self.timed = self.observer is not None or self.log is not None
         self.plain = self.stores is None and self.observer is None  # no events, records, state
-        # a run whose state nodes write straight into its store, nobody watching
-        self.direct = self.stores is not None and self.observer is None and self.log is None
+        # a run whose state nodes write straight into its store (watched or not)
+        self.direct = self.stores is not None and self.log is None
         # the nodes whose plain deltas _complete settles in one step
         self.branches = (
             self.stores.branches

@@ -28,6 +28,7 @@ from weft.graph.stores import RunStores
 
 _CORO: Final = types.CoroutineType
 _FLAGS: Final = WorkGraphStopFlags
+_CONTINUE: Final = WorkGraphStopFlags.Continue
 _FAILED_CALL: Final = object()
 
 
@@ -172,9 +173,10 @@ class Inline(Dispatching):
 
     def _run_state_chain(self, i: int) -> int:
         """``_run_inline`` for the state nodes of a chain that work in place (a run with no
-        run id and no observer): each node's delta goes straight into the run's store and
-        the next node is called in the same loop. Returns a ready node this loop leaves
-        to the general path (left in ``ready``), or -1."""
+        run id): each node's delta goes straight into the run's store and the next node is
+        called in the same loop; watched, each node's started note, its write and its
+        finished note are logged in that order, as the general path logs them. Returns a
+        ready node this loop leaves to the general path (left in ``ready``), or -1."""
         stores = self.stores
         assert stores is not None
         schedule = self.schedule
@@ -184,6 +186,8 @@ class Inline(Dispatching):
         store, finished, ready = stores.store, stores.finished, self.ready
         direct = stores.direct
         write_one = store._write_one
+        observer = self.observer
+        started = 0.0
         view = StateView(store)
         args, kwargs = inputs[i]  # type: ignore[misc]
         while True:
@@ -191,13 +195,17 @@ class Inline(Dispatching):
                 inputs[i] = (args, kwargs)
                 self.ready.appendleft(i)
                 return i
+            if observer is not None:  # _call_args' and _started's part
+                observer.enter(i)
+                observer.started(i)
+                started = perf_counter()
             try:
                 result = fns[i](view, *args, **kwargs) if args or kwargs else fns[i](view)
             except Exception as exc:
                 inputs[i] = (args, kwargs)
                 self.views[i] = view
-                result = self._retry_inline(i, (view, *args), kwargs, exc, 0.0)
-                self._after_inline(i, result)
+                result = self._retry_inline(i, (view, *args), kwargs, exc, started)
+                self._after_inline(i, result, started)
                 return -1
             if result.__class__ is Writes:
                 try:
@@ -210,7 +218,7 @@ class Inline(Dispatching):
                 if result is not None:  # a flag, a coroutine, a mapping: the general path
                     inputs[i] = (args, kwargs)
                     self.views[i] = view
-                    self._after_inline(i, result)
+                    self._after_inline(i, result, started)
                     return -1
                 delta = None
             elif len(result) == 1:  # one field: ``_write_one`` checks it as it stores it
@@ -221,7 +229,7 @@ class Inline(Dispatching):
                     try:  # a bad delta: ``checked_delta`` names the node
                         checked_delta(result, keys[i], store)
                     except (TypeError, ValueTypeError) as bad:
-                        self._fail(i, bad, 0.0, 1, 0.0)
+                        self._fail(i, bad, started, 1, 0.0)
                     else:
                         self._fail_commit(i, exc)
                     return -1
@@ -235,7 +243,7 @@ class Inline(Dispatching):
                     try:
                         delta = checked_delta(result, keys[i], store)
                     except (TypeError, ValueTypeError) as exc:
-                        self._fail(i, exc, 0.0, 1, 0.0)
+                        self._fail(i, exc, started, 1, 0.0)
                         return -1
                 if delta:
                     try:
@@ -243,6 +251,8 @@ class Inline(Dispatching):
                     except WeftError as exc:
                         self._fail_commit(i, exc)
                         return -1
+            if observer is not None:
+                observer.finished(i, _CONTINUE, perf_counter() - started)
             finished[i] = True
             stores.frontier = i + 1
             results[i] = delta

@@ -26,8 +26,8 @@ from typing import Any, Final
 from weft.graph.modes import WorkGraphStopFlags
 from weft.graph.pause import Paused
 from weft.store import Note, RunNote, Store
-from weft.store.notes import UNIT, emit, emit_many, watched
-from weft.store.records import NoteEvent
+from weft.store.notes import UNIT, emit, emit_checked, emit_many, watched
+from weft.store.records import NoteEvent, node_note
 
 _CONTINUE: Final = WorkGraphStopFlags.Continue
 
@@ -35,7 +35,17 @@ _CONTINUE: Final = WorkGraphStopFlags.Continue
 class Observer:
     """Sends one run's lifecycle notes to its store (see the module docstring)."""
 
-    __slots__ = ("_held", "_keys", "_labels", "_paths", "run_id", "store", "unit")
+    __slots__ = (
+        "_held",
+        "_keys",
+        "_labels",
+        "_paths",
+        "_plain",
+        "_unchecked",
+        "run_id",
+        "store",
+        "unit",
+    )
 
     def __init__(
         self, store: Store, run_id: str, keys: Sequence[str], labels: Sequence[str]
@@ -45,7 +55,9 @@ class Observer:
         self._keys = keys
         self._labels = labels
         self._paths: list[str] | None = None  # "<run id>/<node key>", built on the first note
+        self._plain = False  # every name in its started and finished notes is ASCII (_first)
         self._held: list[tuple[str, Any, str | None]] | None = None
+        self._unchecked = False  # a held note the store must check (not all _plain)
         self.unit = UNIT.get()  # the unit this run is nested in, if it is watched
 
     async def around(self, run: Coroutine[Any, Any, Any]) -> Any:
@@ -93,14 +105,45 @@ class Observer:
         if not watched(self.store):
             return
         paths = self._paths
-        if paths is None:  # once (its comprehension apart, or ``self`` is a cell every call)
-            paths = self._paths = _paths_of(self.run_id, self._keys)
+        if paths is None:
+            paths = self._first()
         key = self._keys[i]
         note = Note(event=event, unit=key, label=self._labels[i], run_id=self.run_id, **fields)
         if self._held is not None:
             self._held.append((paths[i], note, key))
+            self._unchecked = True
         else:
             emit(self.store, paths[i], note, key)
+
+    def _quick(self, i: int, event: NoteEvent, duration_ms: float | None, flag: str | None) -> None:
+        """``_send`` of a started or finished note: in a run whose names are all ASCII
+        (``_plain``) every field of it is one the store keeps as it is, so it is logged
+        unchecked (``Store._log_notes``): two notes a node of a watched run, 4.7 -> 2.5 us
+        each with a store subscriber (4.1 -> 1.2 us each in a held batch)."""
+        store = self.store
+        if not watched(store):
+            return
+        paths = self._paths
+        if paths is None:
+            paths = self._first()
+        key = self._keys[i]
+        note = node_note(event, key, self._labels[i], self.run_id, duration_ms, flag)
+        held = self._held
+        if held is not None:
+            held.append((paths[i], note, key))
+            if not self._plain:
+                self._unchecked = True
+        elif self._plain:
+            emit_checked(store, ((paths[i], note, key),))
+        else:
+            emit(store, paths[i], note, key)
+
+    def _first(self) -> list[str]:
+        """At the first note: the notes' paths, and whether the run is ``_plain``."""
+        run_id, keys, labels = self.run_id, self._keys, self._labels
+        self._plain = run_id.isascii() and _ascii(keys) and _ascii(labels)
+        paths = self._paths = _paths_of(run_id, keys)
+        return paths
 
     def hold(self) -> None:
         """Keep the notes from now on, to log them in one commit at ``flush``/``release``."""
@@ -112,7 +155,11 @@ class Observer:
         held = self._held
         if held:
             self._held = []
-            emit_many(self.store, held)
+            if self._unchecked:
+                self._unchecked = False
+                emit_many(self.store, held)
+            else:
+                emit_checked(self.store, held)
 
     def release(self) -> None:
         """Log the notes kept so far and stop keeping them."""
@@ -120,11 +167,11 @@ class Observer:
         self._held = None
 
     def started(self, i: int) -> None:
-        self._send(i, "started")
+        self._quick(i, "started", None, None)
 
     def finished(self, i: int, flag: WorkGraphStopFlags, seconds: float) -> None:
         flag_name = None if flag is _CONTINUE else flag.name
-        self._send(i, "finished", duration_ms=int(seconds * 1e6) / 1000, flag=flag_name)
+        self._quick(i, "finished", int(seconds * 1e6) / 1000, flag_name)
 
     def failed(self, i: int, error: BaseException, seconds: float) -> None:
         message = f"{type(error).__name__}: {error}"
@@ -135,6 +182,14 @@ class Observer:
 
     def skipped(self, i: int, reason: str) -> None:
         self._send(i, "skipped", reason=reason)
+
+
+def _ascii(names: Sequence[str | None]) -> bool:
+    """Whether every name is an ASCII string (or None)."""
+    for name in names:
+        if name is not None and (name.__class__ is not str or not name.isascii()):
+            return False
+    return True
 
 
 def _paths_of(run_id: str, keys: Sequence[str]) -> list[str]:

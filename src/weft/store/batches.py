@@ -225,19 +225,29 @@ class Batching(Staging):
         ``note`` would, under one lock and one timestamp; a value that cannot be stored is
         an error naming it, and then none of them is logged. Returns how many were logged."""
         _check_kind(kind)
-        types, name = self._types, self.name
+        types = self._types
+        checked: list[tuple[str, Any, str | None]] = []
+        for item in _batch("note_many", notes):  # nothing is logged until all are good
+            try:
+                path, value, source = item
+            except (TypeError, ValueError):
+                raise _not_a_triple("note_many", item) from None
+            key = _checked_key(kind, path, source)
+            if not kept(value):
+                value = freeze(value, where=f"note {key}", types=types)
+            checked.append((path, value, source))
+        return self._log_notes(kind, checked)
+
+    def _log_notes(self, kind: str, notes: Sequence[tuple[str, Any, str | None]]) -> int:
+        """``note_many`` of notes its caller checked: a known kind, every path and source a
+        name ``_checked_key`` takes, every value one the store keeps as it is (a graph's
+        started and finished notes, whose fields the engine made; ``Observer``)."""
+        name = self.name
         at = time.time()
         with self._lock:
             seq = self._seq
             events: list[EventRow] = []
-            for item in _batch("note_many", notes):  # nothing is kept until all are good
-                try:
-                    path, value, source = item
-                except (TypeError, ValueError):
-                    raise _not_a_triple("note_many", item) from None
-                key = _checked_key(kind, path, source)
-                if not kept(value):
-                    value = freeze(value, where=f"note {key}", types=types)
+            for path, value, source in notes:
                 seq += 1
                 events.append((seq, "note", kind, path, value, source or name, "replace", at, None))
             if not events:

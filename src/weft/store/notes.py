@@ -152,6 +152,15 @@ def emit_many(store: Store, notes: Sequence[tuple[str, Any, str | None]]) -> Non
             _hear(fn, note)
 
 
+def emit_checked(store: Store, notes: Sequence[tuple[str, Any, str | None]]) -> None:
+    """``emit_many`` of notes whose names and fields the caller checked
+    (``Store._log_notes``): a graph's started and finished notes."""
+    store._log_notes(KIND, notes)
+    for fn in TAPS:
+        for _, note, _ in notes:
+            _hear(fn, note)
+
+
 def _hear(fn: Tap, note: Any) -> None:
     try:
         fn(note)

@@ -207,6 +207,49 @@ class Note:
     reason: str | None = None
 
 
+_NOTE_SLOTS: Final = tuple(
+    getattr(Note, name).__set__
+    for name in (
+        "event",
+        "unit",
+        "kind",
+        "label",
+        "run_id",
+        "duration_ms",
+        "flag",
+        "error",
+        "reason",
+    )
+)
+"""The slots' own setters, in ``Note``'s field order (a test pins it to the fields). A frozen
+dataclass's own ``__init__`` sets each field through ``object.__setattr__``."""
+
+
+def node_note(
+    event: NoteEvent,
+    unit: str,
+    label: str | None,
+    run_id: str,
+    duration_ms: float | None = None,
+    flag: str | None = None,
+) -> Note:
+    """``Note(event=event, unit=unit, label=label, run_id=run_id, duration_ms=duration_ms,
+    flag=flag)`` built without the keyword call: a graph node's started and finished notes,
+    two per node of a watched run (1.25 us -> 0.6 us)."""
+    note: Note = _new(Note)
+    s = _NOTE_SLOTS
+    s[0](note, event)
+    s[1](note, unit)
+    s[2](note, "node")
+    s[3](note, label)
+    s[4](note, run_id)
+    s[5](note, duration_ms)
+    s[6](note, flag)
+    s[7](note, None)
+    s[8](note, None)
+    return note
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pause:
     """A unit of work that stopped to ask a person (``weft.graph.interrupt``): the
