@@ -232,19 +232,23 @@ class Dispatching:
             if observer is not None:
                 observer.release()
         if batch:
-            self._queue().push(batch)
+            self._push(batch)
 
     def _dispatch_plain(self, room: int) -> None:
-        """Queue ``room`` ready nodes, all sync and untimed, for the threads; when they are
-        all that runs and lead only to what waits for all of them (``_joined``), the run's
-        thread drains the queue with the threads instead of waiting for them."""
+        """Queue ``room`` ready nodes, all sync and untimed, for the threads (``_push``)."""
         ready, tokens = self.ready, self.tokens
-        batch = [(i, tokens[i]) for i in [ready.popleft() for _ in range(room)]]
+        self._push([(i, tokens[i]) for i in [ready.popleft() for _ in range(room)]])
+
+    def _push(self, batch: list[tuple[int, int]]) -> None:
+        """Queue ``batch`` (sync nodes) for the threads; when it is all that runs and leads
+        only to what waits for all of it (``_joined``), the run's thread drains the queue
+        with the threads instead of waiting for them."""
+        ready = self.ready
         sync = self._queue()
         if (  # a recorded run commits each branch as it finishes: no help there
             self.driven
             and self.log is None
-            and self.running == room
+            and self.running == len(batch)
             and not ready
             and self._joined(batch)
         ):
