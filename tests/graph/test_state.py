@@ -562,3 +562,34 @@ def test_a_value_the_store_refuses_fails_its_node_in_a_chain(watched: bool) -> N
         WorkGraph(start_nodes=[ok]).run(store=store)
     assert isinstance(err.value.__cause__, ValueTypeError)
     assert store.value("state", "x") == 1
+
+
+def test_branches_beside_one_that_takes_ctx_each_read_only_their_parents_writes(
+    mode: Mode,
+) -> None:
+    store = Store(reducers={"state:items": reducers.append})
+    seen: dict[str, list[str]] = {}
+
+    def branch(name: str) -> Any:
+        def fn(view: Any) -> dict[str, str]:
+            seen[name] = sorted(view.to_dict())
+            return {"items": name, f"by_{name}": name}
+
+        return fn
+
+    def with_ctx(view: Any, ctx: Any) -> dict[str, str]:
+        seen["c"] = sorted(view.to_dict())
+        assert ctx.node == "c#3"
+        return {"items": "c", "by_c": "c"}
+
+    first = state_node(mode, lambda view: {"x": 1}, id="start")
+    join = state_node(mode, lambda view: {"total": len(view["items"])}, id="join")
+    for name in ("a", "b"):
+        first.add_next(state_node(mode, branch(name), id=name)).add_next(join)
+    first.add_next(state_node(mode, with_ctx, id="c")).add_next(join)
+    first.add_next(state_node(mode, branch("d"), id="d")).add_next(join)
+    mode.run(WorkGraph(start_nodes=[first]), store=store)
+    assert seen == {name: ["x"] for name in ("a", "b", "c", "d")}
+    assert store.value("state", "items") == ["a", "b", "c", "d"]
+    assert store.value("state", "total") == 4
+    assert [store.value("state", f"by_{name}") for name in "abcd"] == list("abcd")
