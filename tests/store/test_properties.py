@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,15 +137,23 @@ def test_codec_round_trips_every_json_value(values: list[Any]) -> None:
         assert loads(dumps(store.value("state", f"v{i}"))) == value
 
 
+@pytest.mark.parametrize("interned", [False, True])  # True: one path object per field
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(reduced_write(), st.tuples(st.just("state:plain"), json_values))))
-def test_a_batch_equals_the_same_writes_one_by_one(writes: list[tuple[str, Any]]) -> None:
+def test_a_batch_equals_the_same_writes_one_by_one(
+    interned: bool, writes: list[tuple[str, Any]]
+) -> None:
     one, many = Store(reducers=REDUCED), Store(reducers=REDUCED)
     for store in (one, many):
         store.write("state", "log", "init")
         store.write("state", "items", [0])
     for key, value in writes:
         _write(one, key, value)
-    many.write_many("state", [(key.partition(":")[2], value, None) for key, value in writes])
+    paths = [key.partition(":")[2] for key, _ in writes]
+    if interned:
+        paths = [sys.intern(path) for path in paths]
+    many.write_many(
+        "state", [(path, value, None) for path, (_, value) in zip(paths, writes, strict=True)]
+    )
     assert many.to_dict() == one.to_dict()
     assert [e[:7] for e in many.events()] == [e[:7] for e in one.events()]

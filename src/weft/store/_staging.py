@@ -71,17 +71,32 @@ class Staging(Merging):
         # key -> [entry before, value so far, kind, path, last source, last seq, appends]
         staged: dict[str, list[Any]] = {}
         events: list[EventRow] = []
+        # the appends of the last item's field while the items append to it one after
+        # another (a fan-out's branches, gathered: ~55 opcodes an item less)
+        gathering: list[Any] | None = None
+        last_kind = last_path = None
+        slot: list[Any] = []
         for kind, path, value, source, whole in items:
+            if gathering is not None and path is last_path and kind is last_kind and not whole:
+                gathering.append(value)
+                seq += 1
+                slot[4] = source
+                slot[5] = seq
+                events.append((seq, "write", kind, path, value, source, "append", at, None))
+                continue
+            gathering = None
             key = _KEYS[kind].get(path) or f"{kind}:{path}"  # the memo's: its hash is known
             declared = declared_of(key, _REPLACE)
             if whole:
                 declared = declared.replacing()
             reducer = declared.name
-            slot = staged.get(key)
-            if slot is None:
+            found = staged.get(key)
+            if found is None:
                 old = _entries.lookup(recent, settled, key)
                 slot = [old, MISSING if old is None else old[2], kind, path, None, 0, None]
                 staged[key] = slot
+            else:
+                slot = found
             pending = slot[6]
             if pending is None and declared.fn is _REPLACE_FN:  # _reduce's first case
                 slot[1] = value
@@ -94,6 +109,7 @@ class Staging(Merging):
                     pending = slot[6] = []
                 if reducer == "append":
                     pending.append(value)
+                    gathering, last_kind, last_path = pending, kind, path
                 else:
                     pending.extend(value)
             else:

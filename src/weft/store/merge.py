@@ -89,10 +89,14 @@ class Delta:
         checked again. The WorkGraph engine gathers its branches' deltas so
         (``weft.graph.stores``): 1,000 one-field deltas, ~100 opcodes a write less."""
         declared = view._declared
-        replaces = []
+        replaces: list[str] = []
+        last_kind = last_path = known = None
+        key = ""
         for kind, path, _value, _source, whole in writes:
-            key = f"{kind}:{path}"
-            known = declared.get(key)
+            if path is not last_path or kind is not last_kind:  # a fan-out's: one field
+                key = f"{kind}:{path}"
+                known = declared.get(key)
+                last_kind, last_path = kind, path
             if whole or known is None or known.name == "replace":
                 replaces.append(key)
         return cls(view, tuple(writes), frozenset(replaces) if replaces else _NOTHING)
