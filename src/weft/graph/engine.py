@@ -400,10 +400,9 @@ class Run(Inline):
         # first is admitted, the others take its view (W2's 100 branches: 785 -> 705
         # opcodes a branch, 3.68M -> 3.44M instructions a run)
         shared = stores.branches if same and stores is not None and not self.restored else None
+        viewing = stores.viewing if shared is not None else None  # type: ignore[union-attr]
         views, ready = self.views, self.ready
         first = -1
-        viewing: list[Store | None] = []
-        view: Store | None = None
         for s in schedule.succs[i]:
             left = remaining[s] - 1
             remaining[s] = left
@@ -411,15 +410,14 @@ class Run(Inline):
                 if same and len(preds[s]) == 1:  # a branch of a fan-out: _release's first case
                     inputs[s] = inputs[i]
                     if first >= 0 and shared[s]:  # type: ignore[index]
-                        viewing[s] = view  # _admit's and enter's work, as for the first
+                        # _admit's and enter's work, as they did it for the first
+                        viewing[s] = viewing[first]  # type: ignore[index]
                         views[s] = views[first]
                         ready.append(s)
                         continue
                     self._admit(s)
                     if shared is not None and shared[s] and ready and ready[-1] == s:
                         first = s
-                        viewing = stores.viewing  # type: ignore[union-attr]
-                        view = viewing[s]
                 else:
                     self._release(s)
 
