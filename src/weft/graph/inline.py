@@ -180,48 +180,33 @@ class Inline(Dispatching):
         stores = self.stores
         assert stores is not None
         schedule = self.schedule
-        fns, chain, codes = schedule.fns, schedule.chain, schedule.codes
-        states, keys = schedule.states, schedule.keys
+        if not schedule.states[i]:
+            self.ready.appendleft(i)
+            return i
+        fns, keys = schedule.fns, schedule.keys
         results, status, remaining, inputs = self.results, self.status, self.remaining, self.inputs
-        store, finished, ready = stores.store, stores.finished, self.ready
-        direct = stores.direct
+        store, finished, ready, hops = stores.store, stores.finished, self.ready, stores.hops
         write_one = store._write_one
         observer = self.observer
         started = 0.0
         view = StateView(store)
         args, kwargs = inputs[i]  # type: ignore[misc]
+        bare = not args and not kwargs
         while True:
-            if not states[i]:
-                inputs[i] = (args, kwargs)
-                self.ready.appendleft(i)
-                return i
             if observer is not None:  # _call_args' and _started's part
                 observer.enter(i)
                 observer.started(i)
                 started = perf_counter()
             try:
-                result = fns[i](view, *args, **kwargs) if args or kwargs else fns[i](view)
+                result = fns[i](view) if bare else fns[i](view, *args, **kwargs)
             except Exception as exc:
                 inputs[i] = (args, kwargs)
                 self.views[i] = view
                 result = self._retry_inline(i, (view, *args), kwargs, exc, started)
                 self._after_inline(i, result, started)
                 return -1
-            if result.__class__ is Writes:
-                try:
-                    result.write_to(store, keys[i])
-                except WeftError as exc:
-                    self._fail_commit(i, exc)
-                    return -1
-                delta = result.result  # what it hands down
-            elif result.__class__ is not dict or not result:
-                if result is not None:  # a flag, a coroutine, a mapping: the general path
-                    inputs[i] = (args, kwargs)
-                    self.views[i] = view
-                    self._after_inline(i, result, started)
-                    return -1
-                delta = None
-            elif len(result) == 1:  # one field: ``_write_one`` checks it as it stores it
+            if result.__class__ is dict and len(result) == 1:
+                # one field, the common delta: ``_write_one`` checks it as it stores it
                 ((path, value),) = result.items()
                 try:
                     stored = write_one("state", path, value, keys[i])
@@ -237,6 +222,20 @@ class Inline(Dispatching):
                     self._fail_commit(i, exc)
                     return -1
                 delta = result if stored is value else {path: stored}
+            elif result.__class__ is Writes:
+                try:
+                    result.write_to(store, keys[i])
+                except WeftError as exc:
+                    self._fail_commit(i, exc)
+                    return -1
+                delta = result.result  # what it hands down
+            elif result.__class__ is not dict or not result:
+                if result is not None:  # a flag, a coroutine, a mapping: the general path
+                    inputs[i] = (args, kwargs)
+                    self.views[i] = view
+                    self._after_inline(i, result, started)
+                    return -1
+                delta = None
             else:
                 delta = result
                 if not kept_delta(result):
@@ -257,22 +256,23 @@ class Inline(Dispatching):
             stores.frontier = i + 1
             results[i] = delta
             status[i] = DONE
-            s = chain[i]
-            if s < 0 or ready or not direct[s]:
-                inputs[i] = (args, kwargs)
-                self._release_all(i)
-                return -1
-            code = codes[i]
-            if code == NO:
-                pass
-            elif code == FIRST:
-                args = (delta, *args[1:]) if len(args) > 1 else (delta,)
-            else:
-                try:
-                    args, kwargs = pass_one(code, schedule.mode_args[i], delta, (args, kwargs))
-                except Exception as exc:
-                    self._fail_pass_down(i, s, exc)
+            s = hops[i]  # the next state node, called with the same arguments
+            if s < 0 or ready:
+                s = schedule.chain[i]
+                if s < 0 or ready or not stores.direct[s]:
+                    inputs[i] = (args, kwargs)
+                    self._release_all(i)
                     return -1
+                code = schedule.codes[i]  # not NO: the arguments change
+                if code == FIRST:
+                    args = (delta, *args[1:]) if len(args) > 1 else (delta,)
+                else:
+                    try:
+                        args, kwargs = pass_one(code, schedule.mode_args[i], delta, (args, kwargs))
+                    except Exception as exc:
+                        self._fail_pass_down(i, s, exc)
+                        return -1
+                bare = not args and not kwargs
             remaining[s] = 0
             i = s
 

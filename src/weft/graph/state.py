@@ -52,14 +52,17 @@ class StateView:
 
     def __getitem__(self, path: str) -> Any:
         # the hot read of every state node: Store.value's lookup, inlined for the one kind
-        if path.__class__ is str:
-            store = self._store
-            row = store._recent.get(key := _STATE_KEYS.get(path) or "state:" + path)
-            if row is None:
-                row = store._settled.get(key)
-            if row:  # not None, nor GONE
-                stored = row[2]
-                return stored.materialize() if stored.__class__ is AppendLog else stored
+        try:
+            key = _STATE_KEYS[path]
+        except (KeyError, TypeError):  # a name not remembered yet, or no name at all
+            return self._value("state", path)
+        store = self._store
+        row = store._recent.get(key)
+        if row is None:
+            row = store._settled.get(key)
+        if row:  # not None, nor GONE
+            stored = row[2]
+            return stored.materialize() if stored.__class__ is AppendLog else stored
         return self._value("state", path)
 
     def get(self, path: str, default: Any = None) -> Any:

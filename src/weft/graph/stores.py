@@ -75,6 +75,7 @@ class RunStores:
         "finished",
         "forks",
         "frontier",
+        "hops",
         "inplace",
         "isolated",
         "last_pred",
@@ -139,6 +140,7 @@ class RunStores:
         per node of a durable chain (callgrind, bench W3 with a no-op append)."""
         if log is not None:
             self.inplace = self.direct = (False,) * n
+            self.hops = (-1,) * n
         else:
             found = memo.get("inplace")
             if found is None:
@@ -152,8 +154,12 @@ class RunStores:
                 direct = tuple(
                     p and s and f for p, s, f in zip(inplace, states, schedule.inline, strict=True)
                 )
-                found = memo["inplace"] = (inplace, direct)
-            self.inplace, self.direct = found
+                hops = tuple(
+                    s if s >= 0 and direct[s] and c == NO else -1
+                    for s, c in zip(schedule.chain, schedule.codes, strict=True)
+                )
+                found = memo["inplace"] = (inplace, direct, hops)
+            self.inplace, self.direct, self.hops = found
         deferred = memo.get("deferred")
         if deferred is None:  # a state node's plain delta is kept as a dict until committed
             deferred = memo["deferred"] = tuple(
@@ -171,7 +177,9 @@ class RunStores:
             )
         self.branches: tuple[bool, ...] = branches if log is None else self.deferred
         """``inplace[i]``: node ``i`` (a run without a run id) writes its delta straight
-        into the run store; ``direct[i]``: and it is a state node a chain may call inline."""
+        into the run store; ``direct[i]``: and it is a state node a chain may call inline;
+        ``hops[i]``: its one successor, when that is such a node and takes the same
+        arguments (``ResultPassDownMode.NO``), else -1."""
         chained = memo.get("chained")
         if chained is None:
             full, chain = schedule.full, schedule.chain

@@ -196,7 +196,7 @@ class Batching(Staging):
                 self._publish((event,), mark)
                 return value
             # a replace write with no journal: nothing can fail once it is staged
-            recent, index = self._recent, self._index
+            recent = self._recent
             found = recent.get(key)  # _entries.lookup, inlined
             old = self._settled.get(key) if found is None else found or None
             seq = self._seq + 1
@@ -204,6 +204,7 @@ class Batching(Staging):
             event = (seq, "write", kind, path, value, source, "replace", at, None)
             row: EntryRow
             if old is None:
+                index = self._index
                 self._index = index.add(key)
                 row = (kind, path, value, source, at, at, seq, None)
             else:  # old[4], old[7]: created_at, meta
@@ -212,6 +213,8 @@ class Batching(Staging):
             self._seq = seq
             self._own.append(event)
             if self._subscribers or self._batch_subscribers:
+                if old is not None:  # else the index before the new key's
+                    index = self._index
                 before = (recent, self._settled, self._settle_at, index, seq - 1)
                 self._publish((event,), (*before, len(self._own) - 1))
             if len(written) > self._settle_at:
