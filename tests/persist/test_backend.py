@@ -225,6 +225,23 @@ def test_ids_must_be_non_empty_strings(backend: Backend) -> None:
         backend.append("t", None, 0, events("a"))  # type: ignore[arg-type]
 
 
+def test_ids_are_checked_at_every_append_after_good_ones(backend: Backend) -> None:
+    """An append checks ids it has not seen just before, whatever came first."""
+    with pytest.raises(PersistError, match="thread_id=None"):
+        backend.append(None, None, 0, events("a"))  # type: ignore[arg-type]
+    assert backend.append("t", "r1", 0, events("a")) == 1
+    for thread_id, run_id, bad in [
+        ("t", "", "run_id=''"),
+        ("", "r1", "thread_id=''"),
+        (None, None, "thread_id=None"),
+        ("t", "r\x00", "run_id="),
+    ]:
+        with pytest.raises(PersistError, match=bad):
+            backend.append(thread_id, run_id, 1, events("b", start=2))  # type: ignore[arg-type]
+    assert backend.append("t", "r1", 1, events("b", start=2)) == 2
+    assert [e.value for e in backend.load("t").events] == ["a", "b"]
+
+
 def test_data_survives_reopening(open_backend: Factory) -> None:
     first = open_backend()
     first.append("t", "r1", 0, events("a", "b"))

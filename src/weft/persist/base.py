@@ -166,6 +166,9 @@ class Closeable(ABC):
         self.close()
 
 
+_UNCHECKED: Final = object()
+
+
 class Backend(Closeable):
     """Where threads' event logs are kept (long-term memory has backends of its own, in
     ``weft.memory``).
@@ -173,6 +176,10 @@ class Backend(Closeable):
     Backends are synchronous on purpose: the store calls its subscribers inside each
     write, and a node's record must be durable before the next node starts.
     """
+
+    _checked_ids: tuple[object, object] = (_UNCHECKED, _UNCHECKED)
+    """The thread and run ids ``append`` checked last: a durable run appends once per commit
+    with the very same strings, checked once."""
 
     def __init__(self, *, types: TypeRegistry = registry) -> None:
         self.types = types
@@ -190,18 +197,21 @@ class Backend(Closeable):
         """Append ``events`` (steps after ``expected_last_step``) atomically; returns the new
         last step. ``snapshot`` (at the last of these steps) is stored in the same
         transaction, and older snapshots beyond the newest ``keep_snapshots`` are dropped."""
-        if not (  # check_id's common case, inlined: a durable run appends once per commit
-            thread_id.__class__ is str
-            and run_id.__class__ is str
-            and thread_id.isascii()
-            and run_id.isascii()
-            and "\x00" not in thread_id
-            and "\x00" not in run_id
-            and thread_id
-            and run_id
-        ):
-            check_id(thread_id, "thread_id")
-            check_id(run_id, "run_id")
+        checked = self._checked_ids
+        if thread_id is not checked[0] or run_id is not checked[1]:
+            if not (  # check_id's common case, inlined
+                thread_id.__class__ is str
+                and run_id.__class__ is str
+                and thread_id.isascii()
+                and run_id.isascii()
+                and "\x00" not in thread_id
+                and "\x00" not in run_id
+                and thread_id
+                and run_id
+            ):
+                check_id(thread_id, "thread_id")
+                check_id(run_id, "run_id")
+            self._checked_ids = (thread_id, run_id)
         if not events:
             raise PersistError(f"append to thread {thread_id!r} got no events; pass at least one")
         last = expected_last_step

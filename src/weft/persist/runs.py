@@ -172,9 +172,13 @@ class DurableRun(Closeable):
             if self.notes == "off":
                 batch = [e for e in events if e.op != "note"]
             else:
-                batch = [*self._pending, *events]
-                if self.notes == "lazy" and all(e.op == "note" for e in events):
-                    self._pending = batch
+                batch = [*self._pending, *events] if self._pending else events
+                if (
+                    self.notes == "lazy"
+                    and (not events or events[0].op == "note")  # a node's: its write first
+                    and all(e.op == "note" for e in events)
+                ):
+                    self._pending = list(batch)
                     return
             if not batch:
                 return
@@ -190,7 +194,8 @@ class DurableRun(Closeable):
                 snapshot=snapshot,
                 keep_snapshots=self.keep_snapshots,
             )
-            self._pending = []
+            if self._pending:
+                self._pending = []
             self._since_snapshot = since if snapshot is None else 0
             if snapshot is not None:
                 self._snapshot_weight = snapshot.weight
