@@ -14,7 +14,7 @@ from __future__ import annotations
 import types
 from collections import deque
 from collections.abc import Callable, Coroutine
-from time import perf_counter, time
+from time import perf_counter
 from typing import Any, Final
 
 from weft._sync import run_sync
@@ -95,7 +95,7 @@ class Inline(Dispatching):
                         self._complete(i, result, started, 0.0)  # a flag, Writes, values to check
                         break
                     try:
-                        stores.finish_chained(i, result, time() - (perf_counter() - started))  # type: ignore[union-attr]
+                        stores.finish_chained(i, result, perf_counter() - started)  # type: ignore[union-attr]
                     except WeftError as exc:
                         self._fail_commit(i, exc)
                         return None

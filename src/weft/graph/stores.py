@@ -466,17 +466,19 @@ class RunStores:
             and self.viewing[i] is self.store
         )
 
-    def finish_chained(self, i: int, delta: dict[str, Any], started_at: float) -> None:
+    def finish_chained(self, i: int, delta: dict[str, Any], took: float) -> None:
         """``finish`` of a node that ``can_chain``, which returned a delta of plain values
-        and went on: commit it with its record now (``_record``'s eager case), without the
-        general path's bookkeeping (a chain of durable nodes, bench W3)."""
-        if self.schedule.codes[i] == NO:  # its result is its delta, not kept: the record
+        and went on after ``took`` seconds: commit it with its record now (``_record``'s
+        eager case), without the general path's bookkeeping (a chain of durable nodes,
+        bench W3)."""
+        started_at = time() - took
+        schedule = self.schedule
+        if schedule.codes[i] == NO:  # its result is its delta, not kept: the record
             # is _new_record's with no result, built straight
-            ms = round((time() - started_at) * 1000, 3)
-            record = node_record(len(delta), started_at, ms)
+            record = node_record(len(delta), started_at, round(took * 1000, 3))
         else:
             record = self._new_record(i, _CONTINUE, delta, (), delta, started_at, False)
-        key, log = self.schedule.keys[i], self.log
+        key, log = schedule.keys[i], self.log
         assert log is not None
         path = log.path(key)
         if record.result is None and path.isascii():
@@ -484,10 +486,15 @@ class RunStores:
             # paths, kept values), the record holds scalars the engine made, and the record's
             # path (``run/key``; the key is the source) is a ``plain_key`` name (-4.5k
             # instructions a node)
-            items: list[tuple[str, str, Any, str | None, bool]] = []
-            for p, v in delta.items():  # a loop: a comprehension made ``key`` a cell
-                items.append(("state", p, v, key, False))
-            items.append((KIND, path, record, key, False))
+            items: list[tuple[str, str, Any, str | None, bool]]
+            if len(delta) == 1:  # the common delta
+                ((p, v),) = delta.items()
+                items = [("state", p, v, key, False), (KIND, path, record, key, False)]
+            else:
+                items = []
+                for p, v in delta.items():  # a loop: a comprehension made ``key`` a cell
+                    items.append(("state", p, v, key, False))
+                items.append((KIND, path, record, key, False))
             self.store._commit_items(items)
         else:
             self._commit_now(i, delta, record)
