@@ -593,3 +593,50 @@ def test_branches_beside_one_that_takes_ctx_each_read_only_their_parents_writes(
     assert store.value("state", "items") == ["a", "b", "c", "d"]
     assert store.value("state", "total") == 4
     assert [store.value("state", f"by_{name}") for name in "abcd"] == list("abcd")
+
+
+@pytest.mark.parametrize("watched", [False, True])
+def test_a_fan_out_branch_is_retried_and_may_return_a_coroutine_watched_or_not(
+    watched: bool,
+) -> None:
+    """A branch nobody watches takes a quicker first attempt on its thread: its retries,
+    a coroutine it returns and a failure past its retries end as in a watched run."""
+    calls: list[str] = []
+
+    def flaky(view: Any) -> dict[str, str]:
+        calls.append("flaky")
+        if calls.count("flaky") == 1:
+            raise ConnectionError("once")
+        return {"items": "flaky"}
+
+    async def later() -> dict[str, str]:
+        return {"items": "coroutine"}
+
+    def gives_coroutine(view: Any) -> Any:
+        return later()
+
+    def run(broken: bool) -> tuple[Any, Store]:
+        calls.clear()
+        store = Store(reducers={"state:items": reducers.append})
+        if watched:
+            store.subscribe(lambda batch: None)
+        first = WorkGraphNode(lambda view: None, id="start", state=True)
+        join = WorkGraphNode(lambda view: {"seen": list(view["items"])}, id="join", state=True)
+        branches = [
+            WorkGraphNode(flaky, id="flaky", state=True, retry=2),
+            WorkGraphNode(gives_coroutine, id="co", state=True),
+            WorkGraphNode(lambda view: {"items": "plain"}, id="plain", state=True),
+        ]
+        if broken:
+            branches.append(WorkGraphNode(lambda view: 1 / 0, id="broken", state=True))
+        for branch in branches:
+            first.add_next(branch).add_next(join)
+        return WorkGraph(start_nodes=[first]).run(store=store), store
+
+    output, store = run(broken=False)
+    assert calls == ["flaky", "flaky"]
+    assert store.value("state", "seen") == ["flaky", "coroutine", "plain"]
+    assert output == {"seen": ["flaky", "coroutine", "plain"]}
+    with pytest.raises(NodeError, match="broken") as err:
+        run(broken=True)
+    assert isinstance(err.value.__cause__, ZeroDivisionError)
