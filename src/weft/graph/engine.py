@@ -173,6 +173,10 @@ class Run(Inline):
                 [len(ps) > 1 and all(codes[p] == NO for p in ps) for ps in schedule.preds]
             )
         self._quiet_joins: tuple[bool, ...] = quiet
+        single = schedule.memo.get("single")
+        if single is None:  # the nodes with one predecessor
+            single = schedule.memo["single"] = tuple([len(ps) == 1 for ps in schedule.preds])
+        self._single: tuple[bool, ...] = single
         self.store = store
         # the forks and commits of a run whose nodes touch the store, or that is recorded
         self.stores = (
@@ -393,7 +397,7 @@ class Run(Inline):
         done = self.status[i] == DONE
         if code == CALL and done and not self._hand_down(i):
             return
-        remaining, preds, inputs = self.remaining, schedule.preds, self.inputs
+        remaining, inputs = self.remaining, self.inputs
         same = code == NO and done  # what a successor of only this node is called with
         stores = self.stores
         # the branches of a fan-out that ``RunStores.take`` serves read the same view: the
@@ -401,23 +405,24 @@ class Run(Inline):
         # opcodes a branch, 3.68M -> 3.44M instructions a run)
         shared = stores.branches if same and stores is not None and not self.restored else None
         viewing = stores.viewing if shared is not None else None  # type: ignore[union-attr]
-        views, ready = self.views, self.ready
+        views, ready, single, given = self.views, self.ready, self._single, inputs[i]
         first = -1
+        first_store = first_view = None
         for s in schedule.succs[i]:
-            left = remaining[s] - 1
-            remaining[s] = left
+            left = remaining[s] = remaining[s] - 1
             if not left:
-                if same and len(preds[s]) == 1:  # a branch of a fan-out: _release's first case
-                    inputs[s] = inputs[i]
+                if same and single[s]:  # a branch of a fan-out: _release's first case
+                    inputs[s] = given
                     if first >= 0 and shared[s]:  # type: ignore[index]
                         # _admit's and enter's work, as they did it for the first
-                        viewing[s] = viewing[first]  # type: ignore[index]
-                        views[s] = views[first]
+                        viewing[s] = first_store  # type: ignore[index]
+                        views[s] = first_view
                         ready.append(s)
                         continue
                     self._admit(s)
                     if shared is not None and shared[s] and ready and ready[-1] == s:
                         first = s
+                        first_store, first_view = viewing[s], views[s]  # type: ignore[index]
                 else:
                     self._release(s)
 

@@ -80,11 +80,12 @@ class Staging(Merging):
             if gathering is not None and path is last_path and kind is last_kind and not whole:
                 gathering.append(value)
                 seq += 1
-                slot[4] = source
-                slot[5] = seq
                 events.append((seq, "write", kind, path, value, source, "append", at, None))
                 continue
-            gathering = None
+            if gathering is not None:  # the field's last writer and seq, as the run ends
+                last = events[-1]
+                slot[4], slot[5] = last[5], last[0]
+                gathering = None
             key = _KEYS[kind].get(path) or f"{kind}:{path}"  # the memo's: its hash is known
             declared = declared_of(key, _REPLACE)
             if whole:
@@ -126,6 +127,9 @@ class Staging(Merging):
             slot[4] = source
             slot[5] = seq
             events.append((seq, "write", kind, path, value, source, reducer, at, None))
+        if gathering is not None:
+            last = events[-1]
+            slot[4], slot[5] = last[5], last[0]
         index = self._index
         with recent.mutate() as changed:
             for key, (old, stored, kind, path, source, last, pending) in staged.items():
