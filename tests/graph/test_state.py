@@ -12,6 +12,7 @@ from graph_helpers import Mode
 from weft.errors import (
     GraphBuildError,
     MergeConflictError,
+    MissingEntryError,
     NodeError,
     ReducerError,
     ValueTypeError,
@@ -329,6 +330,18 @@ def test_view_reads_other_kinds_and_has_no_way_to_write() -> None:
     assert store.value("state", "q") == "why?"
     assert store.value("state", "missing") == "default"
     assert not any(hasattr(StateView, name) for name in ("write", "set", "__setitem__"))
+
+
+def test_a_view_read_of_a_missing_field_is_the_store_s_error_alone() -> None:
+    """Reading a field nobody wrote names it, with no lookup of weft's own behind it."""
+    store = Store()
+    store.write("state", "there", 1)
+    view = StateView(store)
+    assert view["there"] == 1
+    for path in ("never-written", 7, ("a", "tuple")):
+        with pytest.raises(MissingEntryError, match="nothing is stored at state:") as err:
+            view[path]  # type: ignore[index]
+        assert err.value.__context__ is None and err.value.__cause__ is None
 
 
 def test_state_nodes_run_without_a_store() -> None:

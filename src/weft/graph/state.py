@@ -55,6 +55,8 @@ class StateView:
         try:
             key = _STATE_KEYS[path]
         except (KeyError, TypeError):  # a name not remembered yet, or no name at all
+            key = None  # read below, out of the except block: no KeyError as its context
+        if key is None:
             return self._value("state", path)
         store = self._store
         row = store._recent.get(key)
