@@ -56,8 +56,8 @@ class StateView:
             key = _STATE_KEYS[path]
         except (KeyError, TypeError):  # a name not remembered yet, or no name at all
             key = None  # read below, out of the except block: no KeyError as its context
-        if key is None:
-            return self._value("state", path)
+        if key is None and (key := remembered_key("state", path, None)) is None:
+            return self._value("state", path)  # not a plain name: the store's read says
         store = self._store
         row = store._recent.get(key)
         if row is None:
