@@ -330,7 +330,7 @@ class Dispatching:
                     if self.observer is not None or self.asking is not None:
                         call = context.run(self._call_args, i)
                     elif schedule.states[i] and not schedule.ctxs[i]:  # a fan-out's branch
-                        args, kwargs = self.inputs[i]
+                        args, kwargs = self.inputs[i]  # type: ignore[misc]
                         call = ((self.views[i], *args), kwargs)  # _call_args', inlined
                     else:
                         call = self._call_args(i)

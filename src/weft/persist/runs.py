@@ -168,6 +168,7 @@ class DurableRun(Closeable):
     def commit(self, store: Store, events: Sequence[Event]) -> None:
         """Append one commit of the store (called by the store, as its journal; see the
         module docstring); raises if the backend refuses, and the store undoes it."""
+        batch: Sequence[Event]
         with self._commit_lock:
             if self.notes == "off":
                 batch = [e for e in events if e.op != "note"]

@@ -175,6 +175,17 @@ class _Building:
     layouts are the same, so Python allows it)."""
 
     __slots__ = StepRecord.__slots__
+    kind: str
+    label: str | None
+    result: Any
+    flag: str | None
+    tuple_result: bool
+    changes: tuple[Event, ...] | None
+    committed: bool
+    writes: int
+    began: int | None
+    started_at: float | None
+    duration_ms: float | None
 
 
 def node_record(writes: int, started_at: float, duration_ms: float) -> StepRecord:
@@ -190,7 +201,7 @@ def node_record(writes: int, started_at: float, duration_ms: float) -> StepRecor
     record.writes = writes
     record.started_at = started_at
     record.duration_ms = duration_ms
-    record.__class__ = StepRecord
+    record.__class__ = StepRecord  # type: ignore[assignment]
     return record  # type: ignore[return-value]
 
 
