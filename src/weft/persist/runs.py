@@ -171,7 +171,11 @@ class DurableRun(Closeable):
         batch: Sequence[Event]
         with self._commit_lock:
             if self.notes == "off":
-                batch = [e for e in events if e.op != "note"]
+                batch = events
+                for event in events:  # a node's commit holds none: no list made
+                    if event.op == "note":
+                        batch = [e for e in events if e.op != "note"]
+                        break
             else:
                 batch = [*self._pending, *events] if self._pending else events
                 if (
