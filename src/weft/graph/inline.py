@@ -35,6 +35,8 @@ _FAILED_CALL: Final = object()
 class Inline(Dispatching):
     """The inline calls of one run (mixed into ``Run``)."""
 
+    __slots__ = ()
+
     plain: bool
     direct: bool
     stores: RunStores | None
