@@ -486,15 +486,10 @@ class RunStores:
             # paths, kept values), the record holds scalars the engine made, and the record's
             # path (``run/key``; the key is the source) is a ``plain_key`` name (-4.5k
             # instructions a node)
-            items: list[tuple[str, str, Any, str | None, bool]]
-            if len(delta) == 1:  # the common delta
-                ((p, v),) = delta.items()
-                items = [("state", p, v, key, False), (KIND, path, record, key, False)]
-            else:
-                items = []
-                for p, v in delta.items():  # a loop: a comprehension made ``key`` a cell
-                    items.append(("state", p, v, key, False))
-                items.append((KIND, path, record, key, False))
+            items: list[tuple[str, str, Any, str | None, bool]] = []
+            for p, v in delta.items():  # a loop: a comprehension made ``key`` a cell
+                items.append(("state", p, v, key, False))
+            items.append((KIND, path, record, key, False))
             self.store._commit_items(items)
         else:
             self._commit_now(i, delta, record)

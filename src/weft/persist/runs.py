@@ -178,11 +178,7 @@ class DurableRun(Closeable):
                         break
             else:
                 batch = [*self._pending, *events] if self._pending else events
-                if (
-                    self.notes == "lazy"
-                    and (not events or events[0].op == "note")  # a node's: its write first
-                    and all(e.op == "note" for e in events)
-                ):
+                if self.notes == "lazy" and all(e.op == "note" for e in events):
                     self._pending = list(batch)
                     return
             if not batch:

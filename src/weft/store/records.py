@@ -26,7 +26,7 @@ resume applies them. Otherwise the unit's writes are in the store already.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from weft.errors import StoreError
 from weft.store.events import Event
@@ -112,19 +112,22 @@ class StepRecord:
         duration_ms: float | None = None,
     ) -> None:
         # A frozen dataclass's own __init__ sets each field through object.__setattr__, at
-        # six times the cost of the slot's own setter; a recorded run makes one per node.
-        s = _STEP_SLOTS
-        s[0](self, kind)
-        s[1](self, label)
-        s[2](self, result)
-        s[3](self, flag)
-        s[4](self, tuple_result)
-        s[5](self, changes)
-        s[6](self, committed)
-        s[7](self, writes)
-        s[8](self, began)
-        s[9](self, started_at)
-        s[10](self, duration_ms)
+        # six times the cost of a plain store; a recorded run makes one per node. The
+        # record is filled as its settable twin (``_Building``) and takes its class back.
+        object.__setattr__(self, "__class__", _Building)
+        building = cast(_Building, self)
+        building.kind = kind
+        building.label = label
+        building.result = result
+        building.flag = flag
+        building.tuple_result = tuple_result
+        building.changes = changes
+        building.committed = committed
+        building.writes = writes
+        building.began = began
+        building.started_at = started_at
+        building.duration_ms = duration_ms
+        building.__class__ = StepRecord  # type: ignore[assignment]
         self.__post_init__()
 
     def __post_init__(self) -> None:
@@ -149,23 +152,6 @@ class StepRecord:
         return self.result
 
 
-_STEP_SLOTS: Final = tuple(
-    getattr(StepRecord, name).__set__
-    for name in (
-        "kind",
-        "label",
-        "result",
-        "flag",
-        "tuple_result",
-        "changes",
-        "committed",
-        "writes",
-        "began",
-        "started_at",
-        "duration_ms",
-    )
-)
-"""The slots' own setters, in ``StepRecord.__init__``'s order (a test pins it to the fields)."""
 _new: Final = object.__new__
 
 
