@@ -23,7 +23,7 @@ A callable mode runs once per finished node, on the arguments that node was call
 also when the node has no successor (a shared list then gets the last result too); every
 successor gets what it handed down. An aborted node hands nothing down.
 
-With one predecessor this is the seed's behaviour exactly. With several (fan-in), the node
+With one predecessor the mode applies as the table says. With several (fan-in), the node
 runs once, when every predecessor has finished or been aborted, and gets every
 contribution, never just the first or the last:
 
@@ -114,7 +114,7 @@ def mode_code(mode: object, *, node: str) -> int:
 
 
 def pass_one(code: int, arg: Any, result: Any, base: Args) -> Args:
-    """The arguments of a node with one contributing predecessor (the seed's rule)."""
+    """The arguments of a node with one contributing predecessor (the table's rule)."""
     if code == NO:
         return base
     args, kwargs = base

@@ -1,6 +1,6 @@
 """A WorkGraph node: a callable value, how its result flows on, and its edges.
 
-A node's ``id`` is a label and may repeat (the seed gives every action node the id
+A node's ``id`` is a label and may repeat (an agent gives every action node the id
 ``$class-Actioner``); the graph gives each node a unique key (label and position) when it
 is built. ``next`` and ``previous`` list successors and predecessors in the order the
 ``add_next`` calls were made: that order is the *edge order* that fan-in follows.

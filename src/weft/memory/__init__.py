@@ -1,5 +1,5 @@
-"""AgentMemory (seed 001) over the store, its three LLM tools and their prompt text, and
-long-term memory (seed 004): owner-scoped entries, working-memory entries, recall, and
+"""AgentMemory over the store, its three LLM tools and their prompt text, and
+long-term memory: owner-scoped entries, working-memory entries, recall, and
 the memory backends that keep them (in-memory, SQLite, PostgreSQL)."""
 
 from weft.memory.agent_memory import (

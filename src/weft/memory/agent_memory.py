@@ -1,4 +1,4 @@
-"""AgentMemory: the namespaced memory of seed 001, as a view over one ``Store``.
+"""AgentMemory: the namespaced memory of agents and executors, as a view over one ``Store``.
 
 A memory key *is* a store key: ``step:research`` is the store entry of kind
 ``step`` at path ``research``. Memory covers four store kinds (``task``,
@@ -216,7 +216,7 @@ memory_keys: Final = _MemoryKeys()
 
 
 class AgentMemory:
-    """The namespaced agent memory of seed 001, over one ``Store``.
+    """The namespaced agent memory, over one ``Store``.
 
     >>> from weft.memory import AgentMemory, memory_keys
     >>> memory = AgentMemory()

@@ -8,8 +8,8 @@ owner's entries. Given an event-log backend (``weft.persist``), it uses the memo
 backend in that backend's database (``memory_backend(backend)``): one database for
 threads and memory.
 
-Owner resolution follows the seed: the user id when there is one, else the session id;
-neither is an ``OwnerError``. The two never collide (``user:alice`` and
+An owner is the user id when there is one, else the session id;
+with neither, an ``OwnerError``. The two never collide (``user:alice`` and
 ``session:alice`` are different owners).
 
 >>> from weft.memory import LongTermMemory, Owner, SemanticWorkingMemoryEntry

@@ -10,7 +10,7 @@
 - Hybrid recall fuses the two rankings by reciprocal-rank fusion, ``score = sum of
   1 / (60 + rank)`` over the rankings an entry appears in.
 
-The result says which path ran, as seed 004's ``diagnostics.retrieval_path`` does:
+The result says which path ran, in ``diagnostics.retrieval_path``:
 ``hybrid_rrf``, ``token_recall`` (no provider), or ``token_recall_after_embed_error``
 (the provider failed: its error is in ``RecallResult.error``, and the token hits are
 returned). Every query is scoped to the owner in the backend, so no path can return

@@ -1,4 +1,4 @@
-"""Working-memory entries (seed 004): what long-term memory hands a turn, one line each.
+"""Working-memory entries: what long-term memory hands a turn, one line each.
 
 Two kinds of entry are stored in long-term memory and loaded into a turn's
 ``working_memory`` (the *loaded* lifecycle: re-fetched each turn, never reduced):
