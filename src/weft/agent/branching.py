@@ -253,13 +253,12 @@ def _branch_start(
 
     if log is not None and record is not None:
         merged = log.get(f"group/{g}/merge") is not None
-        finished = record
 
         def restore(flow: Flow) -> _Started:
             # merged: its writes are in the store; else they are applied from its record
-            store = parent.store if merged else fork_of(parent.store, name, finished)
-            executed = AgentAction.from_dict(finished.result["action"])
-            return _Started(flow, branch(store), executed, restored=finished)
+            store = parent.store if merged else fork_of(parent.store, name, record)
+            executed = AgentAction.from_dict(record.result["action"])
+            return _Started(flow, branch(store), executed, restored=record)
 
         return restore
 
