@@ -112,16 +112,17 @@ class Agent:
         self.summarizer: Summarizer = summarizer or default_summarizer
         self.branching_agent_start_as_new = branching_agent_start_as_new
         self._store = store if store is not None else Store(name=name)
-        self._inherited = AgentStates()
+        self._fresh(AgentStates())
+
+    def _fresh(self, inherited: AgentStates) -> None:
+        """Set what a new agent or a copy starts with, and declare its store paths."""
+        self._inherited = inherited
         # the iteration whose actions run now: (iteration, user input, prompt, reply, response)
         self._spawning: tuple[int, Any, str, str, AgentResponse] | None = None
         self._recorded: tuple[AgentAction, Any] | None = None  # the last action recorded
         self._cache: tuple[object, tuple[AgentStateItem, ...]] = (None, ())
         self._running = False
         self._watch: AgentWatch | None = None
-        self._set_paths()
-
-    def _set_paths(self) -> None:
         base = f"agent/{self.name}"
         self.states_path = f"{base}/states"
         self.actions_path = f"{base}/actions"
@@ -172,15 +173,7 @@ class Agent:
         clone._store = store
         states = AgentStates() if clear_states else self.states
         spawning = None if clear_states else self._spawning
-        clone._inherited = (
-            states if spawning is None else AgentStates((*states, _spawned(*spawning)))
-        )
-        clone._spawning = None
-        clone._recorded = None
-        clone._cache = (None, ())
-        clone._running = False
-        clone._watch = None
-        clone._set_paths()
+        clone._fresh(states if spawning is None else AgentStates((*states, _spawned(*spawning))))
         return clone
 
     def run(self, user_input: Any = None, **kwargs: Any) -> AgentResult | Paused:

@@ -53,10 +53,6 @@ class Flow:
         self.before = before
         self.last = last
 
-    @staticmethod
-    def start(outcome: Any) -> Flow:
-        return Flow(None, outcome)
-
     @property
     def previous_action_results(self) -> FrozenList:
         """The shared list so far, one item per outcome as plain data (``plain_results``),
@@ -98,7 +94,7 @@ async def run_action_groups(groups: ActionGroups, step: IterationContext) -> Any
     """Run ``groups``; returns the last group's outcome (the feedback). A plain sequence
     runs the graph's node functions one after another: the engine would too, after
     building a graph."""
-    start = Flow.start(step.action_results)
+    start = Flow(None, step.action_results)
     for group in groups:
         if len(group) != 1:
             break
@@ -144,7 +140,7 @@ def build_action_graph(groups: ActionGroups, step: IterationContext) -> WorkGrap
             heads = [new_tail]
         elif len(group) == 1:
             new_tail = WorkGraphNode(
-                functools.partial(_one_node, group[0], g, step),
+                functools.partial(_run_one, group[0], g, step),
                 _FIRST,
                 id=f"Actioner:{group[0].type}",
             )
@@ -194,11 +190,6 @@ def _offered(
     if step.calls is not None:  # a recorded run: the actor may ask a person
         offered[PAUSE] = Asking(step.calls, unit, action.type)
     return offered
-
-
-def _one_node(action: AgentAction, g: int, step: IterationContext, flow: Flow) -> Any:
-    """``_run_one`` as a graph node's function (the flow comes last)."""
-    return _run_one(action, g, step, flow)
 
 
 def _run_one(action: AgentAction, g: int, step: IterationContext, flow: Flow) -> Any:
@@ -262,13 +253,12 @@ def _branch_start(
 
     if log is not None and record is not None:
         merged = log.get(f"group/{g}/merge") is not None
-        finished = record
 
         def restore(flow: Flow) -> _Started:
             # merged: its writes are in the store; else they are applied from its record
-            store = parent.store if merged else fork_of(parent.store, name, finished)
-            executed = AgentAction.from_dict(finished.result["action"])
-            return _Started(flow, branch(store), executed, restored=finished)
+            store = parent.store if merged else fork_of(parent.store, name, record)
+            executed = AgentAction.from_dict(record.result["action"])
+            return _Started(flow, branch(store), executed, restored=record)
 
         return restore
 

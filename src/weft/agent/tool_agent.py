@@ -28,7 +28,7 @@ import contextlib
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from weft._sync import run_sync
@@ -62,6 +62,7 @@ from weft.store import RunLog, Store
 from weft.store.runlog import check_run_id
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_.:-]+")
+_now: Final = time.monotonic
 CONCLUSION_SHARE: Final = 0.9
 """The share of the token or time budget after which only ``finish`` is offered."""
 
@@ -177,8 +178,7 @@ class ToolAgent:
         run = self._start(task, run_id, answers, inputs, upstream_memory_keys)
         async with contextlib.aclosing(self._loop(run, stream=False)) as events:
             async for event in events:
-                if event.__class__ is RunFinished:
-                    assert isinstance(event, RunFinished)
+                if isinstance(event, RunFinished):
                     return event.result
         raise AgentError("weft internal error: a tool agent run ended without a result")
 
@@ -572,30 +572,11 @@ class _Run:
             self.rejected_calls += 1
 
 
-def _now() -> float:
-    return time.monotonic()
-
-
-class _deadline:
+def _deadline(when: float | None) -> contextlib.AbstractAsyncContextManager[Any]:
     """``asyncio.timeout_at`` on the monotonic clock, or nothing without a deadline."""
-
-    __slots__ = ("_inner", "_when")
-
-    def __init__(self, when: float | None) -> None:
-        self._when = when
-        self._inner: Any = None
-
-    async def __aenter__(self) -> None:
-        if self._when is not None:
-            loop = asyncio.get_running_loop()
-            self._inner = asyncio.timeout_at(loop.time() + self._when - _now())
-            await self._inner.__aenter__()
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        if self._inner is None:
-            return None
-        result: bool | None = await self._inner.__aexit__(*exc)
-        return result
+    if when is None:
+        return contextlib.nullcontext()
+    return asyncio.timeout_at(asyncio.get_running_loop().time() + when - _now())
 
 
 def _normalized(
@@ -608,14 +589,7 @@ def _normalized(
     out = list(calls)
     for k, call in enumerate(calls):
         if call.id in seen:
-            fresh = f"{call.id}~{k}"
-            out[k] = ToolCall(
-                id=fresh,
-                name=call.name,
-                arguments=call.arguments,
-                raw_arguments=call.raw_arguments,
-                parse_error=call.parse_error,
-            )
+            out[k] = replace(call, id=f"{call.id}~{k}")
             refused[k] = error(
                 f"the call id {call.id[:80]!r} was used by another call of this reply, so "
                 "this call was not run; give each call its own id",

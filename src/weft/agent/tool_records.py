@@ -66,8 +66,7 @@ def record_start(
     log: RunLog, agent: str, task: Sequence[ChatMessage], messages: Sequence[ChatMessage]
 ) -> None:
     """Begin the run: its record and the conversation it starts with, one commit."""
-    store = log.store
-    with store.transaction() as tx:
+    with log.store.transaction() as tx:
         inner = RunLog(tx, log.run_id)
         inner.begin(KIND, (agent,), error=AgentError)
         start = {

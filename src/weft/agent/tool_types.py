@@ -10,7 +10,7 @@ an iteration ending, and the run ending.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from weft.llm import ChatMessage, StreamEvent, Usage
 
@@ -22,8 +22,6 @@ ToolAgentStopReason: TypeAlias = Literal[
 ]
 """Why a run ended: the model answered in text with no tool call (``answered``), it called
 the ``finish`` tool with its answer (``finished``), or a limit was reached first."""
-
-STOP_REASONS: Final = ("answered", "finished", "max_iterations", "max_tokens", "max_time")
 
 RejectedCall: TypeAlias = Literal[
     "unknown_tool",

@@ -23,19 +23,17 @@ _FORBIDDEN: Final = re.compile(r"<!(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
 class Element:
-    """A known container found in the reply: its containers in order, and the verbatim
-    inner text of its text tags (the first of each; entities not yet decoded)."""
+    """A known container found in the reply (``tag``: its canonical spelling): the
+    containers directly inside (``children``, in order), and ``fields``, the verbatim inner
+    text of the first of each text tag directly inside (entities not yet decoded; an alias
+    kept under the name it stands for)."""
 
     __slots__ = ("children", "fields", "tag")
 
     def __init__(self, tag: str) -> None:
         self.tag = tag
-        """The tag's name as the reader knows it (canonical spelling)."""
         self.children: list[Element] = []
-        """The containers directly inside, in order."""
         self.fields: dict[str, str] = {}
-        """``{text tag: verbatim inner text}`` of the first of each text tag directly inside
-        (an alias is kept under the name it stands for)."""
 
     def find(self, tag: str) -> Element | None:
         """The first container ``tag`` directly inside, or None."""
@@ -50,15 +48,8 @@ class Element:
     def text(self, tag: str) -> str | None:
         """The text of the first text tag ``tag`` directly inside, entities decoded and
         surrounding space stripped; None if there is none."""
-        return clean(self.fields.get(tag))
-
-
-def clean(raw: str | None) -> str | None:
-    """A text tag's verbatim text, entities decoded and surrounding space stripped (None:
-    no such tag)."""
-    if raw is None:
-        return None
-    return (html.unescape(raw) if "&" in raw else raw).strip()
+        raw = self.fields.get(tag)
+        return None if raw is None else unescape(raw).strip()
 
 
 def unescape(text: str) -> str:
@@ -193,10 +184,7 @@ def _head_kind(known: Mapping[str, _Kind], head: str) -> tuple[_Kind | None, boo
 
 def _first(pieces: list[str], i: int, shut: str) -> int:
     """The first of ``pieces[i:]`` that is the closing tag ``<`` + ``shut``, or -1."""
-    for j in range(i, len(pieces)):
-        if pieces[j].startswith(shut):
-            return j
-    return -1
+    return next((j for j in range(i, len(pieces)) if pieces[j].startswith(shut)), -1)
 
 
 def _first_in_any_case(pieces: list[str], i: int, tag: str) -> int:
