@@ -41,6 +41,12 @@ def not_installed(framework: str, package: str, error: ImportError) -> Integrati
     )
 
 
+def agent_source(default: str, context: object) -> str | None:
+    """``<default>:<agent name>`` when the framework's ``context`` names an agent, else None."""
+    name = getattr(getattr(context, "agent", None), "name", None)
+    return f"{default}:{name}" if isinstance(name, str) and name else None
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """A tool call's answer: ``result`` (JSON) when ``ok``, else ``error`` for the model."""
@@ -131,9 +137,6 @@ def _one(item: object, source: str | None) -> PortableTool:
 
 
 def _memory(tool: MemoryTool, source: str | None, *, per_call: bool) -> PortableTool:
-    """``tool``, its writes recorded under ``source`` if given, else under the source of the
-    call when ``per_call``, else under the one it was built with."""
-
     async def run(arguments: dict[str, Any], call_source: str | None) -> Outcome:
         # the memory tool checks its arguments itself and never raises
         result = tool(arguments, source=source or (call_source if per_call else None))
@@ -166,10 +169,7 @@ def _weft_tool(tool: Tool) -> PortableTool:
             kwargs = tool.check_arguments(arguments)
         except ToolArgumentsError as exc:
             return Outcome(ok=False, error=f"{exc}; call it again with arguments that do")
-        if in_thread:
-            result = await asyncio.to_thread(fn, **kwargs)
-        else:
-            result = fn(**kwargs)
+        result = await asyncio.to_thread(fn, **kwargs) if in_thread else fn(**kwargs)
         if inspect.isawaitable(result):
             result = await result
         return Outcome(ok=True, result=to_plain_json(result))

@@ -1,15 +1,11 @@
-"""weft's tools as LangChain tools (``pip install 'weft[integrations]'``).
+"""weft's tools as LangChain tools (``pip install 'weft[integrations]'``): ``tools(memory)``
+gives an ``AgentMemory``'s memory tools, or ``weft.calls.Tool`` s, as ``BaseTool`` s with
+weft's descriptions and JSON Schemas (``args_schema``), for ``tool.invoke(...)``, a chat
+model's ``bind_tools``, LangGraph's ``ToolNode`` and ``create_react_agent``.
 
-``tools(memory)`` gives the memory tools of an ``AgentMemory`` (``memory_list``,
-``memory_read``, ``memory_write``) as LangChain ``BaseTool`` s, with weft's descriptions and
-JSON Schemas (``args_schema``); ``weft.calls.Tool`` s convert the same way. They work
-wherever LangChain tools do: ``tool.invoke(...)``, a chat model's ``bind_tools``,
-LangGraph's ``ToolNode`` and ``create_react_agent``.
-
-weft checks every call's arguments first. What it refuses (arguments the schema refuses, a
-write under ``task:``) raises LangChain's ``ToolException`` with weft's message, and the
-tools handle it as LangChain does with ``handle_tool_error=True``: the model gets a
-``ToolMessage`` with ``status="error"`` whose text says what to fix, and nothing is written.
+weft checks every call's arguments first. What it refuses raises LangChain's
+``ToolException`` with weft's message, handled as with ``handle_tool_error=True``: the model
+gets a ``ToolMessage`` with ``status="error"`` saying what to fix, and nothing is written.
 """
 
 from __future__ import annotations

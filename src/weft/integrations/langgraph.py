@@ -1,32 +1,12 @@
 """A LangGraph store over weft's long-term memory (``pip install 'weft[integrations]'``).
 
-``WeftStore(memory)`` is a LangGraph ``BaseStore`` whose items are the entries of one
-owner's ``LongTermMemory``, on any of its backends (in-memory, SQLite, PostgreSQL). Compile a
-graph with ``store=WeftStore(memory)`` and its nodes read and write long-term memory through
-LangGraph's own API (``get``, ``put``, ``search``, ``delete``, ``list_namespaces`` and the
-``a``-prefixed async forms).
-
-How the two meet:
-
-- **Owner.** Every operation runs as the memory's owner (``user:<id>`` or
-  ``session:<id>``), filtered by owner in the backend's own query: a store over Alice's
-  memory cannot read, find, list or delete Bob's entries, even in one database file.
-  Serve each user with a store over that user's memory.
-- **Namespaces.** A LangGraph namespace is a tuple of labels; weft's namespace is the labels
-  joined by ``.`` (LangGraph refuses ``.`` inside a label, so the mapping is one to one).
-  ``("prefs",)`` is weft's ``prefs``; ``("notes", "2026")`` is ``notes.2026``; weft's
-  ``semantic`` entries are LangGraph's ``("semantic",)``.
-- **Values.** An item's value is a dict, stored as the entry's value. An entry weft wrote
-  that is not a dict reads back as ``{"value": <its JSON>}``.
-- **Search.** ``query`` runs weft's recall (token recall, hybrid when the memory has an
-  embedder) over the namespaces under the prefix, and an item's ``score`` is the recall
-  score; without a query, items come most recently updated first. ``filter`` keeps the
-  items whose value matches (``{"field": value}``, or an operator ``$eq``, ``$ne``,
-  ``$gt``, ``$gte``, ``$lt``, ``$lte``; a dotted field reads a nested one); ``offset`` and
-  ``limit`` page. ``index`` at ``put`` says which fields recall searches: a list of fields,
-  ``False`` for none, default the whole value.
-- **TTL.** ``put(..., ttl=minutes)`` expires the entry as weft's ``ttl`` does; without one,
-  the memory's ``default_ttl`` applies. Reads do not extend it.
+``WeftStore(memory)`` is a LangGraph ``BaseStore`` over one owner's ``LongTermMemory``, on any
+of its backends; docs/integrations.md says in full how the two meet. In short: every operation
+runs as the memory's owner, filtered in the backend's own query (a store over Alice's memory
+cannot reach Bob's entries); a namespace's labels joined by ``.`` are weft's namespace (one to
+one, since LangGraph refuses ``.`` inside a label); a value is a dict (an entry weft wrote that
+is not one reads back as ``{"value": <its JSON>}``); a search ``query`` runs weft's recall and
+an item's ``score`` is the recall score; ``ttl`` is in minutes, and reads do not extend it.
 
 Operations run on the calling thread (``batch``) or on a worker thread (``abatch``), since
 weft's backends are blocking.
@@ -126,7 +106,7 @@ class WeftStore(BaseStore):
 
     def _get(self, namespace: str, key: str) -> Item | None:
         record = self.memory.get(namespace, key)
-        return None if record is None else _item(record)
+        return None if record is None else Item(**_fields(record))
 
     def _put(self, op: PutOp) -> Callable[[], None]:
         namespace, key = weft_namespace(op.namespace), _key(op.key)
@@ -179,12 +159,8 @@ class WeftStore(BaseStore):
     ) -> list[SearchItem]:
         wanted = offset + limit
         if query is None or not query.strip():
-            found = [
-                (record, None)
-                for record in self.memory.list()
-                if _under(record.namespace, prefix) and check(record)
-            ]
-            return [_search_item(r, s) for r, s in found[offset:wanted]]
+            found = [r for r in self.memory.list() if _under(r.namespace, prefix) and check(r)]
+            return [_search_item(r, None) for r in found[offset:wanted]]
         if limit == 0:
             return []
         # recall over every namespace, keeping the hits under the prefix: finding the
@@ -364,26 +340,15 @@ def _plain(value: Any) -> dict[str, Any]:
     return plain if isinstance(plain, dict) else {"value": plain}
 
 
-def _time(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def _item(record: MemoryRecord) -> Item:
-    return Item(
-        namespace=tuple(record.namespace.split(SEPARATOR)),
-        key=record.key,
-        value=_plain(record.value),
-        created_at=_time(record.created_at),
-        updated_at=_time(record.updated_at),
-    )
-
-
 def _search_item(record: MemoryRecord, score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=tuple(record.namespace.split(SEPARATOR)),
-        key=record.key,
-        value=_plain(record.value),
-        created_at=_time(record.created_at),
-        updated_at=_time(record.updated_at),
-        score=score,
-    )
+    return SearchItem(**_fields(record), score=score)
+
+
+def _fields(record: MemoryRecord) -> dict[str, Any]:
+    return {
+        "namespace": tuple(record.namespace.split(SEPARATOR)),
+        "key": record.key,
+        "value": _plain(record.value),
+        "created_at": datetime.fromtimestamp(record.created_at, tz=UTC),
+        "updated_at": datetime.fromtimestamp(record.updated_at, tz=UTC),
+    }

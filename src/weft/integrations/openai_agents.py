@@ -1,19 +1,16 @@
-"""weft's tools as OpenAI Agents SDK tools (``pip install 'weft[integrations]'``).
+"""weft's tools as OpenAI Agents SDK tools (``pip install 'weft[integrations]'``):
+``tools(memory)`` gives an ``AgentMemory``'s memory tools, or ``weft.calls.Tool`` s, as
+``agents.FunctionTool`` s with weft's descriptions and JSON Schemas.
 
-``tools(memory)`` gives the memory tools of an ``AgentMemory`` (``memory_list``,
-``memory_read``, ``memory_write``) as ``agents.FunctionTool`` s, with weft's descriptions
-and JSON Schemas; ``weft.calls.Tool`` s convert the same way. The SDK hands a tool the
-model's arguments as JSON text; weft parses and checks them, and what it refuses (text
-that is not a JSON object, arguments the schema refuses, a write under ``task:``) comes
-back as the tool's output, ``{"ok": false, "error": ...}``: the SDK's way of telling the
-model about an error without failing the run. Nothing is written then. A weft tool whose
-function raises answers the same way (``"<tool> failed: <error>"``), as the SDK's own
-function tools do.
+The SDK hands a tool the model's arguments as JSON text; weft parses and checks them. What it
+refuses, or a weft tool's exception (``"<tool> failed: <error>"``, as the SDK's own function
+tools answer), comes back as the tool's output ``{"ok": false, "error": ...}``: the SDK's way
+of telling the model without failing the run. Nothing is written then.
 
 A write of the memory tools made from an ``AgentMemory`` is recorded under ``source`` when
 given, else ``openai-agents:<agent name>`` (the agent that called the tool), else
-``openai-agents``; memory tools built by the caller keep their own source unless
-``source`` is given.
+``openai-agents``; memory tools built by the caller keep their own source unless ``source``
+is given.
 """
 
 from __future__ import annotations
@@ -25,6 +22,7 @@ from weft.integrations._tools import (
     Outcome,
     PortableTool,
     ToolSource,
+    agent_source,
     not_installed,
     portable_tools,
 )
@@ -56,7 +54,7 @@ def tools(tools: ToolSource, *, source: str | None = None) -> list[FunctionTool]
 def _tool(each: PortableTool) -> FunctionTool:
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
         try:
-            outcome = await each.acall(arguments, source=_writer(context))
+            outcome = await each.acall(arguments, source=agent_source(SOURCE, context))
         except Exception as exc:  # as the SDK's own function tools do: the model is told
             logger.info("tool %s raised %s: %s", each.name, type(exc).__name__, exc)
             failed = f"{each.name} failed: {type(exc).__name__}: {exc}"
@@ -72,9 +70,3 @@ def _tool(each: PortableTool) -> FunctionTool:
         # the arguments itself
         strict_json_schema=False,
     )
-
-
-def _writer(context: ToolContext[Any]) -> str | None:
-    agent = getattr(context, "agent", None)
-    name = getattr(agent, "name", None)
-    return f"{SOURCE}:{name}" if isinstance(name, str) and name else None

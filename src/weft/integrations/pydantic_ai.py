@@ -1,11 +1,8 @@
-"""weft's tools as pydantic-ai tools (``pip install 'weft[integrations]'``).
-
-``tools(memory)`` gives the memory tools of an ``AgentMemory`` (``memory_list``,
-``memory_read``, ``memory_write``) as ``pydantic_ai.Tool`` s, with weft's descriptions and
-JSON Schemas; ``weft.calls.Tool`` s convert the same way. Every call is checked by weft
-first: arguments the schema refuses, or a write the memory tools refuse (a key under
-``task:``, a value too large), raise ``ModelRetry`` with weft's message, so the model is
-told what to fix and nothing is written.
+"""weft's tools as pydantic-ai tools (``pip install 'weft[integrations]'``): ``tools(memory)``
+gives an ``AgentMemory``'s memory tools, or ``weft.calls.Tool`` s, as ``pydantic_ai.Tool`` s
+with weft's descriptions and JSON Schemas. What weft refuses (arguments the schema refuses, a
+write under ``task:``, a value too large) raises ``ModelRetry`` with weft's message, so the
+model is told what to fix and nothing is written.
 
 A write of the memory tools made from an ``AgentMemory`` is recorded under ``source`` when
 given, else ``pydantic-ai:<agent name>`` (the agent that called the tool, when it has a
@@ -17,7 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from weft.integrations._tools import PortableTool, ToolSource, not_installed, portable_tools
+from weft.integrations._tools import (
+    PortableTool,
+    ToolSource,
+    agent_source,
+    not_installed,
+    portable_tools,
+)
 
 try:
     from pydantic_ai import ModelRetry, RunContext
@@ -43,7 +46,7 @@ def tools(tools: ToolSource, *, source: str | None = None) -> list[PydanticAIToo
 
 def _tool(each: PortableTool) -> PydanticAITool[Any]:
     async def call(context: RunContext[Any], **arguments: Any) -> Any:
-        outcome = await each.acall(arguments, source=_writer(context))
+        outcome = await each.acall(arguments, source=agent_source(SOURCE, context))
         if not outcome.ok:
             raise ModelRetry(outcome.error)
         return outcome.result
@@ -56,8 +59,3 @@ def _tool(each: PortableTool) -> PydanticAITool[Any]:
         json_schema=each.parameters,
         takes_ctx=True,
     )
-
-
-def _writer(context: RunContext[Any]) -> str | None:
-    name = getattr(getattr(context, "agent", None), "name", None)
-    return f"{SOURCE}:{name}" if isinstance(name, str) and name else None

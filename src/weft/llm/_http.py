@@ -23,7 +23,7 @@ import platform
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, Self
 
 from weft.errors import ModelConfigError, ProviderError
@@ -80,10 +80,8 @@ def should_retry(status: int, headers: Mapping[str, str]) -> bool:
     """Whether a failed response is worth another attempt: the server's ``x-should-retry``
     when it says ``true`` or ``false``, else whether the status is 408, 409, 429 or 5xx."""
     verdict = headers.get("x-should-retry")
-    if verdict == "true":
-        return True
-    if verdict == "false":
-        return False
+    if verdict in ("true", "false"):
+        return verdict == "true"
     return status in RETRY_STATUSES or status >= 500
 
 
@@ -91,9 +89,7 @@ def retry_delay(headers: Mapping[str, str], retry: int) -> float:
     """The wait before retry number ``retry``: what the server asked for, when that is more
     than 0 and at most ``MAX_RETRY_AFTER`` seconds, else :func:`backoff_delay`."""
     asked = retry_after(headers)
-    if asked is not None and 0 < asked <= MAX_RETRY_AFTER:
-        return asked
-    return backoff_delay(retry)
+    return asked if asked is not None and 0 < asked <= MAX_RETRY_AFTER else backoff_delay(retry)
 
 
 @functools.cache
@@ -266,9 +262,9 @@ class HTTPChatModel(ChatModelBase):
         body = self.request_body(messages, tools=tools, **options)
         client = self._pooled_client()
         if client is not None:
-            return self._parse(await self._post(client, body))
+            return self._parse(self._decode(*await self._send(client, body, stream=False)))
         async with self._new_client() as own:
-            return self._parse(await self._post(own, body))
+            return self._parse(self._decode(*await self._send(own, body, stream=False)))
 
     async def astream(
         self,
@@ -335,14 +331,21 @@ class HTTPChatModel(ChatModelBase):
         """The error for a 2xx body that is not what the API documents: says what was missing
         (``body``: what the body is instead of a response of the API)."""
         body = body or f"not a response of the {self.api} API"
-        return ProviderError(
+        return self._error(
+            reply,
             f"{self._who()} answered {reply.status} with a body that is {body}: {what}. Check "
             f"that the base URL ({self.url}) points at a server that speaks the {self.api} API",
+        )
+
+    def _error(self, reply: JsonReply, message: str, **detail: Any) -> ProviderError:
+        return ProviderError(
+            message,
             provider=self.provider,
             model=self.model,
             status=reply.status,
             attempts=reply.attempts,
             request_id=reply.request_id,
+            **detail,
         )
 
     def _no_list(self, reply: JsonReply, key: str) -> ProviderError:
@@ -435,11 +438,6 @@ class HTTPChatModel(ChatModelBase):
             await self._sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _post(self, client: httpx.AsyncClient, body: Mapping[str, Any]) -> JsonReply:
-        """POST ``body``; the decoded JSON object of a 2xx answer, else a ProviderError."""
-        response, attempt = await self._send(client, body, stream=False)
-        return self._decode(response, attempt)
-
     async def _stream(
         self, client: httpx.AsyncClient, body: Mapping[str, Any]
     ) -> AsyncIterator[StreamEvent]:
@@ -478,42 +476,29 @@ class HTTPChatModel(ChatModelBase):
                 raise self._stream_error(meta, exc) from None
             if not (assembler.done or assembler.finished):
                 raise self._cut_error(meta, "the stream ended before the reply said it was done")
-            reply = JsonReply(
-                body=assembler.body(),
-                status=meta.status,
-                attempts=attempt,
-                request_id=meta.request_id,
-            )
-            yield MessageDone(self._parse(reply))
+            yield MessageDone(self._parse(replace(meta, body=assembler.body())))
         finally:
             await response.aclose()
 
     def _cut_error(self, meta: JsonReply, what: str) -> ProviderError:
-        return ProviderError(
+        return self._error(
+            meta,
             f"{self._who()} broke off its stream: {what}. The events already received stand;"
             " ask again for the whole reply",
-            provider=self.provider,
-            model=self.model,
-            status=meta.status,
-            attempts=meta.attempts,
-            request_id=meta.request_id,
         )
 
     def _stream_error(self, meta: JsonReply, exc: StreamErrorEvent) -> ProviderError:
         kind = f" [{exc.error_type}]" if exc.error_type else ""
-        return ProviderError(
+        return self._error(
+            meta,
             f"{self._who()} sent an error in its stream: {_truncate(exc.message)}{kind}. "
             "The events already received stand; ask again for the whole reply",
-            provider=self.provider,
-            model=self.model,
-            status=meta.status,
             provider_message=exc.message,
             error_type=exc.error_type,
-            attempts=meta.attempts,
-            request_id=meta.request_id,
         )
 
     def _decode(self, response: httpx.Response, attempt: int) -> JsonReply:
+        """The JSON object of a 2xx answer, else a ProviderError."""
         try:
             body = response.json()
         except (ValueError, RecursionError):  # not JSON, or nested past Python's limit
@@ -567,22 +552,20 @@ class HTTPChatModel(ChatModelBase):
         )
 
     def _hint(self, status: int) -> str:
-        if status == 401:
-            return f"Check the API key (api_key= or {self.env}_API_KEY)"
-        if status == 403:
-            return "The API key is not allowed to use this model or endpoint"
-        if status == 404:
-            return f"Check the model name and the base URL ({self.url})"
-        if status == 413:
-            return "The request is too large: send fewer or shorter messages"
-        if status in (400, 422):
-            return "The provider refused the request: check the messages, tools and options sent"
         if status in RETRY_STATUSES or status >= 500:
             return (
                 f"The provider is rate-limiting or failing; retried {self.max_retries} times: "
                 "raise max_retries= or try again later"
             )
-        return ""
+        refused = "The provider refused the request: check the messages, tools and options sent"
+        return {
+            401: f"Check the API key (api_key= or {self.env}_API_KEY)",
+            403: "The API key is not allowed to use this model or endpoint",
+            404: f"Check the model name and the base URL ({self.url})",
+            413: "The request is too large: send fewer or shorter messages",
+            400: refused,
+            422: refused,
+        }.get(status, "")
 
     def _who(self) -> str:
         return f"{self.provider} model {self.model!r}"

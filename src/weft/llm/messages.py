@@ -46,9 +46,7 @@ class Usage:
 
 
 def _add(a: int | None, b: int | None) -> int | None:
-    if a is None:
-        return b
-    return a if b is None else a + b
+    return b if a is None else a if b is None else a + b
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,12 +86,9 @@ class OpenAIChatModel(HTTPChatModel):
                 ToolCall.parse(id=raw_call.get("id"), name=name, raw=function.get("arguments", ""))
             )
         usage = _usage(reply.body.get("usage"))
-        stop = choice.get("finish_reason")
         refusal = message.get("refusal")
-        if isinstance(refusal, str) and refusal:
-            stop = REFUSAL
-        else:
-            refusal = None
+        refusal = refusal if isinstance(refusal, str) and refusal else None
+        stop = REFUSAL if refusal else choice.get("finish_reason")
         reasoning = next(
             (text for key in _REASONING_KEYS if isinstance(text := message.get(key), str) and text),
             None,
@@ -232,15 +229,10 @@ class _ChunkAssembler:
             message["refusal"] = "".join(self._refusal)
         if self._reasoning:
             message["reasoning_content"] = "".join(self._reasoning)
-        if self._calls:
-            ordered = sorted(self._calls.values(), key=lambda entry: int(entry["number"]))
+        if self._calls:  # in call number order: a call is numbered as it is added
             message["tool_calls"] = [
-                {
-                    "id": entry["id"],
-                    "type": "function",
-                    "function": {"name": entry["name"], "arguments": "".join(entry["arguments"])},
-                }
-                for entry in ordered
+                _function_call(entry["id"], entry["name"], "".join(entry["arguments"]))
+                for entry in self._calls.values()
             ]
         body: dict[str, Any] = {
             **self._meta,
@@ -260,18 +252,17 @@ def _render(message: ChatMessage) -> dict[str, Any]:
     rendered: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
         rendered["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.raw_or_json()},
-            }
-            for call in message.tool_calls
+            _function_call(call.id, call.name, call.raw_or_json()) for call in message.tool_calls
         ]
     elif message.content is None:
         rendered["content"] = ""
     if message.name:
         rendered["name"] = message.name
     return rendered
+
+
+def _function_call(id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def _content(value: object) -> str | None:

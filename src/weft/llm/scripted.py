@@ -94,10 +94,7 @@ class ScriptedCall:
     @property
     def prompt(self) -> str | None:
         """The text of the last user message (what a reasoner call sent), if any."""
-        for message in reversed(self.messages):
-            if message.role == "user":
-                return message.content
-        return None
+        return next((m.content for m in reversed(self.messages) if m.role == "user"), None)
 
 
 class ScriptedChatModel(ChatModelBase):

@@ -29,13 +29,12 @@ class ServerSentEvent:
 class SSEDecoder:
     """Feeds on lines (without their line ending); hands back each event as it completes."""
 
-    __slots__ = ("_data", "_event", "_id", "_seen_field", "_started")
+    __slots__ = ("_data", "_event", "_id", "_started")
 
     def __init__(self) -> None:
         self._event = ""
         self._data: list[str] = []
         self._id: str | None = None
-        self._seen_field = False
         self._started = False
 
     def feed(self, line: str) -> ServerSentEvent | None:
@@ -56,9 +55,7 @@ class SSEDecoder:
             self._data.append(value)
         elif field == "id" and "\0" not in value:
             self._id = value
-        else:  # retry: is for reconnecting clients; unknown fields are ignored by the standard
-            return None
-        self._seen_field = True
+        # retry: is for reconnecting clients; unknown fields are ignored by the standard
         return None
 
     def flush(self) -> ServerSentEvent | None:
@@ -66,14 +63,11 @@ class SSEDecoder:
         return self._dispatch()
 
     def _dispatch(self) -> ServerSentEvent | None:
-        if not self._seen_field:
+        if not self._data:  # an event without data is dropped, as the standard says
+            self._event = ""
             return None
-        event = (
-            ServerSentEvent(self._event or "message", "\n".join(self._data), self._id)
-            if self._data
-            else None
-        )
-        self._event, self._data, self._seen_field = "", [], False
+        event = ServerSentEvent(self._event or "message", "\n".join(self._data), self._id)
+        self._event, self._data = "", []
         return event
 
 
