@@ -264,14 +264,12 @@ def _model(
 
     config = ConfigDict(extra="allow" if extra else "forbid", defer_build=False)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             return create_model(f"{tool}_arguments", __config__=config, **fields)
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
         for name, (annotation, _) in fields.items():
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with warnings.catch_warnings(action="ignore"):
                     create_model("probe", __config__=config, probe=(annotation, ...))
             except Exception as problem:
                 reason = str(problem).splitlines()[0][:200]
@@ -302,8 +300,7 @@ def _json_schema(model: Any, tool: str) -> dict[str, Any]:
             return False
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a default JSON cannot show is left out
+        with warnings.catch_warnings(action="ignore"):  # a default JSON cannot show is left out
             schema: dict[str, Any] = model.model_json_schema(
                 by_alias=True, schema_generator=_NoFieldTitles, mode="validation"
             )
@@ -477,13 +474,9 @@ def describe_schema(schema: Any, root: Mapping[str, Any], depth: int = 0) -> str
     if kind == "array" and isinstance(schema.get("items"), Mapping):
         return f"an array of ({describe_schema(schema['items'], root, depth + 1)})"
     if kind == "object" and isinstance(schema.get("properties"), Mapping):
-        fields = ", ".join(schema["properties"])
         title = schema.get("title")
-        return (
-            f"an object {title} with the fields {fields}"
-            if title
-            else (f"an object with the fields {fields}")
-        )
+        fields = ", ".join(schema["properties"])
+        return f"an object {f'{title} ' if title else ''}with the fields {fields}"
     if isinstance(kind, str):
         return _TYPE_WORDS.get(kind, kind)
     return "any JSON value"
