@@ -117,8 +117,6 @@ class TaskBoard:
         for task in tasks:
             self.add(task.id, task.title, task.description, depends_on=task.depends_on)
 
-    # ------------------------------------------------------------------ reads
-
     def get(self, task_id: str) -> BoardTask | None:
         """The task with this id, or None."""
         if not isinstance(task_id, str) or not task_id:
@@ -146,8 +144,6 @@ class TaskBoard:
 
     def __repr__(self) -> str:
         return f"<TaskBoard {self.team!r} tasks={len(self)} on {self.store!r}>"
-
-    # ------------------------------------------------------------------ moves
 
     def add(
         self,
@@ -223,8 +219,6 @@ class TaskBoard:
 
         forward.__qualname__ = f"TaskBoard.on_event({getattr(fn, '__qualname__', repr(fn))})"
         return self.store.subscribe(forward)
-
-    # ------------------------------------------------------------- internals
 
     def _need(self, task_id: str) -> BoardTask:
         task = self.get(task_id)

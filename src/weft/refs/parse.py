@@ -250,8 +250,6 @@ class _Scanner:
             position=where,
         )
 
-    # ----------------------------------------------------------------- sigils
-
     def sigil(self) -> bool:
         """Consume a sigil at the cursor; whether there was one."""
         for sigil in (SIGIL, ASCII_SIGIL):
@@ -277,8 +275,6 @@ class _Scanner:
             end -= 1  # the escape $$ref: begins one character earlier
         self.pos = end
         return text[start:end]
-
-    # -------------------------------------------------------------- productions
 
     def name(self) -> str | None:
         match = _NAME.match(self.text, self.pos)
