@@ -69,18 +69,15 @@ class BoardTask:
 
     def summary(self) -> dict[str, Any]:
         """What a model sees of it on the board: no result (that is read from memory)."""
-        out: dict[str, Any] = {"id": self.id, "title": self.title, "status": self.status}
-        if self.description:
-            out["description"] = self.description
-        if self.depends_on:
-            out["depends_on"] = list(self.depends_on)
-        if self.assignee:
-            out["assignee"] = self.assignee
-        if self.status == "completed":
-            out["result_key"] = f"task:{self.id}"
-        if self.error:
-            out["error"] = self.error
-        return out
+        optional = {
+            "description": self.description,
+            "depends_on": list(self.depends_on),
+            "assignee": self.assignee,
+            "result_key": f"task:{self.id}" if self.status == "completed" else None,
+            "error": self.error,
+        }
+        given = {key: value for key, value in optional.items() if value}
+        return {"id": self.id, "title": self.title, "status": self.status, **given}
 
     def to_dict(self) -> dict[str, Any]:
         """The plain dict its store entry holds."""
