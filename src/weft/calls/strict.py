@@ -113,7 +113,7 @@ def _strict(node: Any, root: Mapping[str, Any], path: tuple[str, ...], nesting: 
                 "dict[str, ...]) cannot be expressed in strict mode; use a model, a "
                 "dataclass or a TypedDict with named fields, or leave strict off"
             )
-        properties = properties if mapping else {}
+        properties = properties if isinstance(properties, Mapping) else {}
         required = set(node.get("required") or ())
         new: dict[str, Any] = {}
         for name, sub in properties.items():
