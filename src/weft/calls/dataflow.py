@@ -128,9 +128,7 @@ def analyse(compiled: CompiledPlan, store: Store | None, problems: list[PlanProb
                     reported.add((node.index, message))
                     if node.instance is not None:
                         message += f" (on instance {node.instance!r}, and maybe others)"
-                    problems.append(
-                        PlanProblem(node.index, _call_id(node), node.tool.name, message)
-                    )
+                    problems.append(_problem(node, message))
         node.deps = tuple(sorted(deps))
     order = _order(nodes, problems)
     if order is None:
@@ -201,8 +199,10 @@ def _resolves(ref: Reference, scope: Scope) -> bool:
     return True
 
 
-def _call_id(node: Node) -> str:
-    return node.id if node.instance is None else node.id.rsplit("@", 1)[0]
+def _problem(node: Node, message: str) -> PlanProblem:
+    """A problem of ``node``'s call (named by the call's id, not the instance's)."""
+    call_id = node.id if node.instance is None else node.id.rsplit("@", 1)[0]
+    return PlanProblem(node.index, call_id, node.tool.name, message)
 
 
 def _unprovided(
@@ -272,10 +272,8 @@ def _order(nodes: list[Node], problems: list[PlanProblem]) -> tuple[int, ...] | 
         path = " -> ".join(f"call {nodes[p].index} ({nodes[p].tool.name})" for p in cycle)
         first = nodes[cycle[0]]
         problems.append(
-            PlanProblem(
-                first.index,
-                _call_id(first),
-                first.tool.name,
+            _problem(
+                first,
                 f"its calls form a cycle: {path} -> call {first.index} ({first.tool.name}), "
                 "each writing what the next reads; break it by reading another path or "
                 "writing the value in a separate call",
@@ -354,10 +352,5 @@ def _conflicts(
                         "make one read the other's output"
                     )
                 problems.append(
-                    PlanProblem(
-                        first.index,
-                        _call_id(first),
-                        first.tool.name,
-                        f"it and call {second.index} ({second.tool.name}) {what}",
-                    )
+                    _problem(first, f"it and call {second.index} ({second.tool.name}) {what}")
                 )

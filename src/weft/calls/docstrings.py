@@ -1,6 +1,5 @@
 """A docstring read for a tool: its prose is the tool's description, and its argument
-lines describe the arguments, in Google (``Args:``), Sphinx (``:param x:``) or NumPy
-(``Parameters`` over a rule of dashes) style."""
+lines (Google, Sphinx or NumPy style) describe the arguments."""
 
 from __future__ import annotations
 

@@ -118,8 +118,6 @@ class Runtime:
             return StoreScope(store)
         return InstanceScope(store, node.instance, self.given[node.instance])
 
-    # ------------------------------------------------------------ the steps
-
     def prepare(self, node: Node, scope: Scope) -> dict[str, Any]:
         """The keyword arguments of ``node``'s tool (references resolved, checked)."""
         room = None
@@ -228,8 +226,6 @@ class Runtime:
         """Take a recorded call's result on resume (its writes are in the store)."""
         if isinstance(record, Mapping):
             self.results[node.id] = record.get("value")
-
-    # ------------------------------------------------------------------ the end
 
     def merge_instances(self, records: Mapping[int, Mapping[str, Any]]) -> None:
         """Write every instance's results into the global fields, instance by instance in

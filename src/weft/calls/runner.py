@@ -1,16 +1,14 @@
 """``Plan.run``: a validated plan of tool calls, executed on the WorkGraph engine.
 
 Each call (on each instance) is one state node (``WorkGraphNode(state=True)``) with edges
-from the data flow; data moves through the store, never by pass-down. A call reads the
-store and returns its ``Writes`` with its record. A call reads only what the calls it
-depends on write, so a call whose upstream calls are committed reads the run's store with
-no view of its own (``WorkGraph(isolated=False)``); only a *sequenced* plan (unordered
-calls reducing one field, ``weft.calls.dataflow``) runs on isolated views throughout.
-Writes are committed in graph order either way, so the log is the same whichever call
-finished first (on Ray too). With a ``run_id`` the engine
-records each finished call with its writes in one commit, so running again restores
-recorded calls instead of calling them (a call whose tool took effect but whose record
-was not stored runs again: at least once).
+from the data flow; data moves through the store, never by pass-down. A call reads only
+what the calls it depends on write, so it reads the run's store with no view of its own
+(``WorkGraph(isolated=False)``); only a *sequenced* plan (unordered calls reducing one
+field, ``weft.calls.dataflow``) runs on isolated views. Writes are committed in graph
+order either way, so the log is the same whichever call finished first (on Ray too).
+With a ``run_id`` each finished call is recorded with its writes in one commit, so
+running again restores recorded calls instead of calling them (a call whose tool took
+effect but whose record was not stored runs again: at least once).
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from typing import Any
 from weft.calls.dataflow import CompiledPlan
 from weft.calls.execute import Runtime, is_async_tool
 from weft.calls.result import PlanResult
-from weft.calls.tools import Tool
 from weft.errors import NodeError, PlanRunError, PlanValidationError
 from weft.graph import Paused, StateView, WorkGraph, WorkGraphNode
 from weft.graph.offload import NodeExecutor, current_executor
@@ -109,7 +106,10 @@ def _graph(
     if not compiled.nodes:
         return None, []
     graph_nodes = []
-    kinds = {name: _kind(tool) for name, tool in compiled.tools.items()}
+    kinds = {
+        name: "async" if is_async_tool(tool.fn) else "thread" if tool.blocking else "inline"
+        for name, tool in compiled.tools.items()
+    }
     for node in compiled.nodes:
         if executor is not None and not node.tool.isolated:  # its call runs there
             value = _remote_caller(runtime, node.position, executor)
@@ -125,12 +125,6 @@ def _graph(
     )
     keys = dict(zip(map(id, graph.nodes), graph.keys, strict=True))
     return graph, [keys[id(node)] for node in graph_nodes]
-
-
-def _kind(tool: Tool) -> str:
-    if is_async_tool(tool.fn):
-        return "async"
-    return "thread" if tool.blocking else "inline"
 
 
 def _caller(runtime: Runtime, position: int, kind: str) -> Callable[..., Any]:

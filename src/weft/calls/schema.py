@@ -1,15 +1,7 @@
-"""The JSON Schema of a tool: inferred from a function and checked against arguments.
-
-- ``infer(fn)`` reads a function's signature and docstring: pydantic builds the schema
-  of the arguments from the type hints (``Annotated[..., "text"]`` and ``Field`` give
-  descriptions, defaults are shown and not required), the docstring's prose is the
-  description and its argument lines describe the arguments (``weft.calls.docstrings``).
-  What it returns also converts checked arguments to the types the function declares
-  (a dict becomes a pydantic model).
-- ``check_arguments`` is the one check of a tool's arguments: a ``ToolArgumentsError``
-  names the tool, each argument at fault and what it expected.
-- ``openai_tool`` and ``anthropic_tool`` are a definition in each provider's form.
-  (OpenAI's strict form is ``weft.calls.strict``.)
+"""The JSON Schema of a tool: inferred from a function (``infer``: pydantic reads the type
+hints, ``weft.calls.docstrings`` the docstring), checked against arguments
+(``check_arguments``), and as each provider's definition (``openai_tool``,
+``anthropic_tool``; OpenAI's strict form is ``weft.calls.strict``).
 
 pydantic and jsonschema are imported on first use, so ``import weft`` stays fast.
 """
@@ -52,9 +44,6 @@ def check_tool_name(name: object) -> str:
         "e.g. with @tool(name='get_weather') or Tool(name='get_weather', ...)",
         tool=name if isinstance(name, str) else "",
     )
-
-
-# ------------------------------------------------------------------ inference
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,21 +253,19 @@ def _model(
 
     config = ConfigDict(extra="allow" if extra else "forbid", defer_build=False)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(action="ignore"):
             return create_model(f"{tool}_arguments", __config__=config, **fields)
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, NameError) as exc:
         for name, (annotation, _) in fields.items():
             try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with warnings.catch_warnings(action="ignore"):
                     create_model("probe", __config__=config, probe=(annotation, ...))
             except Exception as problem:
-                reason = str(problem).splitlines()[0][:200]
+                reason, kind = str(problem).splitlines()[0][:200], get_args(annotation)[0]
                 raise ToolDefinitionError(
                     f"tool {tool!r}: its argument {aliases[name]!r} has the type "
-                    f"{_type_name(get_args(annotation)[0])}, which has no JSON Schema "
-                    f"({reason}); use JSON types (str, int, float, bool, list, dict, a "
+                    f"{getattr(kind, '__qualname__', None) or repr(kind)}, which has no JSON "
+                    f"Schema ({reason}); use JSON types (str, int, float, bool, list, dict, a "
                     "pydantic model, a dataclass, a TypedDict, an Enum ...), or give "
                     "parameters= yourself",
                     tool=tool,
@@ -290,10 +277,6 @@ def _model(
         ) from None
 
 
-def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__qualname__", None) or repr(annotation)
-
-
 def _json_schema(model: Any, tool: str) -> dict[str, Any]:
     from pydantic.json_schema import GenerateJsonSchema
 
@@ -302,8 +285,7 @@ def _json_schema(model: Any, tool: str) -> dict[str, Any]:
             return False
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a default JSON cannot show is left out
+        with warnings.catch_warnings(action="ignore"):  # a default JSON cannot show is left out
             schema: dict[str, Any] = model.model_json_schema(
                 by_alias=True, schema_generator=_NoFieldTitles, mode="validation"
             )
@@ -316,9 +298,6 @@ def _json_schema(model: Any, tool: str) -> dict[str, Any]:
     schema.pop("title", None)
     schema.setdefault("properties", {})
     return schema
-
-
-# ------------------------------------------------------------------ checking
 
 
 def check_arguments(
@@ -477,13 +456,9 @@ def describe_schema(schema: Any, root: Mapping[str, Any], depth: int = 0) -> str
     if kind == "array" and isinstance(schema.get("items"), Mapping):
         return f"an array of ({describe_schema(schema['items'], root, depth + 1)})"
     if kind == "object" and isinstance(schema.get("properties"), Mapping):
-        fields = ", ".join(schema["properties"])
         title = schema.get("title")
-        return (
-            f"an object {title} with the fields {fields}"
-            if title
-            else (f"an object with the fields {fields}")
-        )
+        fields = ", ".join(schema["properties"])
+        return f"an object {f'{title} ' if title else ''}with the fields {fields}"
     if isinstance(kind, str):
         return _TYPE_WORDS.get(kind, kind)
     return "any JSON value"
@@ -594,9 +569,6 @@ def _drop_nulls(schema: Any, value: Any, root: Mapping[str, Any], depth: int = 0
     if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         return [_drop_nulls(schema["items"], item, root, depth + 1) for item in value]
     return value
-
-
-# ------------------------------------------------------------------ provider forms
 
 
 def openai_tool(

@@ -84,9 +84,9 @@ def _strict(node: Any, root: Mapping[str, Any], path: tuple[str, ...], nesting: 
             f"strict form: at {where}, a fixed-length tuple (prefixItems) cannot be expressed "
             "in strict mode; use a list of one type or a model with named fields"
         )
-    default = node.pop("default", _NO_DEFAULT)
+    default = node.pop("default", None)
     out = {k: v for k, v in node.items() if k in _STRICT_KEYWORDS and k != "$defs"}
-    if default is not _NO_DEFAULT and default is not None:
+    if default is not None:
         text = out.get("description", "")
         note = f"Default: {short(default)}."
         out["description"] = f"{text.rstrip()} {note}".strip() if text else note
@@ -105,16 +105,14 @@ def _strict(node: Any, root: Mapping[str, Any], path: tuple[str, ...], nesting: 
                 "levels, the most strict mode accepts; flatten the arguments"
             )
         properties = out.get("properties")
-        extra = node.get("additionalProperties")
-        if not isinstance(properties, Mapping) or (extra not in (None, False)):
-            if isinstance(properties, Mapping) and properties and extra is True:
-                pass  # named fields plus extras: strict keeps the named ones only
-            elif not (isinstance(properties, Mapping) and properties) and extra is not False:
-                raise ToolDefinitionError(
-                    f"strict form: at {where}, an object with no named fields (such as "
-                    "dict[str, ...]) cannot be expressed in strict mode; use a model, a "
-                    "dataclass or a TypedDict with named fields, or leave strict off"
-                )
+        extra, mapping = node.get("additionalProperties"), isinstance(properties, Mapping)
+        # named fields plus extras (additionalProperties: true): strict keeps the named ones
+        if (not properties and extra not in (None, False)) if mapping else extra is not False:
+            raise ToolDefinitionError(
+                f"strict form: at {where}, an object with no named fields (such as "
+                "dict[str, ...]) cannot be expressed in strict mode; use a model, a "
+                "dataclass or a TypedDict with named fields, or leave strict off"
+            )
         properties = properties if isinstance(properties, Mapping) else {}
         required = set(node.get("required") or ())
         new: dict[str, Any] = {}
@@ -142,23 +140,11 @@ def _strict(node: Any, root: Mapping[str, Any], path: tuple[str, ...], nesting: 
     return out
 
 
-class _NoDefault:
-    pass
-
-
-_NO_DEFAULT: Final = _NoDefault()
-
-
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     kind = schema.get("type")
     simple = not any(k in schema for k in ("anyOf", "$ref", "const"))
-    if simple and isinstance(kind, str):
-        out = {**schema, "type": [kind, "null"]}
-        if isinstance(out.get("enum"), list):
-            out["enum"] = [*out["enum"], None]
-        return out
-    if simple and isinstance(kind, list):
-        out = {**schema, "type": [*kind, "null"]}
+    if simple and isinstance(kind, (str, list)):
+        out = {**schema, "type": [*([kind] if isinstance(kind, str) else kind), "null"]}
         if isinstance(out.get("enum"), list):
             out["enum"] = [*out["enum"], None]
         return out

@@ -71,16 +71,15 @@ class Tool:
             raise ToolDefinitionError(
                 f"tool {self.name!r}: fn={fn!r:.80} is not callable", tool=self.name
             )
-        if not isinstance(self.output_examples, tuple):
-            if isinstance(self.output_examples, (str, bytes, Mapping)) or not isinstance(
-                self.output_examples, Iterable
-            ):
+        examples = self.output_examples
+        if not isinstance(examples, tuple):
+            if isinstance(examples, (str, bytes, Mapping)) or not isinstance(examples, Iterable):
                 raise ToolDefinitionError(
-                    f"tool {self.name!r}: output_examples={self.output_examples!r:.60} is a "
+                    f"tool {self.name!r}: output_examples={examples!r:.60} is a "
                     "list of example results (one example is a list of one)",
                     tool=self.name,
                 )
-            object.__setattr__(self, "output_examples", tuple(self.output_examples))
+            object.__setattr__(self, "output_examples", tuple(examples))
         binder = None
         if fn is not None and given is None:
             skip = ("store",) if self.isolated else ()

@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import Callable
 from contextvars import Token
+from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
@@ -21,14 +22,8 @@ def call_tool(name: str, call_id: str | None, fn: Callable[..., Any], *args: Any
     """``fn(*args)``: the call of tool ``name`` (``call_id``: the model's id for it)."""
     if not watching():
         return fn(*args)
-    call = _Call(name, call_id)
-    try:
-        result = fn(*args)
-    except BaseException as exc:  # a pause or a cancellation ends the call too
-        call.end(exc)
-        raise
-    call.end(None)
-    return result
+    with _Call(name, call_id):  # a pause or a cancellation ends the call too
+        return fn(*args)
 
 
 async def acall_tool(name: str, call_id: str | None, fn: Callable[..., Any], *args: Any) -> Any:
@@ -36,20 +31,13 @@ async def acall_tool(name: str, call_id: str | None, fn: Callable[..., Any], *ar
     if not watching():
         result = fn(*args)
         return (await result) if inspect.isawaitable(result) else result
-    call = _Call(name, call_id)
-    try:
+    with _Call(name, call_id):
         result = fn(*args)
-        if inspect.isawaitable(result):
-            result = await result
-    except BaseException as exc:
-        call.end(exc)
-        raise
-    call.end(None)
-    return result
+        return (await result) if inspect.isawaitable(result) else result
 
 
 class _Call:
-    """One watched tool call, between its two notes."""
+    """One watched tool call, between its two notes (a context manager)."""
 
     __slots__ = ("began", "note", "store", "token")
 
@@ -71,17 +59,15 @@ class _Call:
         emit(self.store, key, self.note, f"tool:{name}")
         self.token: Token[Any] = UNIT.set((self.store, key))
 
-    def end(self, error: BaseException | None) -> None:
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, _type: object, error: BaseException | None, _tb: object) -> None:
         UNIT.reset(self.token)
         note = self.note
-        ended = CallNote(
+        ended = replace(
+            note,
             event="finished" if error is None else "failed",
-            call="tool",
-            name=note.name,
-            call_id=note.call_id,
-            parent=note.parent,
-            key=note.key,
-            started_at=note.started_at,
             duration_ms=int((perf_counter() - self.began) * 1e6) / 1000,
             error=None if error is None else f"{type(error).__name__}: {error}",
         )

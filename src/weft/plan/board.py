@@ -69,18 +69,15 @@ class BoardTask:
 
     def summary(self) -> dict[str, Any]:
         """What a model sees of it on the board: no result (that is read from memory)."""
-        out: dict[str, Any] = {"id": self.id, "title": self.title, "status": self.status}
-        if self.description:
-            out["description"] = self.description
-        if self.depends_on:
-            out["depends_on"] = list(self.depends_on)
-        if self.assignee:
-            out["assignee"] = self.assignee
-        if self.status == "completed":
-            out["result_key"] = f"task:{self.id}"
-        if self.error:
-            out["error"] = self.error
-        return out
+        optional = {
+            "description": self.description,
+            "depends_on": list(self.depends_on),
+            "assignee": self.assignee,
+            "result_key": f"task:{self.id}" if self.status == "completed" else None,
+            "error": self.error,
+        }
+        given = {key: value for key, value in optional.items() if value}
+        return {"id": self.id, "title": self.title, "status": self.status, **given}
 
     def to_dict(self) -> dict[str, Any]:
         """The plain dict its store entry holds."""
@@ -117,8 +114,6 @@ class TaskBoard:
         for task in tasks:
             self.add(task.id, task.title, task.description, depends_on=task.depends_on)
 
-    # ------------------------------------------------------------------ reads
-
     def get(self, task_id: str) -> BoardTask | None:
         """The task with this id, or None."""
         if not isinstance(task_id, str) or not task_id:
@@ -146,8 +141,6 @@ class TaskBoard:
 
     def __repr__(self) -> str:
         return f"<TaskBoard {self.team!r} tasks={len(self)} on {self.store!r}>"
-
-    # ------------------------------------------------------------------ moves
 
     def add(
         self,
@@ -223,8 +216,6 @@ class TaskBoard:
 
         forward.__qualname__ = f"TaskBoard.on_event({getattr(fn, '__qualname__', repr(fn))})"
         return self.store.subscribe(forward)
-
-    # ------------------------------------------------------------- internals
 
     def _need(self, task_id: str) -> BoardTask:
         task = self.get(task_id)

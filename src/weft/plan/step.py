@@ -240,13 +240,11 @@ class StepExecutor:
         """Write the step's result (``{"error": problem}`` if it failed), and the task's."""
         step, ok = self.step, problem is None
         key = memory_keys.step(step.id)
-        if ok:
-            description = " ".join(step.instructions.split())[:200] or None
-            self.memory.set(key, result, source=step.id, title=step.label, description=description)
-        else:
+        description = " ".join(step.instructions.split())[:200] or None
+        if not ok:
             logger.info("step %s failed: %s", step.id, problem)
-            result = {"error": problem}
-            self.memory.set(key, result, source=step.id, title=step.label)
+            result, description = {"error": problem}, None
+        self.memory.set(key, result, source=step.id, title=step.label, description=description)
         if ok and self.finish_task and self.task_id is not None:
             title, description = self.task or (self.task_id, "")
             write_task_result(self.memory, self.task_id, result, title or self.task_id, description)

@@ -86,9 +86,7 @@ class Reference:
     def prefix(self, depth: int) -> Reference:
         """The reference cut to its first ``depth`` steps (0: the whole kind)."""
         steps = self.steps[:depth]
-        if not steps:
-            return Reference(self.kind)
-        return Reference(self.kind, str(steps[0]), steps[1:])
+        return Reference(self.kind, str(steps[0]), steps[1:]) if steps else Reference(self.kind)
 
     def overlaps(self, other: Reference) -> bool:
         """Whether one names a part of the other (same kind, one path a prefix of the
@@ -250,8 +248,6 @@ class _Scanner:
             position=where,
         )
 
-    # ----------------------------------------------------------------- sigils
-
     def sigil(self) -> bool:
         """Consume a sigil at the cursor; whether there was one."""
         for sigil in (SIGIL, ASCII_SIGIL):
@@ -277,8 +273,6 @@ class _Scanner:
             end -= 1  # the escape $$ref: begins one character earlier
         self.pos = end
         return text[start:end]
-
-    # -------------------------------------------------------------- productions
 
     def name(self) -> str | None:
         match = _NAME.match(self.text, self.pos)
@@ -318,9 +312,7 @@ class _Scanner:
                 f"write †{kind}.name[{steps[0]}]",
                 start,
             )
-        if not steps:
-            return Reference(kind)
-        return Reference(kind, str(steps[0]), tuple(steps[1:]))
+        return Reference(kind, str(steps[0]), tuple(steps[1:])) if steps else Reference(kind)
 
     def steps(self, *, strict: bool, bare: bool) -> list[Step]:
         steps: list[Step] = []

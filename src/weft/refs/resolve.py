@@ -18,9 +18,6 @@ from weft.store import MISSING, FrozenDict, FrozenList, freeze
 _SHOWN_KEYS: Final = 20
 
 
-# ---------------------------------------------------------------------- reading
-
-
 def read(ref: Reference, scope: Scope) -> Any:
     """The value ``ref`` names in ``scope``, or ``UnresolvedReferenceError``."""
     if ref.field is None:
@@ -128,9 +125,6 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-# ------------------------------------------------------------------ compiling
-
-
 class Compiled:
     """A value with its references found once; ``resolve(scope)`` fills them in."""
 
@@ -232,13 +226,8 @@ class _List(Compiled):
         return FrozenList([item.resolve(scope) for item in self.items])
 
     def literal(self, path: tuple[Step, ...] = ()) -> tuple[Any, list[tuple[Step, ...]]]:
-        items: list[Any] = []
-        places: list[tuple[Step, ...]] = []
-        for i, compiled in enumerate(self.items):
-            value, inner = compiled.literal((*path, i))
-            items.append(value)
-            places.extend(inner)
-        return items, places
+        pairs = [compiled.literal((*path, i)) for i, compiled in enumerate(self.items)]
+        return [value for value, _ in pairs], [place for _, inner in pairs for place in inner]
 
 
 def compile_value(value: Any) -> Compiled:

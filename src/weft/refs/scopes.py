@@ -19,11 +19,9 @@ class Scope(Protocol):
 
     def lookup(self, kind: str, field: str) -> Any:
         """The value of the entry ``kind:field``, or ``MISSING``."""
-        ...
 
     def fields(self, kind: str) -> list[str]:
         """The fields of ``kind`` that hold a value, in key order."""
-        ...
 
 
 class StoreScope:
