@@ -322,12 +322,8 @@ def _progress(what: str) -> Iterator[Progress | None]:
         TextColumn(what), BarColumn(), MofNCompleteColumn(), console=console, transient=True
     )
     task = bar.add_task(what, total=None)
-
-    def advance(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-
     with bar:
-        yield advance
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @contextmanager
