@@ -43,15 +43,8 @@ def threads(db: Db = None, schema: Schema = "weft", as_json: Json = False) -> No
     """List every thread and its runs: status, steps, size, last activity, paused or not."""
     with _reading("threads", db, schema) as reader, _progress("reading threads") as progress:
         found = reader.threads(progress=progress)
-    if as_json:
-        _json(found)
-        return
-    from weft.inspect.views import threads_table
-
-    if not found:
-        _console().print(f"no threads in {reader.location}")
-        return
-    _console().print(threads_table(found))
+    none = f"no threads in {reader.location}"
+    _emit(found, as_json, lambda views: views.threads_table(found) if found else none)
 
 
 def show(
@@ -61,12 +54,8 @@ def show(
     with _reading("show", db, schema) as reader, _progress("replaying") as progress:
         summary = reader.thread(thread)
         items = reader.timeline(thread, at=at, progress=progress)
-    if as_json:
-        _json({"thread": summary, "timeline": items})
-        return
-    from weft.inspect.views import timeline_view
-
-    _console().print(timeline_view(summary, items))
+    found = {"thread": summary, "timeline": items}
+    _emit(found, as_json, lambda views: views.timeline_view(summary, items))
 
 
 def events(
@@ -111,12 +100,7 @@ def state(
     """Print a thread's entries at a step (run records are in weft show)."""
     with _reading("state", db, schema) as reader, _progress("replaying") as progress:
         found = reader.state(thread, at=at, prefix=prefix, progress=progress)
-    if as_json:
-        _json(found)
-        return
-    from weft.inspect.views import state_table
-
-    _console().print(state_table(found))
+    _emit(found, as_json, lambda views: views.state_table(found))
 
 
 def diff(
@@ -130,12 +114,7 @@ def diff(
     """Show what changed in a thread's state between two steps."""
     with _reading("diff", db, schema) as reader, _progress("replaying") as progress:
         found = reader.diff(thread, a, b, progress=progress)
-    if as_json:
-        _json(found)
-        return
-    from weft.inspect.views import diff_table
-
-    _console().print(diff_table(found))
+    _emit(found, as_json, lambda views: views.diff_table(found))
 
 
 def memory(
@@ -144,12 +123,7 @@ def memory(
     """List a thread's memory entries as memory_list shows them (every one, newest first)."""
     with _reading("memory", db, schema) as reader, _progress("replaying") as progress:
         found = reader.memory(thread, at=at, progress=progress)
-    if as_json:
-        _json(found)
-        return
-    from weft.inspect.views import memory_table
-
-    _console().print(memory_table(thread, found))
+    _emit(found, as_json, lambda views: views.memory_table(thread, found))
 
 
 def pauses(
@@ -164,12 +138,7 @@ def pauses(
     """List the questions a thread's runs asked a person, and their answers."""
     with _reading("pauses", db, schema) as reader:
         found = reader.pauses(thread, waiting=waiting)
-    if as_json:
-        _json(found)
-        return
-    from weft.inspect.views import pauses_table
-
-    _console().print(pauses_table(thread, found))
+    _emit(found, as_json, lambda views: views.pauses_table(thread, found))
 
 
 def answer(
@@ -217,10 +186,7 @@ def fork(
     """Start a new thread from a thread's step (the thread itself is unchanged)."""
     with _reading("fork", db, schema) as reader:
         made = reader.fork(thread, step, to=to)
-    if as_json:
-        _json(made)
-        return
-    _console().print(f"forked {thread} at step {step} into {made.thread_id}")
+    _emit(made, as_json, lambda _: f"forked {thread} at step {step} into {made.thread_id}")
 
 
 def prune(
@@ -325,6 +291,17 @@ def _json(value: Any) -> None:
     typer.echo(json.dumps(to_json(value), ensure_ascii=False, indent=2))
 
 
+def _emit(found: Any, as_json: bool, render: Callable[[Any], Any]) -> None:
+    """``found`` as JSON, or what ``render(weft.inspect.views)`` makes of it, printed (rich
+    is imported only to render)."""
+    if as_json:
+        _json(found)
+    else:
+        from weft.inspect import views
+
+        _console().print(render(views))
+
+
 def _console() -> Console:
     from rich.console import Console
 
@@ -345,12 +322,8 @@ def _progress(what: str) -> Iterator[Progress | None]:
         TextColumn(what), BarColumn(), MofNCompleteColumn(), console=console, transient=True
     )
     task = bar.add_task(what, total=None)
-
-    def advance(done: int, total: int) -> None:
-        bar.update(task, completed=done, total=total)
-
     with bar:
-        yield advance
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 @contextmanager

@@ -29,12 +29,9 @@ def timeline(store: Store, earlier: Iterable[Event] = ()) -> list[TimelineItem]:
     later record at the same path replaced (a turn runtime records each turn at one path):
     each is a line too."""
     groups: dict[str, list[TimelineItem]] = {}
-    lines = [
-        timeline_item(entry.path, entry.value, entry.source, entry.seq, store)
-        for entry in store.entries(kind=KIND)
-    ]
-    lines += [timeline_item(e.path, e.value, e.source, e.seq, store) for e in earlier]
-    for item in lines:
+    logged: list[Entry | Event] = [*store.entries(kind=KIND), *earlier]
+    for e in logged:
+        item = timeline_item(e.path, e.value, e.source, e.seq, store)
         if item is not None:
             groups.setdefault(item.run_id, []).append(item)
     ordered = [tree_order(group) for group in groups.values()]

@@ -35,13 +35,7 @@ from typing import Any, Final, Self
 # process that never ran one
 import weft.llm.messages
 import weft.plan.jobs  # noqa: F401
-from weft.errors import (
-    ConflictError,
-    PauseError,
-    PersistError,
-    StepError,
-    WeftError,
-)
+from weft.errors import ConflictError, PauseError, PersistError, StepError, WeftError
 from weft.inspect import _build, _open
 from weft.inspect.records import (
     EntryChange,
@@ -61,16 +55,8 @@ from weft.persist import Backend, DurableRun, ThreadInfo, fork_thread
 from weft.persist.runs import new_id
 from weft.persist.snapshot import build_store
 from weft.persist.sqlite import DEFAULT_PATH
-from weft.store import (
-    Event,
-    Pause,
-    RunRecord,
-    StepRecord,
-    Store,
-)
-from weft.store import (
-    reducers as _reducers,
-)
+from weft.store import Event, Pause, RunRecord, StepRecord, Store
+from weft.store import reducers as _reducers
 from weft.store.records import KIND
 
 __all__ = [
@@ -208,10 +194,7 @@ class Reader:
         _check_whole(since, "since", minimum=0)
         if until is not None:
             _check_whole(until, "until", minimum=since)
-        return [
-            _build.thread_event(logged.run_id, logged.event)
-            for logged in self.backend.history(thread_id, after=since, upto=until)
-        ]
+        return self._poll(thread_id, since, until)
 
     def follow(
         self,
@@ -262,10 +245,10 @@ class Reader:
             raise PersistError(f"interval={interval!r}: expected seconds > 0, e.g. 0.25")
         return since
 
-    def _poll(self, thread_id: str, after: int) -> list[ThreadEvent]:
+    def _poll(self, thread_id: str, after: int, until: int | None = None) -> list[ThreadEvent]:
         return [
             _build.thread_event(logged.run_id, logged.event)
-            for logged in self.backend.history(thread_id, after=after)
+            for logged in self.backend.history(thread_id, after=after, upto=until)
         ]
 
     # -------------------------------------------------------------------- state
@@ -299,8 +282,7 @@ class Reader:
         records left out)."""
         info = self._info(thread_id)
         before = _build.values(self._replay(info, a, _half(progress, 0)))
-        after_store = self._replay(info, b, _half(progress, 1))
-        after = _build.values(after_store)
+        after = _build.values(after_store := self._replay(info, b, _half(progress, 1)))
         changes: list[EntryChange] = []
         for key in sorted(before.keys() | after.keys()):
             old, new = before.get(key), after.get(key)
@@ -526,9 +508,4 @@ def _half(progress: Progress | None, which: int) -> Progress | None:
     """Two replays as one progress: the first half, then the second."""
     if progress is None:
         return None
-    outer = progress
-
-    def half(done: int, total: int) -> None:
-        outer(which * total + done, 2 * total)
-
-    return half
+    return lambda done, total: progress(which * total + done, 2 * total)

@@ -250,16 +250,12 @@ def short(value: Any, limit: int = SHORT) -> str:
 
 def when(epoch: float | None) -> str:
     """Local time, to the second."""
-    if epoch is None:
-        return ""
-    return datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
+    return "" if epoch is None else datetime.fromtimestamp(epoch).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def clock(epoch: float | None) -> str:
     """Local time of day, to the millisecond (a timeline's lines are close together)."""
-    if epoch is None:
-        return ""
-    return datetime.fromtimestamp(epoch).strftime("%H:%M:%S.%f")[:-3]
+    return "" if epoch is None else datetime.fromtimestamp(epoch).strftime("%H:%M:%S.%f")[:-3]
 
 
 def duration(ms: float | None) -> str:

@@ -36,11 +36,9 @@ class Transcript:
 
     def resolve(self, schema: StateSchema) -> tuple[Field, ...]:
         """The transcript fields, checked against the schema (``SchemaError`` if wrong)."""
-        names: tuple[str, ...]
-        if self.fields is None:
+        names = self.fields
+        if names is None:
             names = tuple(n for n in ("history", "transcript") if n in schema.fields)
-        else:
-            names = self.fields
         out: list[Field] = []
         for name in names:
             leaf = schema.leaves.get(name)

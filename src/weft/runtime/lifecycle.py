@@ -126,6 +126,4 @@ FOLDS_FROM_NOTHING: Final[frozenset[ReducerFn]] = frozenset(
 
 
 def default_of(marker: Marker) -> Any:
-    if marker.default_factory is not None:
-        return marker.default_factory()
-    return marker.default
+    return marker.default if marker.default_factory is None else marker.default_factory()

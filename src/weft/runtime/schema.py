@@ -138,11 +138,11 @@ class StateSchema:
     def describe(self) -> str:
         """One line per leaf: path, lifecycle, reducer (for docs and error messages)."""
         width = max(len(p) for p in self.leaves)
-        lines = []
-        for f in self.leaves.values():
-            how = f" ({f.reducer_name})" if f.reducer is not _reducers.replace else ""
-            lines.append(f"{f.path.ljust(width)}  {f.lifecycle}{how}")
-        return "\n".join(lines)
+        return "\n".join(
+            f"{f.path.ljust(width)}  {f.lifecycle}"
+            + (f" ({f.reducer_name})" if f.reducer is not _reducers.replace else "")
+            for f in self.leaves.values()
+        )
 
     def value(self, node: Field | Group, read: Any) -> Any:
         """The value a view shows for ``node`` (a group: a frozen dict of its subfields)."""
@@ -235,10 +235,10 @@ def _members(cls: Any) -> dict[str, tuple[Any, tuple[Any, ...], Any]] | None:
 
 
 def _is_typeddict(cls: Any) -> bool:
-    if typing.is_typeddict(cls):
-        return True
     extensions = sys.modules.get("typing_extensions")
-    return extensions is not None and bool(extensions.is_typeddict(cls))
+    return typing.is_typeddict(cls) or (
+        extensions is not None and bool(extensions.is_typeddict(cls))
+    )
 
 
 def _unwrap(hint: Any) -> tuple[Any, tuple[Any, ...]]:

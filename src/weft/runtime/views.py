@@ -154,9 +154,7 @@ class Contract:
                         field=leaf.path,
                     )
         for leaf in self.schema.of("input"):
-            if leaf.path in inputs:
-                continue
-            if leaf.default is MISSING:
+            if leaf.path not in inputs and leaf.default is MISSING:
                 raise TurnError(
                     f"the input field {leaf.path!r} is required (it has no default) and the "
                     "turn's input does not give it; pass it, or give it a default in the schema"

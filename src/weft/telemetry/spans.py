@@ -78,7 +78,7 @@ class Spans:
         if note.event != "started":
             self._end(key, note.event, note.error, {"weft.run.status": note.event})
             return
-        parent = self._get(note.parent) if note.parent is not None else None
+        parent = self._get(note.parent)
         thread_id = note.thread_id or (parent.thread_id if parent is not None else None)
         attributes: dict[str, Any] = {"weft.run_id": note.run_id, "weft.run.kind": note.kind}
         if thread_id is not None:
@@ -98,28 +98,20 @@ class Spans:
     def _unit(self, note: Note) -> None:
         run_id = note.run_id or ""
         key = f"{run_id}/{note.unit}"
-        if note.event == "started":
-            parent = self._get(run_id)
-            self._start(
-                key,
-                self._unit_name(note),
-                parent,
-                run_id,
-                None if parent is None else parent.thread_id,
-                self._unit_attributes(note),
-            )
-            return
-        extra: dict[str, Any] = {"weft.unit.status": note.event}
-        if note.flag is not None:
+        started = note.event == "started"
+        extra: dict[str, Any] = {} if started else {"weft.unit.status": note.event}
+        if note.flag is not None and not started:
             extra["weft.flag"] = note.flag
-        if note.reason is not None:
+        if note.reason is not None and not started:
             extra["weft.skipped.reason"] = note.reason
-        if note.event == "skipped" and self._get(key) is None:  # never started: an instant
+        # a unit skipped that never started is an instant: a span started and ended at once
+        if started or (note.event == "skipped" and self._get(key) is None):
             parent = self._get(run_id)
             attributes = {**self._unit_attributes(note), **extra}
             thread_id = None if parent is None else parent.thread_id
             self._start(key, self._unit_name(note), parent, run_id, thread_id, attributes)
-        self._end(key, note.event, note.error, extra)
+        if not started:
+            self._end(key, note.event, note.error, extra)
 
     @staticmethod
     def _unit_name(note: Note) -> str:
@@ -146,7 +138,7 @@ class Spans:
         if note.key is not None and note.event != "started":  # the end of a call told live
             self._end(note.key, note.event, note.error, {})
             return
-        parent = self._get(note.parent) if note.parent is not None else None
+        parent = self._get(note.parent)
         attributes: dict[str, Any] = {}
         if parent is not None:
             attributes["weft.run_id"] = parent.run_id

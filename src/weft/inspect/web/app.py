@@ -272,9 +272,7 @@ def _given_token(request: Request) -> str | None:
     if header.lower().startswith("bearer "):
         return header[7:].strip()
     query = request.query_params.get("token")
-    if query is not None:
-        return query
-    return request.cookies.get(COOKIE)
+    return query if query is not None else request.cookies.get(COOKIE)
 
 
 def _hostname(host: str) -> str:

@@ -53,8 +53,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
             probe.bind((host, 0))
-            port: int = probe.getsockname()[1]
-            return port
+            return int(probe.getsockname()[1])
     except OSError as exc:
         raise ServeError(
             f"host={host!r}: cannot listen there ({exc}); give an address of this machine "

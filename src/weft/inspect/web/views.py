@@ -13,6 +13,7 @@ nodes, adding the units the run has not reached yet.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any, Final
 
 from weft.errors import PersistError, StepError
@@ -53,20 +54,7 @@ def threads(reader: Reader) -> list[dict[str, Any]]:
                 {"thread_id": info.thread_id, "step": info.parent_step}
             )
     infos = sorted(infos, key=lambda info: info.updated_at, reverse=True)
-    rows: list[dict[str, Any]] = [
-        {
-            "thread_id": info.thread_id,
-            "first_step": info.first_step,
-            "last_step": info.last_step,
-            "created_at": info.created_at,
-            "updated_at": info.updated_at,
-            "parent_thread": info.parent_thread,
-            "parent_step": info.parent_step,
-            "forks": forks.get(info.thread_id, []),
-        }
-        for info in infos
-    ]
-    return rows
+    return [{**asdict(info), "forks": forks.get(info.thread_id, [])} for info in infos]
 
 
 def runs(reader: Reader, thread_id: str) -> dict[str, Any]:
@@ -90,13 +78,12 @@ def _run(run_id: str, items: list[TimelineItem]) -> dict[str, Any]:
         if not item.unit:
             continue
         unit, sep, _ = item.unit.partition(f"/{PAUSES}/")
+        node = nodes.setdefault(unit, _node(unit, item.label, depth=item.depth - 1))
         if sep:  # a question: its unit waits (or was answered) unless it finished since
-            node = nodes.setdefault(unit, _node(unit, item.label, depth=item.depth - 1))
             if node["status"] in ("pending", "answered"):
                 node["status"] = item.status
             node["question_step"] = item.step
             continue
-        node = nodes.setdefault(unit, _node(unit, item.label, depth=item.depth - 1))
         node.update(
             kind=item.kind,
             label=item.label or node["label"],

@@ -479,17 +479,16 @@ async function renderForks() {
 
 function follow() {
   const live = document.getElementById("live");
+  const badge = (text, on) => { live.textContent = text; live.className = `badge ${on ? "on" : "off"}`; };
   const source = new EventSource("/api/feed");
-  source.addEventListener("open", () => { live.textContent = "live"; live.className = "badge on"; });
-  source.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "badge off"; });
+  source.addEventListener("open", () => badge("live", true));
+  source.addEventListener("error", () => badge("reconnecting…", false));
   source.addEventListener("problem", (event) => {
-    live.textContent = "database unreadable";
-    live.className = "badge off";
+    badge("database unreadable", false);
     showError(JSON.parse(event.data).error);
   });
   source.addEventListener("threads", async (event) => {
-    live.textContent = "live";
-    live.className = "badge on";
+    badge("live", true);
     const steps = JSON.parse(event.data);
     const known = Object.keys(view.steps);
     const moved = Object.keys(steps).length !== known.length ||
@@ -530,7 +529,6 @@ async function start() {
   document.getElementById("location").textContent = view.info.location;
   const mode = document.getElementById("mode");
   mode.textContent = view.info.allow_writes ? "writes allowed" : "read-only";
-  mode.id = "mode";
   showTab(view.tab);
   const chosen = view.thread;  // from the URL; else loadThreads picks the newest thread
   await loadThreads().catch((error) => showError(error.message));
