@@ -26,6 +26,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Final, NamedTuple, Self
 
@@ -114,18 +115,14 @@ def check_id(value: object, what: str) -> str:
     PostgreSQL's text refuses, and no lone surrogate, which UTF-8 cannot hold)."""
     if not isinstance(value, str) or not value:
         raise PersistError(f"{what}={value!r}: expected a non-empty string such as 'chat-42'")
-    bad = "\x00" in value
-    if not bad and not value.isascii():
-        try:
+    with suppress(ValueTypeError):
+        if "\x00" not in value:
             check_text(value)
-        except ValueTypeError:
-            bad = True
-    if bad:
-        raise PersistError(
-            f"{what}={value!r}: an id is text every backend can keep, with no NUL and no "
-            "lone surrogate; use letters, digits and punctuation such as 'chat-42'"
-        )
-    return value
+            return value
+    raise PersistError(
+        f"{what}={value!r}: an id is text every backend can keep, with no NUL and no "
+        "lone surrogate; use letters, digits and punctuation such as 'chat-42'"
+    )
 
 
 def conflict(thread_id: str, expected: int, actual: int) -> ConflictError:

@@ -15,8 +15,7 @@ An event record (one per step; the step is the event's ``seq`` and is stored bes
 ``"replace"``, so an append logs little more than the appended item. A snapshot record
 holds the store's entries at one step (``[kind, path, value, source, created_at,
 updated_at, seq, meta]`` each, ``updated_at`` null when it equals ``created_at``) and the
-non-default reducers of their fields. A memory
-record is ``{"v": 1, "value": ...}``.
+non-default reducers of their fields. A memory record is ``{"v": 1, "value": ...}``.
 
 Reading a record checks its version first: a newer one is a ``FutureFormatError`` that
 names the version found and the newest this weft reads; anything that is not a record
@@ -97,12 +96,11 @@ class _Records:
         return record
 
 
-_FIELDS: dict[type, tuple[tuple[str, ...], tuple[Any, ...], Callable[[Any], tuple[Any, ...]]]] = {}
+_Fields = tuple[tuple[str, ...], tuple[Any, ...], Callable[[Any], tuple[Any, ...]]]
+_FIELDS: dict[type, _Fields] = {}
 
 
-def _fields(
-    cls: type,
-) -> tuple[tuple[str, ...], tuple[Any, ...], Callable[[Any], tuple[Any, ...]]]:
+def _fields(cls: type) -> _Fields:
     """A record type's field names, their defaults (a field without one: a sentinel no
     value is) and a reader of all its values at once."""
     found = _FIELDS.get(cls)

@@ -7,10 +7,9 @@ several processes may start at once. psycopg is imported when a backend is made,
 
 Appends are checked as SQLite's are (the thread's last step must be the one the writer
 expected), here by ``UPDATE threads SET last_step = new WHERE thread_id = ... AND
-last_step = expected``; the row lock makes a concurrent writer
-wait, then find the step moved and get a ``ConflictError``. Every database failure is a
-``StorageError`` naming the server and schema; an unreachable server says how to start
-one.
+last_step = expected``; the row lock makes a concurrent writer wait, then find the step
+moved and get a ``ConflictError``. Every database failure is a ``StorageError`` naming
+the server and schema; an unreachable server says how to start one.
 
 >>> backend = PostgresBackend("postgresql://postgres@127.0.0.1:5432/weft_test")  # doctest: +SKIP
 """

@@ -49,11 +49,9 @@ def capture(store: Store, *, step: int | None = None) -> Snapshot:
     declared never persisted are left out. Call it where no other thread writes (a journal
     runs under the store's lock)."""
     entries = tuple(e for e in store.entries() if store.persisted(e.kind, e.path))
-    named = {}
-    for e in entries:
-        name = store.reducer_of(e.kind, e.path)
-        if name != "replace":
-            named[e.key] = name
+    named = {
+        e.key: name for e in entries if (name := store.reducer_of(e.kind, e.path)) != "replace"
+    }
     return Snapshot(step=store.last_seq if step is None else step, entries=entries, reducers=named)
 
 
@@ -92,25 +90,15 @@ def build_store(
 
 
 def _seed(snapshot: Snapshot) -> Iterator[Event]:
-    entries = sorted(snapshot.entries, key=lambda e: e.seq)
-    last = 0
-    at = 0.0
-    for e in entries:
+    last, at = 0, 0.0
+    for e in sorted(snapshot.entries, key=lambda e: e.seq):
         yield Event(
             e.seq, "write", e.kind, e.path, e.value, e.source, "replace", e.updated_at, e.meta
         )
         last, at = e.seq, e.updated_at
     if last < snapshot.step:
         yield Event(
-            snapshot.step,
-            "note",
-            "step",
-            SNAPSHOT_NOTE_PATH,
-            None,
-            "weft.persist",
-            "replace",
-            at,
-            None,
+            snapshot.step, "note", "step", SNAPSHOT_NOTE_PATH, None, "weft.persist", "replace", at
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from contextlib import AbstractContextManager
+from dataclasses import fields
 from typing import Any, Final, Literal
 
 from weft.persist.base import Backend, EventRow, RunInfo, SnapshotRow, ThreadInfo, exists
@@ -32,15 +33,7 @@ _SNAPSHOT_AT: Final = (
     "SELECT step, record FROM {snapshots} WHERE thread_id = ? AND step <= ? "
     "ORDER BY step DESC LIMIT 1"
 )
-_THREAD_FIELDS: Final = (
-    "thread_id",
-    "last_step",
-    "first_step",
-    "created_at",
-    "updated_at",
-    "parent_thread",
-    "parent_step",
-)
+_THREAD_FIELDS: Final = tuple(f.name for f in fields(ThreadInfo))  # the order _THREADS reads
 
 
 class SQLBackend(Backend):

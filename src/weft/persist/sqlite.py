@@ -2,11 +2,10 @@
 
 One file holds every thread's event log and its snapshots (``weft.memory`` keeps
 long-term memory in it too, in tables of its own); the default is ``./.weft/weft.db``,
-created on first use. The database runs in WAL mode
-with ``synchronous=NORMAL``: a committed step survives the process being killed (the
-WAL is written before the commit returns), and a power loss may lose the last
-commits but never corrupts the file. Pass ``synchronous="FULL"`` to survive power
-loss too (an fsync per commit: slower).
+created on first use. The database runs in WAL mode with ``synchronous=NORMAL``: a
+committed step survives the process being killed (the WAL is written before the commit
+returns), and a power loss may lose the last commits but never corrupts the file. Pass
+``synchronous="FULL"`` to survive power loss too (an fsync per commit: slower).
 
 At ``NORMAL`` an event-log backend copies its WAL back into the database on a thread
 of its own (``PRAGMA wal_checkpoint(PASSIVE)``, at most every 50 ms while commits come
@@ -275,10 +274,9 @@ class SQLiteBackend(SQLiteFile, SQLBackend):
         # trip, one commit. When this backend knows the thread's last step is ``expected``,
         # the INSERT checks only that the thread is still its claim (``_CLAIMED``: a lookup
         # of the thread's row; reading the events table in an INSERT into it would make
-        # SQLite copy the rows to a temporary table first, ~10-25 us a commit). A thread it
-        # does not know or another writer claimed, a snapshot, a large batch or a lost race
-        # takes the transaction below, which tells them apart, claims the thread and
-        # learns it.
+        # SQLite copy the rows to a temporary table first, ~10-25 us a commit). Anything
+        # else (a thread not known or claimed by another writer, a snapshot, a large batch,
+        # a lost race) takes the transaction below, which claims the thread and learns it.
         if rows[-1][0] > MAX_STEP:
             raise PersistError(
                 f"thread {thread_id!r} would pass step {MAX_STEP:,}, the most an SQLite thread "
