@@ -384,6 +384,4 @@ def _where(owner: str, namespace: str, key: str) -> str:
 def _names(namespaces: Sequence[str] | None) -> Namespaces:
     if namespaces is None:
         return None
-    if isinstance(namespaces, str):
-        return (namespaces,)
-    return tuple(namespaces)
+    return (namespaces,) if isinstance(namespaces, str) else tuple(namespaces)
