@@ -309,19 +309,17 @@ def iso_time(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _metadata(entry: MemoryEntry) -> dict[str, Any]:
+def _metadata(entry: MemoryEntry, **after_source: Any) -> dict[str, Any]:
     return {
         "key": entry.key,
         "kind": entry.kind,
         "title": entry.title,
         "description": entry.description,
         "source": entry.source,
+        **after_source,
         "created_at": iso_time(entry.created_at),
         "updated_at": iso_time(entry.updated_at),
     }
-
-
-_BEFORE_SIZE: Final = ("key", "kind", "title", "description", "source")
 
 
 def _listing(stored: Entry) -> dict[str, Any]:
@@ -330,8 +328,7 @@ def _listing(stored: Entry) -> dict[str, Any]:
         size = value_bytes(entry.value)
     except WeftError:  # a type registered only in a store's own registry
         size = len(json.dumps(to_plain_json(entry.value), ensure_ascii=False).encode("utf-8"))
-    listing = _metadata(entry)
-    return {**{k: listing[k] for k in _BEFORE_SIZE}, "value_bytes": size, **listing}
+    return _metadata(entry, value_bytes=size)
 
 
 def _error(message: str) -> ToolResult:
