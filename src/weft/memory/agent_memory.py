@@ -75,26 +75,23 @@ def parse_key(key: str) -> tuple[str, str]:
     return namespace, path
 
 
-def _check_kinds(kind: str | Iterable[str] | None) -> set[str] | None:
+def _check_kinds(kind: str | Iterable[str] | None) -> frozenset[str]:
     """The store kinds a ``kind`` filter names (None: every memory kind)."""
     if kind is None:
-        return None
+        return frozenset(NAMESPACES)
     names = [kind] if isinstance(kind, str) else builtins.list(kind)
-    out: set[str] = set()
     for name in names:
-        store_kind = STORE_KIND_OF.get(name)
-        if store_kind is None:
+        if name not in STORE_KIND_OF:
             hint = (
                 f" ({name!r} is a key namespace; its memory kind is {MEMORY_KIND_OF[name]!r})"
-                if name in MEMORY_KIND_OF and name not in STORE_KIND_OF
+                if name in MEMORY_KIND_OF
                 else ""
             )
             raise MemoryKeyError(
                 f"unknown memory kind {name!r}{hint}; the memory kinds are "
                 f"{', '.join(MEMORY_KINDS)}"
             )
-        out.add(store_kind)
-    return out
+    return frozenset(STORE_KIND_OF[name] for name in names)
 
 
 def _scan_prefixes(store_kinds: Iterable[str], key_prefix: str) -> list[tuple[str, str]]:
@@ -104,16 +101,13 @@ def _scan_prefixes(store_kinds: Iterable[str], key_prefix: str) -> list[tuple[st
     one (``"step:re"``) narrows one. Either way the store's ordered index is
     walked only over matching memory keys, never over ``state``.
     """
-    out = []
-    for store_kind in NAMESPACES:
-        if store_kind not in store_kinds:
-            continue
-        namespace = f"{store_kind}:"
-        if namespace.startswith(key_prefix):
-            out.append((store_kind, namespace))
-        elif key_prefix.startswith(namespace):
-            out.append((store_kind, key_prefix))
-    return out
+    return [
+        (kind, namespace if namespace.startswith(key_prefix) else key_prefix)
+        for kind in NAMESPACES
+        if kind in store_kinds
+        for namespace in [f"{kind}:"]
+        if namespace.startswith(key_prefix) or key_prefix.startswith(namespace)
+    ]
 
 
 def _utc(epoch: float) -> datetime:
@@ -297,13 +291,10 @@ class AgentMemory:
         """Remove the memory entries of ``kind`` under ``key_prefix`` (all of memory by
         default, never ``state``); returns how many. Subscribers hear one clear per
         namespace touched."""
-        store_kinds = _check_kinds(kind)
-        scans = _scan_prefixes(NAMESPACES if store_kinds is None else store_kinds, key_prefix or "")
-        removed = 0
-        for store_kind, prefix in scans:
-            exact = prefix == f"{store_kind}:"
-            removed += self._store.clear(kind=store_kind, key_prefix="" if exact else prefix)
-        return removed
+        scans = _scan_prefixes(_check_kinds(kind), key_prefix or "")
+        return sum(
+            self._store.clear(kind=k, key_prefix="" if p == f"{k}:" else p) for k, p in scans
+        )
 
     def get(self, key: str) -> MemoryEntry | None:
         """The entry at ``key``, or None."""
@@ -403,12 +394,11 @@ class AgentMemory:
             for key in dict.fromkeys(keys):
                 store_kind, path = parse_key(key)
                 entry = self._store.get(store_kind, path)
-                wanted = store_kinds is None or store_kind in store_kinds
-                if entry is not None and wanted and key.startswith(key_prefix or ""):
+                wanted = store_kind in store_kinds and key.startswith(key_prefix or "")
+                if entry is not None and wanted:
                     found.append(entry)
         else:
-            covered = NAMESPACES if store_kinds is None else store_kinds
-            for _, prefix in _scan_prefixes(covered, key_prefix or ""):
+            for _, prefix in _scan_prefixes(store_kinds, key_prefix or ""):
                 found.extend(self._store.entries(key_prefix=prefix))
         if wanted_sources is not None:
             found = [e for e in found if e.source in wanted_sources]
@@ -507,31 +497,25 @@ def to_plain_json(value: Any) -> Any:
     return str(value)
 
 
+_OPS: Final[Mapping[str, MemoryOp]] = {"write": "set", "delete": "delete", "clear": "clear"}
+
+
 def _translate(store: Store, event: Event) -> MemoryEvent | None:
     """The memory view of a store event, or None when it does not touch memory."""
-    if event.op == "write" or event.op == "delete":
-        memory_kind = MEMORY_KIND_OF.get(event.kind)
-        if memory_kind is None:
+    op = _OPS.get(event.op)
+    if op == "clear" and not event.kind:  # a prefix over every kind
+        touched = _scan_prefixes(NAMESPACES, event.path)
+        if not touched:
             return None
-        entry = None
-        if event.op == "write":
-            stored = store.get(event.kind, event.path)
-            entry = None if stored is None else MemoryEntry.from_store(stored)
-        op: MemoryOp = "set" if event.op == "write" else "delete"
-        return MemoryEvent(op=op, key=event.key, entry=entry, kind=memory_kind, source=event.source)
-    if event.op != "clear":
+        only = MEMORY_KIND_OF[touched[0][0]] if len(touched) == 1 else None
+        return MemoryEvent(op=op, key=event.path, entry=None, kind=only, source=event.source)
+    kind = MEMORY_KIND_OF.get(event.kind)
+    if op is None or kind is None:
         return None
-    if event.kind:  # one store kind, maybe narrowed by a prefix
-        memory_kind = MEMORY_KIND_OF.get(event.kind)
-        if memory_kind is None:
-            return None
-        key = event.path or f"{event.kind}:"
-        return MemoryEvent(op="clear", key=key, entry=None, kind=memory_kind, source=event.source)
-    touched = _scan_prefixes(NAMESPACES, event.path)
-    if not touched:
-        return None
-    only = MEMORY_KIND_OF[touched[0][0]] if len(touched) == 1 else None
-    return MemoryEvent(op="clear", key=event.path, entry=None, kind=only, source=event.source)
+    stored = store.get(event.kind, event.path) if op == "set" else None
+    entry = None if stored is None else MemoryEntry.from_store(stored)
+    key = (event.path or f"{event.kind}:") if op == "clear" else event.key
+    return MemoryEvent(op=op, key=key, entry=entry, kind=kind, source=event.source)
 
 
 def _a_run_record(entry: Entry) -> bool:

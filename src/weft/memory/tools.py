@@ -100,15 +100,14 @@ class MemoryTool:
         """The OpenAI Chat Completions tool definition."""
         from weft.calls.schema import openai_tool
 
-        offered = self._strict_form if self._strict_form is not None else self._parameters
+        offered = self._strict_form or self._parameters
         return openai_tool(self._name, self._description, offered, strict=self._strict)
 
     def anthropic(self) -> dict[str, Any]:
         """The Anthropic Messages tool definition."""
         from weft.calls.schema import anthropic_tool
 
-        offered = self._strict_form if self._strict_form is not None else self._parameters
-        return anthropic_tool(self._name, self._description, offered)
+        return anthropic_tool(self._name, self._description, self._strict_form or self._parameters)
 
     def __call__(
         self, arguments: Mapping[str, Any] | str | None, *, source: str | None = None
@@ -200,27 +199,21 @@ def memory_tools(
             args = {**args, "value": value}
         return _write(memory, args, call or source, max_value_bytes)
 
+    def tool(
+        name: str, description: str, parameters: Mapping[str, Any], run: Handler
+    ) -> MemoryTool:
+        return MemoryTool(
+            name=name, description=description, parameters=parameters, handler=run, strict=strict
+        )
+
     return MemoryTools(
-        MemoryTool(
-            name="memory_list",
-            description=LIST_DESCRIPTION,
-            parameters=LIST_PARAMETERS,
-            handler=lambda args, _source: _list(memory, args),
-            strict=strict,
-        ),
-        MemoryTool(
-            name="memory_read",
-            description=READ_DESCRIPTION,
-            parameters=READ_PARAMETERS,
-            handler=lambda args, _source: _read(memory, args),
-            strict=strict,
-        ),
-        MemoryTool(
-            name="memory_write",
-            description=write_tool_description(max_value_bytes),
-            parameters=WRITE_JSON_PARAMETERS if strict else WRITE_PARAMETERS,
-            handler=write,
-            strict=strict,
+        tool("memory_list", LIST_DESCRIPTION, LIST_PARAMETERS, lambda args, _: _list(memory, args)),
+        tool("memory_read", READ_DESCRIPTION, READ_PARAMETERS, lambda args, _: _read(memory, args)),
+        tool(
+            "memory_write",
+            write_tool_description(max_value_bytes),
+            WRITE_JSON_PARAMETERS if strict else WRITE_PARAMETERS,
+            write,
         ),
     )
 
@@ -252,7 +245,7 @@ def _read(memory: AgentMemory, args: dict[str, Any]) -> ToolResult:
         try:
             entry = memory.get(key)
         except MemoryKeyError:  # a bare name: what memory_write stored it as, if anything
-            entry = _shared(memory, key)
+            entry = memory.get(f"shared:{key}") if key else None
             if entry is None:
                 malformed.append(key)
             else:
@@ -307,13 +300,8 @@ def _write(
         title=args.get("title"),
         description=args.get("description"),
     )
-    return {
-        "ok": True,
-        "key": entry.key,
-        "kind": "shared",
-        "created_at": iso_time(entry.created_at),
-        "updated_at": iso_time(entry.updated_at),
-    }
+    written = _metadata(entry)
+    return {"ok": True, **{k: written[k] for k in ("key", "kind", "created_at", "updated_at")}}
 
 
 def iso_time(moment: datetime) -> str:
@@ -321,27 +309,17 @@ def iso_time(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _shared(memory: AgentMemory, name: str) -> MemoryEntry | None:
-    """The entry at ``shared:<name>`` (a bare name is read as memory_write stored it)."""
-    try:
-        return memory.get(f"shared:{name}")
-    except MemoryKeyError:
-        return None
-
-
-def _metadata(entry: MemoryEntry) -> dict[str, Any]:
+def _metadata(entry: MemoryEntry, **after_source: Any) -> dict[str, Any]:
     return {
         "key": entry.key,
         "kind": entry.kind,
         "title": entry.title,
         "description": entry.description,
         "source": entry.source,
+        **after_source,
         "created_at": iso_time(entry.created_at),
         "updated_at": iso_time(entry.updated_at),
     }
-
-
-_BEFORE_SIZE: Final = ("key", "kind", "title", "description", "source")
 
 
 def _listing(stored: Entry) -> dict[str, Any]:
@@ -350,8 +328,7 @@ def _listing(stored: Entry) -> dict[str, Any]:
         size = value_bytes(entry.value)
     except WeftError:  # a type registered only in a store's own registry
         size = len(json.dumps(to_plain_json(entry.value), ensure_ascii=False).encode("utf-8"))
-    listing = _metadata(entry)
-    return {**{k: listing[k] for k in _BEFORE_SIZE}, "value_bytes": size, **listing}
+    return _metadata(entry, value_bytes=size)
 
 
 def _error(message: str) -> ToolResult:

@@ -26,7 +26,7 @@ a legacy line
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias
 
 from weft.store import register_type
@@ -74,23 +74,20 @@ WorkingMemoryEntry: TypeAlias = SemanticWorkingMemoryEntry | EpisodicWorkingMemo
 register_type(SemanticWorkingMemoryEntry, name="weft.SemanticWorkingMemoryEntry")
 register_type(EpisodicWorkingMemoryEntry, name="weft.EpisodicWorkingMemoryEntry")
 
-_SEMANTIC_FIELDS = frozenset({"category", "subject", "predicate", "object", "evidence_quote"})
-_EPISODIC_FIELDS = frozenset(
-    {"summary", "primary_themes", "is_catch_up", "approach_used", "approach_context"}
-)
+_SEMANTIC_FIELDS = frozenset(f.name for f in fields(SemanticWorkingMemoryEntry))
+_EPISODIC_FIELDS = frozenset(f.name for f in fields(EpisodicWorkingMemoryEntry))
 
 
 def working_memory_entry(data: Mapping[str, Any]) -> WorkingMemoryEntry:
     """An entry from a dict of either shape (``predicate`` makes it semantic, ``summary``
     episodic); unknown keys are ignored, a dict of neither shape is a ``ValueError``."""
     if "predicate" in data:
-        fields = {k: data[k] for k in _SEMANTIC_FIELDS if k in data}
-        return SemanticWorkingMemoryEntry(**fields)
+        return SemanticWorkingMemoryEntry(**{k: data[k] for k in _SEMANTIC_FIELDS if k in data})
     if "summary" in data:
-        fields = {k: data[k] for k in _EPISODIC_FIELDS if k in data}
-        if "primary_themes" in fields:
-            fields["primary_themes"] = [str(t) for t in fields["primary_themes"]]
-        return EpisodicWorkingMemoryEntry(**fields)
+        given = {k: data[k] for k in _EPISODIC_FIELDS if k in data}
+        if "primary_themes" in given:
+            given["primary_themes"] = [str(t) for t in given["primary_themes"]]
+        return EpisodicWorkingMemoryEntry(**given)
     raise ValueError(
         f"a working-memory dict needs 'predicate' (semantic) or 'summary' (episodic); got "
         f"the keys {sorted(data)}"

@@ -12,11 +12,10 @@ Expired rows are invisible at once and purged lazily: ``list``, ``search`` and
 ``unembedded`` delete the owner's expired rows before reading, ``get`` deletes the one it
 finds expired.
 
-A backend implements a few row-level verbs (``_version``, ``_put_row``, ``_get_row``,
-``_get_rows``, ``_delete_row``, ``_list_rows``, ``_vector_rows``, ``_set_vector_rows``,
-``_purge``); checks, encoding, expiry and the vector indexes of embedding recall
-(``weft.memory.vector_index``) live here once, and token search defaults to BM25 over
-``_list_rows`` (the SQL backends use their own full-text engines instead).
+A backend implements the abstract row-level verbs below; checks, encoding, expiry and
+the vector indexes of embedding recall (``weft.memory.vector_index``) live here once, and
+token search defaults to BM25 over ``_list_rows`` (the SQL backends use their own
+full-text engines instead).
 """
 
 from __future__ import annotations
@@ -192,12 +191,9 @@ class MemoryBackend(Closeable):
         limit: int = 10,
         now: float,
     ) -> _ScoredRecords:
-        """Token recall over the owner's live rows: (row, score), best first.
-
-        SQLite uses FTS5 and ``bm25()``, PostgreSQL ``ts_rank`` over a ``tsvector``,
-        other backends BM25 in Python; a higher score is a better match. Any word of the
-        query may match (the words are OR-ed; stopwords are left out); a query of no
-        other word finds nothing."""
+        """Token recall over the owner's live rows: (row, score), best first (higher is
+        better; each backend ranks with its own engine). Any word of the query may match
+        (the words are OR-ed; stopwords are left out); a query of no other word finds nothing."""
         words = query_words(query)
         if not words or limit <= 0:
             return []
@@ -384,6 +380,4 @@ def _where(owner: str, namespace: str, key: str) -> str:
 def _names(namespaces: Sequence[str] | None) -> Namespaces:
     if namespaces is None:
         return None
-    if isinstance(namespaces, str):
-        return (namespaces,)
-    return tuple(namespaces)
+    return (namespaces,) if isinstance(namespaces, str) else tuple(namespaces)

@@ -52,8 +52,7 @@ class InMemoryMemoryBackend(MemoryBackend):
     ) -> tuple[float, int]:
         with self._lock:
             old = self._rows.get((owner, namespace, key))
-            live = old is not None and (old[6] is None or old[6] > now)
-            created = old[4] if old is not None and live else now
+            created = old[4] if old is not None and (old[6] is None or old[6] > now) else now
             row = (namespace, key, record, text, created, now, expires_at)
             self._rows[(owner, namespace, key)] = row
             self._vectors.pop((owner, namespace, key), None)

@@ -50,10 +50,8 @@ def bm25(texts: Sequence[str], words: Sequence[str]) -> list[float]:
     average = sum(len(d) for d in documents) / len(documents) or 1.0
     counts = [Counter(d) for d in documents]
     query = set(words)
-    idf = {}
-    for word in query:
-        n = sum(1 for c in counts if word in c)
-        idf[word] = math.log(1 + (len(documents) - n + 0.5) / (n + 0.5))
+    having = {word: sum(1 for c in counts if word in c) for word in query}
+    idf = {w: math.log(1 + (len(documents) - n + 0.5) / (n + 0.5)) for w, n in having.items()}
     scores = []
     for document, count in zip(documents, counts, strict=True):
         norm = 1.2 * (0.25 + 0.75 * len(document) / average)
