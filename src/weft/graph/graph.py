@@ -73,7 +73,9 @@ class WorkGraph:
                 "start_nodes use nodes you wired with add_next"
             )
         for name, given in (("paths", paths), ("start_nodes", start_nodes)):
-            if given is not None and (isinstance(given, (str, bytes)) or not _iterable(given)):
+            if given is not None and (
+                isinstance(given, (str, bytes, WorkGraphNode)) or not isinstance(given, Iterable)
+            ):
                 raise GraphBuildError(
                     f"{name}={given!r:.80}: expected a list (of WorkGraphNode s, or of paths "
                     "of values); one node is a list of one"
@@ -151,7 +153,10 @@ class WorkGraph:
         executor: NodeExecutor | None,
     ) -> Run:
         """The one run of ``run`` or ``arun``, on this graph's schedule."""
-        schedule = self._ready_schedule()
+        schedule = self._ready_schedule_unchecked()
+        if not self._runnable:
+            schedule.check_runnable()
+            self._runnable = True
         return Run(
             schedule,
             args,
@@ -165,13 +170,6 @@ class WorkGraph:
             executor,
             self.isolated,
         )
-
-    def _ready_schedule(self) -> Schedule:
-        schedule = self._ready_schedule_unchecked()
-        if not self._runnable:
-            schedule.check_runnable()
-            self._runnable = True
-        return schedule
 
     # -------------------------------------------------------------- inspecting
 
@@ -206,7 +204,3 @@ class WorkGraph:
     def __repr__(self) -> str:
         starts = ", ".join(n.id for n in self.start_nodes)
         return f"<WorkGraph nodes={self._schedule.size} start=[{starts}]>"
-
-
-def _iterable(value: object) -> bool:
-    return isinstance(value, Iterable) and not isinstance(value, WorkGraphNode)

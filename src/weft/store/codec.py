@@ -65,10 +65,8 @@ def to_jsonable(value: Any, types: TypeRegistry = registry, depth: int = 0) -> A
         return [to_jsonable(item, types, depth) for item in value]
     if value is DELETE:
         return {TAG: "delete"}
-    if cls is datetime:
-        return {TAG: "datetime", "data": value.isoformat()}
-    if cls is date:
-        return {TAG: "date", "data": value.isoformat()}
+    if cls is datetime or cls is date:
+        return {TAG: cls.__name__, "data": value.isoformat()}
     if cls is bytes:
         return {TAG: "bytes", "data": base64.b64encode(value).decode("ascii")}
     name = types.name_of(cls)

@@ -41,14 +41,8 @@ def check_run_id(run_id: object, error: type[Exception] = StoreError) -> str:
 
 
 class RunLog:
-    """The records of one run in one store: the one resume mechanism.
-
-    ``begin`` writes (or checks) the run record; ``get(unit)`` is a unit's record if it
-    finished; ``record(unit, record)`` records one as it finishes (in ``into``, a fork,
-    when its writes are there too, so both reach the store as one commit); ``complete``
-    marks the run done with its output. ``scope(unit)`` is a log whose units are under
-    ``unit`` (a branch of an agent, say), and ``once`` runs keyed calls.
-    """
+    """The records of one run in one store (``weft.store.records``): the one resume
+    mechanism, and the keyed calls made in the run (``once``)."""
 
     __slots__ = ("_prefix", "run_id", "store")
 
@@ -58,7 +52,7 @@ class RunLog:
         self._prefix = f"{run_id}/{scope}/" if scope else f"{run_id}/"
 
     def scope(self, unit: str) -> RunLog:
-        """The log of the units under ``unit`` of this run."""
+        """The log of the units under ``unit`` of this run (an agent's branch, say)."""
         inner = self._prefix[len(self.run_id) + 1 :] + unit
         return RunLog(self.store, self.run_id, scope=inner)
 
@@ -141,7 +135,8 @@ class RunLog:
         return out
 
     def record(self, unit: str, record: StepRecord, *, into: Store | None = None) -> StepRecord:
-        """Record that ``unit`` finished (in ``into`` when given, else in the store)."""
+        """Record that ``unit`` finished, in the store or in ``into`` (a fork that holds the
+        unit's writes: both reach the store as one commit)."""
         target = into if into is not None else self.store
         target.write(KIND, self._prefix + unit, record, source=record.label or unit)
         return record
