@@ -325,29 +325,15 @@ def once(
     found = store.value(KIND, path, None)
     if found.__class__ is StepRecord:
         return found.value
-    intent, gets_key, ask = _intent(store, path, found, fn, kwargs, reconcile)
+    intent, ask = _intent(store, path, found, fn, kwargs, reconcile)
     if ask:
         assert reconcile is not None
-        outcome = reconcile(intent.key)
-        if inspect.isawaitable(outcome):
-            _discard(outcome)
-            raise StoreError(
-                f"the keyed call {path!r} got an awaitable from its reconcile hook "
-                f"{_name(reconcile)!r}; for an async hook use the async form "
-                "(acall_once / aonce) and await it"
-            )
+        hook = f"its reconcile hook {_name(reconcile)!r}"
+        outcome = _not_awaitable(reconcile(intent.key), path, hook, "hook")
         if outcome is not NOT_DONE:
             return _record_call(store, path, intent, outcome)
-    if gets_key:
-        kwargs[IDEMPOTENCY_KEY] = intent.key
     try:
-        result = fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            _discard(result)
-            raise StoreError(
-                f"the keyed call {path!r} got an awaitable from {_name(fn)!r}; for an async "
-                "function use the async form (acall_once / aonce) and await it"
-            )
+        result = _not_awaitable(fn(*args, **kwargs), path, repr(_name(fn)), "function")
     except (Exception, UnitExit) as exc:
         _failed(store, path, intent, exc)
         raise
@@ -366,7 +352,7 @@ async def aonce(
     found = store.value(KIND, path, None)
     if found.__class__ is StepRecord:
         return found.value
-    intent, gets_key, ask = _intent(store, path, found, fn, kwargs, reconcile)
+    intent, ask = _intent(store, path, found, fn, kwargs, reconcile)
     if ask:
         assert reconcile is not None
         outcome = reconcile(intent.key)
@@ -374,8 +360,6 @@ async def aonce(
             outcome = await outcome
         if outcome is not NOT_DONE:
             return _record_call(store, path, intent, outcome)
-    if gets_key:
-        kwargs[IDEMPOTENCY_KEY] = intent.key
     try:
         result = fn(*args, **kwargs)
         if inspect.isawaitable(result):  # a plain function's result is taken as it is
@@ -404,9 +388,10 @@ def _intent(
     fn: Callable[..., Any],
     kwargs: dict[str, Any],
     reconcile: Reconcile | None,
-) -> tuple[CallIntent, bool, bool]:
-    """The call's intent, committed and pending before ``fn`` is called; whether ``fn``
-    takes the key; whether ``reconcile`` must be asked first (an earlier attempt)."""
+) -> tuple[CallIntent, bool]:
+    """The call's intent, committed and pending before ``fn`` is called (its key put in
+    ``kwargs`` when ``fn`` takes it), and whether ``reconcile`` must be asked first (an
+    earlier attempt)."""
     if not callable(fn):
         raise StoreError(f"the keyed call {path!r}: {fn!r} is not callable; pass a function")
     if reconcile is not None and not callable(reconcile):
@@ -423,8 +408,7 @@ def _intent(
             key=f"{path}~{secrets.token_hex(8)}", label=label, started_at=time.time()
         )
         store.write(KIND, path, intent, source=f"call:{label}")
-        return intent, gets_key, False
-    if reconcile is None and not gets_key and found.failed is None:
+    elif reconcile is None and not gets_key and found.failed is None:
         raise UnreconciledCallError(
             f"the keyed call {label!r} (recorded at step:{path}) began in an earlier run and "
             "has no result: the process stopped during the call, so whether its effect "
@@ -437,11 +421,14 @@ def _intent(
             idempotency_key=found.key,
             path=path,
         )
-    intent = found
-    if found.failed is not None:  # pending again: a crash in this attempt is unknown again
+    elif found.failed is not None:  # pending again: a crash in this attempt is unknown again
         intent = replace(found, failed=None)
         store.write(KIND, path, intent, source=f"call:{label}")
-    return intent, gets_key, reconcile is not None
+    else:
+        intent = found
+    if gets_key:
+        kwargs[IDEMPOTENCY_KEY] = intent.key
+    return intent, found.__class__ is CallIntent and reconcile is not None
 
 
 def _failed(store: Store, path: str, intent: CallIntent, exc: BaseException) -> None:
@@ -506,9 +493,16 @@ def _check_own_key(where: str, kwargs: dict[str, Any]) -> None:
         )
 
 
-def _discard(awaitable: Any) -> None:
-    if inspect.iscoroutine(awaitable):
-        awaitable.close()
+def _not_awaitable(value: Any, path: str, source: str, what: str) -> Any:
+    """``value``, returned by ``source`` in a sync keyed call: a ``StoreError`` if awaitable."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise StoreError(
+            f"the keyed call {path!r} got an awaitable from {source}; for an async {what} use "
+            "the async form (acall_once / aonce) and await it"
+        )
+    return value
 
 
 def _name(fn: Any) -> str:
