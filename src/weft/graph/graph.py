@@ -103,8 +103,6 @@ class WorkGraph:
         self._schedule = compile_schedule(self.start_nodes)
         self._runnable = False
 
-    # ------------------------------------------------------------------ running
-
     def run(
         self,
         *args: Any,
@@ -170,8 +168,6 @@ class WorkGraph:
             executor,
             self.isolated,
         )
-
-    # -------------------------------------------------------------- inspecting
 
     @property
     def nodes(self) -> tuple[WorkGraphNode, ...]:

@@ -104,9 +104,7 @@ class Observer:
     def _send(self, i: int, event: NoteEvent, **fields: Any) -> None:
         if not watched(self.store):
             return
-        paths = self._paths
-        if paths is None:
-            paths = self._first()
+        paths = self._paths or self._first()
         key = self._keys[i]
         note = Note(event=event, unit=key, label=self._labels[i], run_id=self.run_id, **fields)
         if self._held is not None:

@@ -59,8 +59,6 @@ class RunLog:
     def path(self, unit: str) -> str:
         return self._prefix + unit
 
-    # ----------------------------------------------------------------- the run
-
     def run(self) -> RunRecord | None:
         """The run's record, or None if it never began."""
         found = self.store.value(KIND, self.run_id, None)
@@ -117,8 +115,6 @@ class RunLog:
             record = done  # every part was recorded already; keep the status
         target.write(KIND, self.run_id, record, source=f"weft.{known.kind}")
 
-    # ------------------------------------------------------------------- units
-
     def get(self, unit: str) -> StepRecord | None:
         """The record of ``unit`` if it finished, else None."""
         found = self.store.value(KIND, self._prefix + unit, None)
@@ -151,8 +147,6 @@ class RunLog:
             self.store.write(
                 KIND, self.run_id, replace(known, status="paused"), source="weft.pause"
             )
-
-    # ------------------------------------------------------------------ pauses
 
     def pause(self, unit: str, index: int) -> Pause | None:
         """The record of ``unit``'s ``index``-th question, if it was asked."""
@@ -224,8 +218,6 @@ class RunLog:
                 if isinstance(known, RunRecord) and known.status == "paused":
                     tx.write(KIND, run_id, replace(known, status="running"), source="weft.answer")
 
-    # -------------------------------------------------------------- keyed calls
-
     def once(
         self,
         unit: str,
@@ -270,8 +262,6 @@ class RunLog:
         base = self._prefix + unit if unit else self._prefix.rstrip("/")
         return f"{base}/{CALLS}/{key}"
 
-
-# ------------------------------------------------------------------ keyed calls
 
 IDEMPOTENCY_KEY: Final = "idempotency_key"
 """The parameter by which a keyed call's function asks for the call's idempotency key."""
