@@ -56,15 +56,7 @@ class Delta:
     merged into a store of the view's family with ``store.merge([delta])``. Made by
     ``Store.delta``."""
 
-    __slots__ = (
-        "_base",
-        "_base_settled",
-        "_declared",
-        "_merged",
-        "_root",
-        "replaces",
-        "writes",
-    )
+    __slots__ = ("_base", "_base_settled", "_declared", "_merged", "_root", "replaces", "writes")
 
     def __init__(
         self,

@@ -15,15 +15,7 @@ from types import CodeType, FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 from weft.errors import StoreError, UnreconciledCallError, ValueTypeError
-from weft.store.records import (
-    CALLS,
-    KIND,
-    PAUSES,
-    CallIntent,
-    Pause,
-    RunRecord,
-    StepRecord,
-)
+from weft.store.records import CALLS, KIND, PAUSES, CallIntent, Pause, RunRecord, StepRecord
 from weft.store.values import _Sentinel
 
 if TYPE_CHECKING:
