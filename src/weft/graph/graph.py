@@ -34,19 +34,16 @@ class WorkGraph:
     ``max_concurrency`` bounds the nodes in flight at once, async tasks and sync threads
     together; ``None`` leaves async nodes unbounded and gives sync nodes up to 32 threads.
 
-    ``run(*args, run_id=None, store=None, events=True, context=None, answers=None,
-    executor=None, **kwargs)`` passes the arguments to every start node (the named ones are
-    the engine's own keywords).
-    With a ``store``, state nodes read and write it and, when someone subscribes to it
-    before the run starts, node-lifecycle events go to its log and subscribers
+    ``run(*args, **kwargs)`` passes its arguments to every start node, but for its own
+    keywords. With a ``store``, state nodes read and write it and, when someone subscribes
+    to it before the run starts, node-lifecycle events go to its log and subscribers
     (``events=False`` leaves them out even then: two ``Store.note`` calls per node, ~4 us
-    each, add up in a fan-out over thousands of quick nodes); with a
-    ``run_id`` as well, each finished node is recorded so that running again with that id
-    resumes, and a node may pause the run to ask a person (``interrupt``): ``run`` then
-    returns ``Paused``, and running again with ``answers=`` goes on (``weft.graph.pause``).
-    With an ``executor`` (``weft.distributed.RayExecutor``), the nodes that take no ``ctx``
-    are called there, and the run is scheduled, merged and recorded here
-    (``weft.graph.offload``).
+    each, add up in a fan-out over thousands of quick nodes); with a ``run_id`` as well,
+    each finished node is recorded so that running again with that id resumes, and a node
+    may pause the run to ask a person (``interrupt``): ``run`` then returns ``Paused``, and
+    running again with ``answers=`` goes on (``weft.graph.pause``). With an ``executor``
+    (``weft.distributed.RayExecutor``), the nodes that take no ``ctx`` are called there,
+    and the run is scheduled, merged and recorded here (``weft.graph.offload``).
 
     ``isolated=False`` gives up the isolation of views for speed: a node whose ancestors'
     changes are all committed reads the run's store as it is, with no view built for it
