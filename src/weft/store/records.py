@@ -267,12 +267,6 @@ class Pause:
         return f"{self.run_id}/{self.unit}/{PAUSES}/{self.index}"
 
 
-register_builtin(RunRecord, "weft.RunRecord")
-register_builtin(StepRecord, "weft.StepRecord")
-register_builtin(Note, "weft.Note")
-register_builtin(Pause, "weft.Pause")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallIntent:
     """A keyed call that began and has no result yet: recorded (on a durable run,
@@ -290,6 +284,10 @@ class CallIntent:
     failed: str | None = None
 
 
+register_builtin(RunRecord, "weft.RunRecord")
+register_builtin(StepRecord, "weft.StepRecord")
+register_builtin(Note, "weft.Note")
+register_builtin(Pause, "weft.Pause")
 register_builtin(CallIntent, "weft.CallIntent")
 
 RECORDS: Final = (RunRecord, StepRecord, CallIntent, Pause)

@@ -78,8 +78,19 @@ class RunLog:
         known = self.store.value(KIND, self.run_id, None)
         if known is None:
             return None
-        if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
-            raise error(_not_this_run(self.run_id, known, kind, units))
+        run_id = self.run_id
+        if not isinstance(known, RunRecord):
+            raise error(
+                f"run {run_id!r} cannot be recorded: {KIND}:{run_id} holds a "
+                f"{type(known).__name__} that is not a run record (the result of an executor's "
+                "step of that id, say); use another run_id"
+            )
+        if known.kind != kind or known.units != units:
+            raise error(
+                f"run {run_id!r} was recorded for a {known.kind} ({_units(known.units)}), not "
+                f"for this {kind} ({_units(units)}); resume a run with what started it, or use "
+                "a new run_id"
+            )
         return known
 
     def completed(self, kind: str, units: tuple[str, ...], started_at: float) -> RunRecord:
@@ -499,20 +510,6 @@ def _ms_since(started: float) -> float:
 def _check_key(key: object) -> None:
     if not isinstance(key, str) or not key:
         raise StoreError(f"idempotency key {key!r}: expected a non-empty string")
-
-
-def _not_this_run(run_id: str, known: Any, kind: str, units: tuple[str, ...]) -> str:
-    if isinstance(known, RunRecord):
-        return (
-            f"run {run_id!r} was recorded for a {known.kind} ({_units(known.units)}), not for "
-            f"this {kind} ({_units(units)}); resume a run with what started it, or use a new "
-            "run_id"
-        )
-    return (
-        f"run {run_id!r} cannot be recorded: {KIND}:{run_id} holds a {type(known).__name__} "
-        "that is not a run record (the result of an executor's step of that id, say); use "
-        "another run_id"
-    )
 
 
 def _units(units: tuple[str, ...]) -> str:
