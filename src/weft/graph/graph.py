@@ -132,9 +132,8 @@ class WorkGraph:
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
         run = self._new_run(args, kwargs, store, run_id, events, context, answers, executor)
-        if run.observer is not None:
-            return await run.observer.around(run.execute(driven=False))
-        return await run.execute(driven=False)
+        body = run.execute(driven=False)
+        return await (body if run.observer is None else run.observer.around(body))
 
     def _new_run(
         self,
