@@ -34,19 +34,16 @@ class WorkGraph:
     ``max_concurrency`` bounds the nodes in flight at once, async tasks and sync threads
     together; ``None`` leaves async nodes unbounded and gives sync nodes up to 32 threads.
 
-    ``run(*args, run_id=None, store=None, events=True, context=None, answers=None,
-    executor=None, **kwargs)`` passes the arguments to every start node (the named ones are
-    the engine's own keywords).
-    With a ``store``, state nodes read and write it and, when someone subscribes to it
-    before the run starts, node-lifecycle events go to its log and subscribers
+    ``run(*args, **kwargs)`` passes its arguments to every start node, but for its own
+    keywords. With a ``store``, state nodes read and write it and, when someone subscribes
+    to it before the run starts, node-lifecycle events go to its log and subscribers
     (``events=False`` leaves them out even then: two ``Store.note`` calls per node, ~4 us
-    each, add up in a fan-out over thousands of quick nodes); with a
-    ``run_id`` as well, each finished node is recorded so that running again with that id
-    resumes, and a node may pause the run to ask a person (``interrupt``): ``run`` then
-    returns ``Paused``, and running again with ``answers=`` goes on (``weft.graph.pause``).
-    With an ``executor`` (``weft.distributed.RayExecutor``), the nodes that take no ``ctx``
-    are called there, and the run is scheduled, merged and recorded here
-    (``weft.graph.offload``).
+    each, add up in a fan-out over thousands of quick nodes); with a ``run_id`` as well,
+    each finished node is recorded so that running again with that id resumes, and a node
+    may pause the run to ask a person (``interrupt``): ``run`` then returns ``Paused``, and
+    running again with ``answers=`` goes on (``weft.graph.pause``). With an ``executor``
+    (``weft.distributed.RayExecutor``), the nodes that take no ``ctx`` are called there,
+    and the run is scheduled, merged and recorded here (``weft.graph.offload``).
 
     ``isolated=False`` gives up the isolation of views for speed: a node whose ancestors'
     changes are all committed reads the run's store as it is, with no view built for it
@@ -73,7 +70,9 @@ class WorkGraph:
                 "start_nodes use nodes you wired with add_next"
             )
         for name, given in (("paths", paths), ("start_nodes", start_nodes)):
-            if given is not None and (isinstance(given, (str, bytes)) or not _iterable(given)):
+            if given is not None and (
+                isinstance(given, (str, bytes, WorkGraphNode)) or not isinstance(given, Iterable)
+            ):
                 raise GraphBuildError(
                     f"{name}={given!r:.80}: expected a list (of WorkGraphNode s, or of paths "
                     "of values); one node is a list of one"
@@ -100,8 +99,6 @@ class WorkGraph:
         self.isolated = isolated
         self._schedule = compile_schedule(self.start_nodes)
         self._runnable = False
-
-    # ------------------------------------------------------------------ running
 
     def run(
         self,
@@ -135,9 +132,8 @@ class WorkGraph:
     ) -> Any:
         """The async core of ``run``: same arguments, same result."""
         run = self._new_run(args, kwargs, store, run_id, events, context, answers, executor)
-        if run.observer is not None:
-            return await run.observer.around(run.execute(driven=False))
-        return await run.execute(driven=False)
+        body = run.execute(driven=False)
+        return await (body if run.observer is None else run.observer.around(body))
 
     def _new_run(
         self,
@@ -151,7 +147,10 @@ class WorkGraph:
         executor: NodeExecutor | None,
     ) -> Run:
         """The one run of ``run`` or ``arun``, on this graph's schedule."""
-        schedule = self._ready_schedule()
+        schedule = self._ready_schedule_unchecked()
+        if not self._runnable:
+            schedule.check_runnable()
+            self._runnable = True
         return Run(
             schedule,
             args,
@@ -165,15 +164,6 @@ class WorkGraph:
             executor,
             self.isolated,
         )
-
-    def _ready_schedule(self) -> Schedule:
-        schedule = self._ready_schedule_unchecked()
-        if not self._runnable:
-            schedule.check_runnable()
-            self._runnable = True
-        return schedule
-
-    # -------------------------------------------------------------- inspecting
 
     @property
     def nodes(self) -> tuple[WorkGraphNode, ...]:
@@ -206,7 +196,3 @@ class WorkGraph:
     def __repr__(self) -> str:
         starts = ", ".join(n.id for n in self.start_nodes)
         return f"<WorkGraph nodes={self._schedule.size} start=[{starts}]>"
-
-
-def _iterable(value: object) -> bool:
-    return isinstance(value, Iterable) and not isinstance(value, WorkGraphNode)

@@ -104,9 +104,7 @@ class Observer:
     def _send(self, i: int, event: NoteEvent, **fields: Any) -> None:
         if not watched(self.store):
             return
-        paths = self._paths
-        if paths is None:
-            paths = self._first()
+        paths = self._paths or self._first()
         key = self._keys[i]
         note = Note(event=event, unit=key, label=self._labels[i], run_id=self.run_id, **fields)
         if self._held is not None:
@@ -142,7 +140,7 @@ class Observer:
         """At the first note: the notes' paths, and whether the run is ``_plain``."""
         run_id, keys, labels = self.run_id, self._keys, self._labels
         self._plain = run_id.isascii() and _ascii(keys) and _ascii(labels)
-        paths = self._paths = _paths_of(run_id, keys)
+        paths = self._paths = [f"{run_id}/{key}" for key in keys]
         return paths
 
     def hold(self) -> None:
@@ -190,8 +188,3 @@ def _ascii(names: Sequence[str | None]) -> bool:
         if name is not None and (name.__class__ is not str or not name.isascii()):
             return False
     return True
-
-
-def _paths_of(run_id: str, keys: Sequence[str]) -> list[str]:
-    """The notes' paths of a run's units: ``run/key``."""
-    return [f"{run_id}/{key}" for key in keys]

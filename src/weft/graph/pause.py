@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Final
 
 from weft.errors import PauseError
@@ -108,11 +109,7 @@ def paused(log: RunLog | None, interrupt: Interrupt, enclosing: Asking | None) -
         log.paused()
     if log is None or enclosing is not None:
         raise interrupt
-    return Paused(log.run_id, tuple(sorted(interrupt.pauses, key=_by_id)))
-
-
-def _by_id(pause: Pause) -> str:
-    return pause.id
+    return Paused(log.run_id, tuple(sorted(interrupt.pauses, key=attrgetter("id"))))
 
 
 def enclosing() -> Asking | None:

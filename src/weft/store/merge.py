@@ -56,15 +56,7 @@ class Delta:
     merged into a store of the view's family with ``store.merge([delta])``. Made by
     ``Store.delta``."""
 
-    __slots__ = (
-        "_base",
-        "_base_settled",
-        "_declared",
-        "_merged",
-        "_root",
-        "replaces",
-        "writes",
-    )
+    __slots__ = ("_base", "_base_settled", "_declared", "_merged", "_root", "replaces", "writes")
 
     def __init__(
         self,
@@ -364,11 +356,8 @@ class Merging:
     def _check_family(self, changes: Sequence[Merging | Delta]) -> None:
         root = self if self._root is None else self._root
         if len({id(change) for change in changes}) != len(changes):
-            seen: set[int] = set()
-            for change in changes:
-                if id(change) in seen:
-                    raise StoreError(f"{change!r} is given twice; a change merges once")
-                seen.add(id(change))
+            twice = next(c for i, c in enumerate(changes) if any(c is d for d in changes[:i]))
+            raise StoreError(f"{twice!r} is given twice; a change merges once")
         for change in changes:
             if change.__class__ is Delta or isinstance(change, Delta):
                 assert isinstance(change, Delta)

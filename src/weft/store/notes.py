@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from weft.errors import StoreError
 from weft.store.records import KIND, Note
 from weft.store.values import register_builtin
 
@@ -113,8 +114,6 @@ def tap(fn: Tap) -> Callable[[], None]:
     watched while it listens); returns the function that stops it. Keep ``fn`` quick: it
     runs where the note is made. One that raises is logged and changes nothing."""
     if not callable(fn):
-        from weft.errors import StoreError
-
         raise StoreError(f"tap({fn!r}): a tap is a function of one note")
     TAPS.append(fn)
 

@@ -25,7 +25,7 @@ resume applies them. Otherwise the unit's writes are in the store already.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Final, Literal, cast
 
 from weft.errors import StoreError
@@ -209,22 +209,9 @@ class Note:
     reason: str | None = None
 
 
-_NOTE_SLOTS: Final = tuple(
-    getattr(Note, name).__set__
-    for name in (
-        "event",
-        "unit",
-        "kind",
-        "label",
-        "run_id",
-        "duration_ms",
-        "flag",
-        "error",
-        "reason",
-    )
-)
-"""The slots' own setters, in ``Note``'s field order (a test pins it to the fields). A frozen
-dataclass's own ``__init__`` sets each field through ``object.__setattr__``."""
+_NOTE_SLOTS: Final = tuple(getattr(Note, f.name).__set__ for f in fields(Note))
+"""The slots' own setters, in ``Note``'s field order (``node_note`` sets them by position). A
+frozen dataclass's own ``__init__`` sets each field through ``object.__setattr__``."""
 
 
 def node_note(
@@ -280,12 +267,6 @@ class Pause:
         return f"{self.run_id}/{self.unit}/{PAUSES}/{self.index}"
 
 
-register_builtin(RunRecord, "weft.RunRecord")
-register_builtin(StepRecord, "weft.StepRecord")
-register_builtin(Note, "weft.Note")
-register_builtin(Pause, "weft.Pause")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallIntent:
     """A keyed call that began and has no result yet: recorded (on a durable run,
@@ -303,6 +284,10 @@ class CallIntent:
     failed: str | None = None
 
 
+register_builtin(RunRecord, "weft.RunRecord")
+register_builtin(StepRecord, "weft.StepRecord")
+register_builtin(Note, "weft.Note")
+register_builtin(Pause, "weft.Pause")
 register_builtin(CallIntent, "weft.CallIntent")
 
 RECORDS: Final = (RunRecord, StepRecord, CallIntent, Pause)

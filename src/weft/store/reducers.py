@@ -160,12 +160,9 @@ _ALIASES: Final[dict[Reducer, tuple[str, Reducer]]] = {
 
 def reducer_name(fn: Reducer) -> str:
     """The name events record for a reducer (stable across processes)."""
-    name = BUILTIN.get(fn)
-    if name is not None:
-        return name
-    alias = _ALIASES.get(fn)
-    if alias is not None:
-        return alias[0]
+    known = BUILTIN.get(fn) or _ALIASES.get(fn, ("",))[0]
+    if known:
+        return known
     module = getattr(fn, "__module__", None) or "?"
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{module}.{qualname}"
@@ -180,18 +177,11 @@ def by_name(name: str) -> Reducer | None:
 
 
 def prepare(fn: Reducer) -> tuple[str, Reducer, bool]:
-    """(name, callable, frozen_output) for a declared reducer.
-
-    ``frozen_output`` is true for built-ins, whose results need no re-freezing.
-    """
+    """(name, callable, frozen_output) for a declared reducer; ``frozen_output``: a
+    built-in's results need no re-freezing."""
     if not callable(fn):
         raise ReducerError(
             f"a reducer is a function (current, update) -> new, such as reducers.append or "
             f"operator.add, not {fn!r:.60}"
         )
-    if fn in BUILTIN:
-        return BUILTIN[fn], fn, True
-    alias = _ALIASES.get(fn)
-    if alias is not None:
-        return alias[0], alias[1], False
-    return reducer_name(fn), fn, False
+    return reducer_name(fn), _ALIASES.get(fn, ("", fn))[1], fn in BUILTIN

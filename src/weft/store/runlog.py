@@ -15,15 +15,7 @@ from types import CodeType, FunctionType, MethodType
 from typing import TYPE_CHECKING, Any, Final
 
 from weft.errors import StoreError, UnreconciledCallError, ValueTypeError
-from weft.store.records import (
-    CALLS,
-    KIND,
-    PAUSES,
-    CallIntent,
-    Pause,
-    RunRecord,
-    StepRecord,
-)
+from weft.store.records import CALLS, KIND, PAUSES, CallIntent, Pause, RunRecord, StepRecord
 from weft.store.values import _Sentinel
 
 if TYPE_CHECKING:
@@ -41,14 +33,8 @@ def check_run_id(run_id: object, error: type[Exception] = StoreError) -> str:
 
 
 class RunLog:
-    """The records of one run in one store: the one resume mechanism.
-
-    ``begin`` writes (or checks) the run record; ``get(unit)`` is a unit's record if it
-    finished; ``record(unit, record)`` records one as it finishes (in ``into``, a fork,
-    when its writes are there too, so both reach the store as one commit); ``complete``
-    marks the run done with its output. ``scope(unit)`` is a log whose units are under
-    ``unit`` (a branch of an agent, say), and ``once`` runs keyed calls.
-    """
+    """The records of one run in one store (``weft.store.records``): the one resume
+    mechanism, and the keyed calls made in the run (``once``)."""
 
     __slots__ = ("_prefix", "run_id", "store")
 
@@ -58,14 +44,12 @@ class RunLog:
         self._prefix = f"{run_id}/{scope}/" if scope else f"{run_id}/"
 
     def scope(self, unit: str) -> RunLog:
-        """The log of the units under ``unit`` of this run."""
+        """The log of the units under ``unit`` of this run (an agent's branch, say)."""
         inner = self._prefix[len(self.run_id) + 1 :] + unit
         return RunLog(self.store, self.run_id, scope=inner)
 
     def path(self, unit: str) -> str:
         return self._prefix + unit
-
-    # ----------------------------------------------------------------- the run
 
     def run(self) -> RunRecord | None:
         """The run's record, or None if it never began."""
@@ -94,8 +78,19 @@ class RunLog:
         known = self.store.value(KIND, self.run_id, None)
         if known is None:
             return None
-        if not isinstance(known, RunRecord) or known.kind != kind or known.units != units:
-            raise error(_not_this_run(self.run_id, known, kind, units))
+        run_id = self.run_id
+        if not isinstance(known, RunRecord):
+            raise error(
+                f"run {run_id!r} cannot be recorded: {KIND}:{run_id} holds a "
+                f"{type(known).__name__} that is not a run record (the result of an executor's "
+                "step of that id, say); use another run_id"
+            )
+        if known.kind != kind or known.units != units:
+            raise error(
+                f"run {run_id!r} was recorded for a {known.kind} ({_units(known.units)}), not "
+                f"for this {kind} ({_units(units)}); resume a run with what started it, or use "
+                "a new run_id"
+            )
         return known
 
     def completed(self, kind: str, units: tuple[str, ...], started_at: float) -> RunRecord:
@@ -123,8 +118,6 @@ class RunLog:
             record = done  # every part was recorded already; keep the status
         target.write(KIND, self.run_id, record, source=f"weft.{known.kind}")
 
-    # ------------------------------------------------------------------- units
-
     def get(self, unit: str) -> StepRecord | None:
         """The record of ``unit`` if it finished, else None."""
         found = self.store.value(KIND, self._prefix + unit, None)
@@ -141,7 +134,8 @@ class RunLog:
         return out
 
     def record(self, unit: str, record: StepRecord, *, into: Store | None = None) -> StepRecord:
-        """Record that ``unit`` finished (in ``into`` when given, else in the store)."""
+        """Record that ``unit`` finished, in the store or in ``into`` (a fork that holds the
+        unit's writes: both reach the store as one commit)."""
         target = into if into is not None else self.store
         target.write(KIND, self._prefix + unit, record, source=record.label or unit)
         return record
@@ -156,8 +150,6 @@ class RunLog:
             self.store.write(
                 KIND, self.run_id, replace(known, status="paused"), source="weft.pause"
             )
-
-    # ------------------------------------------------------------------ pauses
 
     def pause(self, unit: str, index: int) -> Pause | None:
         """The record of ``unit``'s ``index``-th question, if it was asked."""
@@ -229,8 +221,6 @@ class RunLog:
                 if isinstance(known, RunRecord) and known.status == "paused":
                     tx.write(KIND, run_id, replace(known, status="running"), source="weft.answer")
 
-    # -------------------------------------------------------------- keyed calls
-
     def once(
         self,
         unit: str,
@@ -275,8 +265,6 @@ class RunLog:
         base = self._prefix + unit if unit else self._prefix.rstrip("/")
         return f"{base}/{CALLS}/{key}"
 
-
-# ------------------------------------------------------------------ keyed calls
 
 IDEMPOTENCY_KEY: Final = "idempotency_key"
 """The parameter by which a keyed call's function asks for the call's idempotency key."""
@@ -330,29 +318,15 @@ def once(
     found = store.value(KIND, path, None)
     if found.__class__ is StepRecord:
         return found.value
-    intent, gets_key, ask = _intent(store, path, found, fn, kwargs, reconcile)
+    intent, ask = _intent(store, path, found, fn, kwargs, reconcile)
     if ask:
         assert reconcile is not None
-        outcome = reconcile(intent.key)
-        if inspect.isawaitable(outcome):
-            _discard(outcome)
-            raise StoreError(
-                f"the keyed call {path!r} got an awaitable from its reconcile hook "
-                f"{_name(reconcile)!r}; for an async hook use the async form "
-                "(acall_once / aonce) and await it"
-            )
+        hook = f"its reconcile hook {_name(reconcile)!r}"
+        outcome = _not_awaitable(reconcile(intent.key), path, hook, "hook")
         if outcome is not NOT_DONE:
             return _record_call(store, path, intent, outcome)
-    if gets_key:
-        kwargs[IDEMPOTENCY_KEY] = intent.key
     try:
-        result = fn(*args, **kwargs)
-        if inspect.isawaitable(result):
-            _discard(result)
-            raise StoreError(
-                f"the keyed call {path!r} got an awaitable from {_name(fn)!r}; for an async "
-                "function use the async form (acall_once / aonce) and await it"
-            )
+        result = _not_awaitable(fn(*args, **kwargs), path, repr(_name(fn)), "function")
     except (Exception, UnitExit) as exc:
         _failed(store, path, intent, exc)
         raise
@@ -371,7 +345,7 @@ async def aonce(
     found = store.value(KIND, path, None)
     if found.__class__ is StepRecord:
         return found.value
-    intent, gets_key, ask = _intent(store, path, found, fn, kwargs, reconcile)
+    intent, ask = _intent(store, path, found, fn, kwargs, reconcile)
     if ask:
         assert reconcile is not None
         outcome = reconcile(intent.key)
@@ -379,8 +353,6 @@ async def aonce(
             outcome = await outcome
         if outcome is not NOT_DONE:
             return _record_call(store, path, intent, outcome)
-    if gets_key:
-        kwargs[IDEMPOTENCY_KEY] = intent.key
     try:
         result = fn(*args, **kwargs)
         if inspect.isawaitable(result):  # a plain function's result is taken as it is
@@ -409,9 +381,10 @@ def _intent(
     fn: Callable[..., Any],
     kwargs: dict[str, Any],
     reconcile: Reconcile | None,
-) -> tuple[CallIntent, bool, bool]:
-    """The call's intent, committed and pending before ``fn`` is called; whether ``fn``
-    takes the key; whether ``reconcile`` must be asked first (an earlier attempt)."""
+) -> tuple[CallIntent, bool]:
+    """The call's intent, committed and pending before ``fn`` is called (its key put in
+    ``kwargs`` when ``fn`` takes it), and whether ``reconcile`` must be asked first (an
+    earlier attempt)."""
     if not callable(fn):
         raise StoreError(f"the keyed call {path!r}: {fn!r} is not callable; pass a function")
     if reconcile is not None and not callable(reconcile):
@@ -428,8 +401,7 @@ def _intent(
             key=f"{path}~{secrets.token_hex(8)}", label=label, started_at=time.time()
         )
         store.write(KIND, path, intent, source=f"call:{label}")
-        return intent, gets_key, False
-    if reconcile is None and not gets_key and found.failed is None:
+    elif reconcile is None and not gets_key and found.failed is None:
         raise UnreconciledCallError(
             f"the keyed call {label!r} (recorded at step:{path}) began in an earlier run and "
             "has no result: the process stopped during the call, so whether its effect "
@@ -442,11 +414,14 @@ def _intent(
             idempotency_key=found.key,
             path=path,
         )
-    intent = found
-    if found.failed is not None:  # pending again: a crash in this attempt is unknown again
+    elif found.failed is not None:  # pending again: a crash in this attempt is unknown again
         intent = replace(found, failed=None)
         store.write(KIND, path, intent, source=f"call:{label}")
-    return intent, gets_key, reconcile is not None
+    else:
+        intent = found
+    if gets_key:
+        kwargs[IDEMPOTENCY_KEY] = intent.key
+    return intent, found.__class__ is CallIntent and reconcile is not None
 
 
 def _failed(store: Store, path: str, intent: CallIntent, exc: BaseException) -> None:
@@ -511,9 +486,16 @@ def _check_own_key(where: str, kwargs: dict[str, Any]) -> None:
         )
 
 
-def _discard(awaitable: Any) -> None:
-    if inspect.iscoroutine(awaitable):
-        awaitable.close()
+def _not_awaitable(value: Any, path: str, source: str, what: str) -> Any:
+    """``value``, returned by ``source`` in a sync keyed call: a ``StoreError`` if awaitable."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise StoreError(
+            f"the keyed call {path!r} got an awaitable from {source}; for an async {what} use "
+            "the async form (acall_once / aonce) and await it"
+        )
+    return value
 
 
 def _name(fn: Any) -> str:
@@ -528,20 +510,6 @@ def _ms_since(started: float) -> float:
 def _check_key(key: object) -> None:
     if not isinstance(key, str) or not key:
         raise StoreError(f"idempotency key {key!r}: expected a non-empty string")
-
-
-def _not_this_run(run_id: str, known: Any, kind: str, units: tuple[str, ...]) -> str:
-    if isinstance(known, RunRecord):
-        return (
-            f"run {run_id!r} was recorded for a {known.kind} ({_units(known.units)}), not for "
-            f"this {kind} ({_units(units)}); resume a run with what started it, or use a new "
-            "run_id"
-        )
-    return (
-        f"run {run_id!r} cannot be recorded: {KIND}:{run_id} holds a {type(known).__name__} "
-        "that is not a run record (the result of an executor's step of that id, say); use "
-        "another run_id"
-    )
 
 
 def _units(units: tuple[str, ...]) -> str:

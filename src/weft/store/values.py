@@ -76,15 +76,7 @@ class FrozenDict(_Frozen, dict[str, Any]):
     """A ``dict`` whose mutating methods raise. Build one with ``freeze``."""
 
     __slots__ = ()
-
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __ior__ = _read_only
-    clear = _read_only
-    pop = _read_only
-    popitem = _read_only
-    setdefault = _read_only
-    update = _read_only
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only
 
     def __hash__(self) -> int:  # type: ignore[override,unused-ignore]
         return hash(frozenset(self.items()))
@@ -97,19 +89,8 @@ class FrozenList(_Frozen, list[Any]):
     """A ``list`` whose mutating methods raise. Build one with ``freeze``."""
 
     __slots__ = ()
-
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __iadd__ = _read_only
-    __imul__ = _read_only
-    append = _read_only
-    extend = _read_only
-    insert = _read_only
-    pop = _read_only
-    remove = _read_only
-    clear = _read_only
-    sort = _read_only
-    reverse = _read_only
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = append = extend = insert = _read_only
+    pop = remove = clear = sort = reverse = _read_only
 
     def __hash__(self) -> int:  # type: ignore[override,unused-ignore]
         return hash(tuple(self))
@@ -179,10 +160,8 @@ class TypeRegistry:
 
 
 def _is_pydantic_model(cls: type) -> bool:
-    try:
-        from pydantic import BaseModel
-    except ImportError:  # pragma: no cover - pydantic is a runtime dependency
-        return False
+    from pydantic import BaseModel  # imported when needed: ``import weft`` stays light
+
     return isinstance(cls, type) and issubclass(cls, BaseModel)
 
 
