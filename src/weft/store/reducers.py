@@ -160,9 +160,11 @@ _ALIASES: Final[dict[Reducer, tuple[str, Reducer]]] = {
 
 def reducer_name(fn: Reducer) -> str:
     """The name events record for a reducer (stable across processes)."""
-    known = BUILTIN.get(fn) or _ALIASES.get(fn, ("",))[0]
-    if known:
-        return known
+    name = BUILTIN.get(fn)
+    if name is None and (alias := _ALIASES.get(fn)) is not None:
+        name = alias[0]
+    if name is not None:
+        return name
     module = getattr(fn, "__module__", None) or "?"
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{module}.{qualname}"
@@ -184,4 +186,5 @@ def prepare(fn: Reducer) -> tuple[str, Reducer, bool]:
             f"a reducer is a function (current, update) -> new, such as reducers.append or "
             f"operator.add, not {fn!r:.60}"
         )
-    return reducer_name(fn), _ALIASES.get(fn, ("", fn))[1], fn in BUILTIN
+    alias = _ALIASES.get(fn)
+    return reducer_name(fn), fn if alias is None else alias[1], fn in BUILTIN

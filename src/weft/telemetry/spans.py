@@ -98,20 +98,28 @@ class Spans:
     def _unit(self, note: Note) -> None:
         run_id = note.run_id or ""
         key = f"{run_id}/{note.unit}"
-        started = note.event == "started"
-        extra: dict[str, Any] = {} if started else {"weft.unit.status": note.event}
-        if note.flag is not None and not started:
+        if note.event == "started":
+            parent = self._get(run_id)
+            self._start(
+                key,
+                self._unit_name(note),
+                parent,
+                run_id,
+                None if parent is None else parent.thread_id,
+                self._unit_attributes(note),
+            )
+            return
+        extra: dict[str, Any] = {"weft.unit.status": note.event}
+        if note.flag is not None:
             extra["weft.flag"] = note.flag
-        if note.reason is not None and not started:
+        if note.reason is not None:
             extra["weft.skipped.reason"] = note.reason
-        # a unit skipped that never started is an instant: a span started and ended at once
-        if started or (note.event == "skipped" and self._get(key) is None):
+        if note.event == "skipped" and self._get(key) is None:  # never started: an instant
             parent = self._get(run_id)
             attributes = {**self._unit_attributes(note), **extra}
             thread_id = None if parent is None else parent.thread_id
             self._start(key, self._unit_name(note), parent, run_id, thread_id, attributes)
-        if not started:
-            self._end(key, note.event, note.error, extra)
+        self._end(key, note.event, note.error, extra)
 
     @staticmethod
     def _unit_name(note: Note) -> str:
